@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace concord::envs {
+
+// An observation or action space, as Gymnasium defines them: Discrete(n) holds the integers
+// [0, n); Box holds float32 arrays of a fixed shape with per-element bounds (which may be
+// +-infinity). Values are stored flat, row-major; `flat_size()` is the number of scalars one
+// element occupies (1 for Discrete).
+class Space {
+ public:
+  enum class Kind { kDiscrete, kBox };
+
+  static Space discrete(int64_t n);
+  // `low` and `high` hold one bound per element, flattened in row-major order.
+  static Space box(std::vector<int64_t> shape, std::vector<float> low, std::vector<float> high);
+  // A box with the same bounds for every element.
+  static Space box(std::vector<int64_t> shape, float low, float high);
+
+  Kind kind() const { return kind_; }
+  bool is_discrete() const { return kind_ == Kind::kDiscrete; }
+  int64_t n() const { return n_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<float>& low() const { return low_; }
+  const std::vector<float>& high() const { return high_; }
+  int64_t flat_size() const;
+
+  // True when the flat value lies in the space (for Discrete: an integral value in [0, n)).
+  bool contains(const float* value) const;
+  // Gymnasium's notation: "Discrete(2)", "Box(-1.0, 1.0, (1,), float32)".
+  std::string to_string() const;
+
+ private:
+  Space() = default;
+  Kind kind_ = Kind::kDiscrete;
+  int64_t n_ = 0;
+  std::vector<int64_t> shape_;
+  std::vector<float> low_;
+  std::vector<float> high_;
+};
+
+}  // namespace concord::envs
