@@ -1,1 +1,43 @@
-int main() { return 0; }
+// concord: the command-line front end. Every failure ends in one line on stderr,
+// "concord: error: <what went wrong>", and a non-zero exit status (2 for bad usage).
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "concord/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Concord: parallel and distributed deep reinforcement learning"};
+  app.require_subcommand(1);
+  concord::cli::add_envs_command(app);
+  concord::cli::add_config_command(app);
+  concord::cli::add_rollout_command(app);
+  // CLI11 reports a mistyped command as a missing one; name it instead.
+  auto is_command = [&app](const std::string& name) {
+    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (command->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: envs, config, rollout; see --help)\n",
+                 argv[1]);
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    std::fprintf(stderr, "concord: error: %s (see --help)\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "concord: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,60 @@
+#include "concord/cli/run_config.h"
+
+#include <limits>
+
+#include <CLI/CLI.hpp>
+
+namespace concord::cli {
+
+core::ConfigSchema concord_schema() {
+  core::ConfigSchema schema;
+  schema.declare("run.seed", int64_t{1}, "Seed for environments, networks and sampling");
+  schema.declare("run.root", std::string("runs"), "Directory under which each run gets its own directory");
+  schema.declare("run.log_level", std::string("info"), "trace, debug, info, warn, error or off");
+  schema.declare("run.progress", std::string("auto"),
+                 "auto (a bar on a terminal, plain lines otherwise), bar, plain or off");
+  schema.declare("run.progress_interval_seconds", 5.0, "Seconds between plain progress lines");
+  schema.declare("log.csv", true, "Write metrics to metrics.csv in the run directory");
+  schema.declare("log.tensorboard", true, "Write metrics to TensorBoard event files in the run directory");
+  schema.declare("log.interval_seconds", 1.0, "Seconds between metric records");
+
+  schema.declare("env.id", std::string("CartPole-v1"), "Environment id (see `concord envs`)");
+  schema.declare("env.num_envs", int64_t{16}, "Environments stepped as one batch");
+  schema.declare("env.num_threads", int64_t{1}, "Threads stepping the environments (the caller counts as one)");
+  schema.declare("env.batch_size", int64_t{0},
+                 "0: synchronous; 0 < b < num_envs: asynchronous, each recv returns the first b envs ready");
+  schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
+
+  schema.declare("rollout.steps", int64_t{1000000}, "Environment steps a random-policy rollout takes");
+  return schema;
+}
+
+void add_run_flags(CLI::App& command, RunFlags& flags) {
+  command.add_option("-c,--config", flags.config_files, "TOML config file(s), merged in order")
+      ->check(CLI::ExistingFile);
+  command.add_option("--set", flags.overrides, "Override a config key: --set env.num_envs=32 (repeatable)");
+  command.add_option("--env", flags.env_id, "Environment id (env.id)");
+  command.add_option("--seed", flags.seed, "Seed (run.seed)")->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+  command.add_option("--num-envs", flags.num_envs, "Number of environments (env.num_envs)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  command.add_option("--threads", flags.num_threads, "Environment threads (env.num_threads)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  command.add_option("--run-root", flags.run_root, "Directory for run directories (run.root)");
+  command.add_option("--progress", flags.progress, "auto, bar, plain or off (run.progress)")
+      ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
+}
+
+core::Config resolve_config(const RunFlags& flags) {
+  core::Config config(concord_schema());
+  for (const std::string& file : flags.config_files) config.merge_file(file);
+  for (const std::string& assignment : flags.overrides) config.apply_override(assignment);
+  if (!flags.env_id.empty()) config.set("env.id", flags.env_id, "--env");
+  if (flags.seed >= 0) config.set("run.seed", flags.seed, "--seed");
+  if (flags.num_envs > 0) config.set("env.num_envs", flags.num_envs, "--num-envs");
+  if (flags.num_threads > 0) config.set("env.num_threads", flags.num_threads, "--threads");
+  if (!flags.run_root.empty()) config.set("run.root", flags.run_root, "--run-root");
+  if (!flags.progress.empty()) config.set("run.progress", flags.progress, "--progress");
+  return config;
+}
+
+}  // namespace concord::cli

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "concord/core/config.h"
+
+namespace CLI {
+class App;
+}
+
+namespace concord::cli {
+
+// Every config key Concord knows, with its default and doc. `concord config` prints it.
+core::ConfigSchema concord_schema();
+
+// The flags every run command shares. Flags such as --env are shorthands for `--set env.id=...`
+// and are applied last, after --config files and --set overrides.
+struct RunFlags {
+  std::vector<std::string> config_files;
+  std::vector<std::string> overrides;
+  std::string env_id;
+  int64_t seed = -1;
+  int64_t num_envs = 0;
+  int64_t num_threads = 0;
+  std::string run_root;
+  std::string progress;
+};
+
+// Adds --config, --set, --env, --seed, --num-envs, --threads, --run-root and --progress.
+void add_run_flags(CLI::App& command, RunFlags& flags);
+
+// defaults <- config files (in order) <- --set overrides <- shorthand flags.
+core::Config resolve_config(const RunFlags& flags);
+
+}  // namespace concord::cli

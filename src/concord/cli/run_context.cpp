@@ -1,0 +1,53 @@
+#include "concord/cli/run_context.h"
+
+#include <spdlog/spdlog.h>
+
+#include "concord/core/atomic_file.h"
+#include "concord/core/logging.h"
+#include "concord/core/run_dir.h"
+
+namespace concord::cli {
+
+RunContext start_run(core::Config config, const std::string& command_name) {
+  // Reject a bad level before anything is created on disk.
+  core::init_logging(config.get_string("run.log_level"));
+  const std::string name = config.get_string("env.id") + "__" + command_name + "__" +
+                           std::to_string(config.get_int("run.seed"));
+  RunContext context{std::move(config), {}, nullptr};
+  context.run_dir = core::create_run_dir(context.config.get_string("run.root"), name);
+  core::init_logging(context.config.get_string("run.log_level"), (context.run_dir / "log.txt").string());
+  core::write_file_atomically(context.run_dir / "config.toml", context.config.to_toml());
+  context.metrics = std::make_unique<core::MetricsLogger>(context.run_dir, context.config.get_bool("log.csv"),
+                                                          context.config.get_bool("log.tensorboard"));
+  spdlog::info("run directory {}", context.run_dir.string());
+  return context;
+}
+
+std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps,
+                                                                 const std::string& label) const {
+  const std::string mode = config.get_string("run.progress");
+  core::ProgressBarOptions options;
+  options.label = label;
+  options.plain_interval_seconds = config.get_double("run.progress_interval_seconds");
+  if (mode == "off") return nullptr;
+  if (mode == "bar") options.force_terminal = true;
+  if (mode == "plain") options.force_terminal = false;
+  if (mode != "auto" && mode != "bar" && mode != "plain") {
+    throw core::ConfigError("run.progress must be auto, bar, plain or off, got '" + mode + "'");
+  }
+  return std::make_unique<core::ProgressBar>(total_steps, options);
+}
+
+envs::VectorEnvConfig vector_env_config(const core::Config& config) {
+  envs::VectorEnvConfig result;
+  result.env_id = config.get_string("env.id");
+  result.num_envs = static_cast<int>(config.get_int("env.num_envs"));
+  result.num_threads = static_cast<int>(config.get_int("env.num_threads"));
+  result.batch_size = static_cast<int>(config.get_int("env.batch_size"));
+  result.seed = static_cast<uint64_t>(config.get_int("run.seed"));
+  result.recv_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(config.get_double("env.recv_timeout_seconds") * 1000.0));
+  return result;
+}
+
+}  // namespace concord::cli

@@ -1,0 +1,149 @@
+// Runs the real `concord` binary as a user would and checks what it prints and leaves behind.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "concord/core/tensorboard_reader.h"
+
+namespace {
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run_concord(const std::string& arguments) {
+  const std::string command = std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("concord_cli_test_" + name);
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+// Each bad input ends in exactly one line, "concord: error: ...", naming the problem.
+void expect_one_line_error(const std::string& arguments, const std::string& needle, int exit_code) {
+  const CommandResult result = run_concord(arguments);
+  EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;
+  EXPECT_EQ(count_lines(result.output), 1) << arguments << "\n" << result.output;
+  EXPECT_THAT(result.output, ::testing::StartsWith("concord: error: ")) << arguments;
+  EXPECT_THAT(result.output, ::testing::HasSubstr(needle)) << arguments;
+}
+
+TEST(Cli, EnvsListsEveryEnvironmentWithSpaces) {
+  const CommandResult result = run_concord("envs");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* id : {"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"}) {
+    EXPECT_THAT(result.output, ::testing::HasSubstr(id));
+  }
+  EXPECT_THAT(result.output, ::testing::HasSubstr("Discrete(2)"));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("Box(-2, 2, (1,), float32)"));
+}
+
+TEST(Cli, BadInputGetsOneClearLine) {
+  const std::string root = "--run-root " + fresh_dir("bad_input").string();
+  expect_one_line_error("bogus", "unknown command 'bogus'", 2);
+  expect_one_line_error("rollout --no-such-flag", "--no-such-flag", 2);
+  expect_one_line_error("rollout --num-envs abc " + root, "abc", 2);
+  expect_one_line_error("rollout --num-envs 0 " + root, "--num-envs", 2);
+  expect_one_line_error("rollout --env NoSuchEnv-v0 " + root, "unknown environment 'NoSuchEnv-v0'", 1);
+  expect_one_line_error("rollout --set env.nope=3 " + root, "unknown config key 'env.nope'", 1);
+  expect_one_line_error("rollout --set env.num_envs=many " + root, "env.num_envs", 1);
+  expect_one_line_error("rollout --config /no/such/file.toml " + root, "/no/such/file.toml", 2);
+  expect_one_line_error("rollout --set env.batch_size=99 " + root, "batch_size", 1);
+  // None of these failed runs left a run directory behind.
+  EXPECT_TRUE(std::filesystem::is_empty(fresh_dir("bad_input")));
+}
+
+TEST(Cli, UnknownKeyInConfigFileNamesKeyAndFile) {
+  const auto dir = fresh_dir("config_file");
+  const auto file = dir / "bad.toml";
+  std::ofstream(file) << "[env]\nnum_env = 4\n";
+  expect_one_line_error("rollout --config " + file.string() + " --run-root " + dir.string(), "'env.num_env'", 1);
+  expect_one_line_error("config --config " + file.string(), file.string(), 1);
+}
+
+TEST(Cli, RolloutWritesARunDirectory) {
+  const auto root = fresh_dir("rollout");
+  const auto config_file = root / "rollout.toml";
+  std::ofstream(config_file) << "[env]\nnum_envs = 8\n[log]\ninterval_seconds = 0.0\n";
+  const CommandResult result = run_concord("rollout --env CartPole-v1 --steps 20000 --threads 2 --seed 7 --config " +
+                                           config_file.string() + " --run-root " + root.string() +
+                                           " --progress plain");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("steps/s"));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("20,000/20,000"));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("8 envs, 2 threads, sync"));
+
+  std::filesystem::path run_dir;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (entry.is_directory()) run_dir = entry.path();
+  }
+  ASSERT_FALSE(run_dir.empty());
+  EXPECT_THAT(run_dir.filename().string(), ::testing::StartsWith("CartPole-v1__rollout__7__"));
+
+  std::ifstream config_in(run_dir / "config.toml");
+  std::stringstream resolved;
+  resolved << config_in.rdbuf();
+  EXPECT_THAT(resolved.str(), ::testing::HasSubstr("num_envs = 8\n"));
+  EXPECT_THAT(resolved.str(), ::testing::HasSubstr("num_threads = 2\n"));
+  EXPECT_THAT(resolved.str(), ::testing::HasSubstr("seed = 7\n"));
+
+  // The resolved config is itself a valid config file.
+  const CommandResult reread = run_concord("config --config " + (run_dir / "config.toml").string());
+  EXPECT_EQ(reread.exit_code, 0) << reread.output;
+  EXPECT_EQ(reread.output, resolved.str());
+
+  std::ifstream csv_in(run_dir / "metrics.csv");
+  std::string header;
+  std::getline(csv_in, header);
+  EXPECT_THAT(header, ::testing::StartsWith("step,wall_time,"));
+  EXPECT_THAT(header, ::testing::HasSubstr("rollout/steps_per_second"));
+
+  std::filesystem::path event_file;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) event_file = entry.path();
+  }
+  ASSERT_FALSE(event_file.empty());
+  const auto events = concord::core::read_event_file(event_file);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.front().file_version(), "brain.Event:2");
+  bool saw_return = false;
+  for (const auto& event : events) {
+    for (const auto& value : event.summary().value()) saw_return = saw_return || value.tag() == "rollout/episode_return";
+  }
+  EXPECT_TRUE(saw_return);
+  EXPECT_TRUE(std::filesystem::exists(run_dir / "log.txt"));
+}
+
+TEST(Cli, AsyncRolloutOnContinuousEnv) {
+  const auto root = fresh_dir("async");
+  const CommandResult result = run_concord("rollout --env Pendulum-v1 --num-envs 8 --set env.batch_size=4 "
+                                           "--steps 4000 --progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("async batch 4"));
+  // Pendulum never terminates: every episode is truncated at 200 steps.
+  EXPECT_THAT(result.output, ::testing::HasSubstr("length         200.0"));
+}
+
+}  // namespace
