@@ -2,6 +2,12 @@
 
 #include <stdexcept>
 
+#include "concord/envs/classic_control/acrobot.h"
+#include "concord/envs/classic_control/cartpole.h"
+#include "concord/envs/classic_control/mountain_car.h"
+#include "concord/envs/classic_control/mountain_car_continuous.h"
+#include "concord/envs/classic_control/pendulum.h"
+
 namespace concord::envs {
 namespace {
 
@@ -13,6 +19,11 @@ EnvFactory factory_of() {
 Registry make_builtin_registry() {
   Registry registry;
   // One line per built-in environment; see docs/adding-an-environment.md.
+  registry.add("CartPole-v1", factory_of<CartPole>());
+  registry.add("Acrobot-v1", factory_of<Acrobot>());
+  registry.add("MountainCar-v0", factory_of<MountainCar>());
+  registry.add("MountainCarContinuous-v0", factory_of<MountainCarContinuous>());
+  registry.add("Pendulum-v1", factory_of<Pendulum>());
   return registry;
 }
 

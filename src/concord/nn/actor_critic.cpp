@@ -1,0 +1,213 @@
+#include "concord/nn/actor_critic.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "concord/nn/init.h"
+
+namespace concord::nn {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    out << (i ? ", " : "") << shape[i];
+  }
+  out << "]";
+  return out.str();
+}
+
+// CleanRL's head gains: a near-uniform initial policy, a unit-scale value.
+constexpr double kPolicyHeadGain = 0.01;
+constexpr double kValueHeadGain = 1.0;
+
+}  // namespace
+
+void ActorCriticConfig::validate() const {
+  std::vector<std::string> problems;
+  bool positive_shape = !obs_shape.empty();
+  for (int64_t size : obs_shape) {
+    positive_shape = positive_shape && size >= 1;
+  }
+  if (!positive_shape) {
+    problems.push_back("obs_shape=" + shape_string(obs_shape) + " must be non-empty and positive");
+  }
+  if (action_dim < 1) {
+    problems.push_back("action_dim=" + std::to_string(action_dim) + " must be >= 1");
+  }
+  if (torso == "mlp") {
+    for (int64_t size : hidden_sizes) {
+      if (size < 1) {
+        problems.push_back("hidden_sizes=" + shape_string(hidden_sizes) + " must all be >= 1");
+        break;
+      }
+    }
+    if (activation != "tanh" && activation != "relu") {
+      problems.push_back("activation=\"" + activation + "\" must be \"tanh\" or \"relu\"");
+    }
+  } else if (torso == "cnn") {
+    if (obs_shape.size() != 3 || obs_shape[1] < 36 || obs_shape[2] < 36) {
+      problems.push_back("obs_shape=" + shape_string(obs_shape) +
+                         " must be [C, H, W] with H, W >= 36 for the cnn torso");
+    }
+    if (cnn_features < 1) {
+      problems.push_back("cnn_features=" + std::to_string(cnn_features) + " must be >= 1");
+    }
+  } else {
+    problems.push_back("torso=\"" + torso + "\" must be \"mlp\" or \"cnn\"");
+  }
+  if (!problems.empty()) {
+    std::string message = "invalid ActorCriticConfig:";
+    for (const std::string& problem : problems) {
+      message += " " + problem + ";";
+    }
+    message.pop_back();
+    throw std::invalid_argument(message);
+  }
+}
+
+torch::Tensor ActionDistribution::sample() const {
+  return std::visit([](const auto& dist) { return dist.sample(); }, dist_);
+}
+
+torch::Tensor ActionDistribution::log_prob(const torch::Tensor& actions) const {
+  return std::visit([&actions](const auto& dist) { return dist.log_prob(actions); }, dist_);
+}
+
+torch::Tensor ActionDistribution::entropy() const {
+  return std::visit([](const auto& dist) { return dist.entropy(); }, dist_);
+}
+
+torch::Tensor ActionDistribution::mode() const {
+  return std::visit([](const auto& dist) { return dist.mode().detach(); }, dist_);
+}
+
+ActorCriticImpl::ActorCriticImpl(ActorCriticConfig config) : config_(std::move(config)) {
+  config_.validate();
+  reset();
+}
+
+ActorCriticImpl::Torso ActorCriticImpl::make_torso(const std::string& name) {
+  Torso torso;
+  if (config_.torso == "cnn") {
+    torso.cnn = register_module(
+        name, CnnTorso(config_.obs_shape, config_.cnn_features, config_.cnn_scale_input));
+  } else {
+    int64_t input_dim = 1;
+    for (int64_t size : config_.obs_shape) {
+      input_dim *= size;
+    }
+    torso.mlp =
+        register_module(name, MlpTorso(input_dim, config_.hidden_sizes, config_.activation));
+  }
+  return torso;
+}
+
+void ActorCriticImpl::reset() {
+  if (config_.shared_torso) {
+    actor_torso_ = make_torso("torso");
+    critic_torso_ = Torso{};
+  } else {
+    actor_torso_ = make_torso("actor_torso");
+    critic_torso_ = make_torso("critic_torso");
+  }
+  const int64_t features =
+      actor_torso_.cnn ? actor_torso_.cnn->output_dim() : actor_torso_.mlp->output_dim();
+  actor_head_ = register_module("actor_head", torch::nn::Linear(features, config_.action_dim));
+  orthogonal_init(actor_head_, kPolicyHeadGain);
+  critic_head_ = register_module("critic_head", torch::nn::Linear(features, 1));
+  orthogonal_init(critic_head_, kValueHeadGain);
+  if (config_.action_kind == ActionKind::kContinuous) {
+    log_std_ = register_parameter("log_std", torch::full({config_.action_dim},
+                                                         config_.init_log_std, torch::kFloat32));
+  } else {
+    log_std_ = torch::Tensor();
+  }
+}
+
+torch::Tensor ActorCriticImpl::run_torso(Torso& torso, const torch::Tensor& x) {
+  return torso.cnn ? torso.cnn->forward(x) : torso.mlp->forward(x);
+}
+
+torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
+  const auto& shape = config_.obs_shape;
+  bool matches = obs.dim() == static_cast<int64_t>(shape.size()) + 1;
+  for (size_t i = 0; matches && i < shape.size(); ++i) {
+    matches = obs.size(static_cast<int64_t>(i) + 1) == shape[i];
+  }
+  if (!matches) {
+    std::ostringstream message;
+    message << "ActorCritic: expected observations [B, " << shape_string(shape).substr(1)
+            << ", got " << obs.sizes();
+    throw std::invalid_argument(message.str());
+  }
+  const torch::Tensor& weight = actor_head_->weight;
+  torch::Tensor x = obs.to(weight.device(), weight.scalar_type());
+  return config_.torso == "cnn" ? x : x.flatten(1);
+}
+
+torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) {
+  return run_torso(actor_torso_, x);
+}
+
+torch::Tensor ActorCriticImpl::critic_features(const torch::Tensor& x) {
+  return run_torso(config_.shared_torso ? actor_torso_ : critic_torso_, x);
+}
+
+ActionDistribution ActorCriticImpl::make_distribution(const torch::Tensor& head_out) const {
+  if (config_.action_kind == ActionKind::kDiscrete) {
+    return ActionDistribution(Categorical(head_out));
+  }
+  return ActionDistribution(DiagGaussian(head_out, log_std_));
+}
+
+PolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs) {
+  const torch::Tensor x = prepare(obs);
+  const torch::Tensor actor_h = actor_features(x);
+  const torch::Tensor critic_h = config_.shared_torso ? actor_h : critic_features(x);
+  PolicyOutput out;
+  const torch::Tensor head_out = actor_head_->forward(actor_h);
+  if (config_.action_kind == ActionKind::kDiscrete) {
+    out.logits = head_out;
+  } else {
+    out.mean = head_out;
+    out.log_std = log_std_;
+  }
+  out.value = critic_head_->forward(critic_h).squeeze(-1);
+  return out;
+}
+
+ActionDistribution ActorCriticImpl::distribution(const torch::Tensor& obs) {
+  return make_distribution(actor_head_->forward(actor_features(prepare(obs))));
+}
+
+torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) {
+  return critic_head_->forward(critic_features(prepare(obs))).squeeze(-1);
+}
+
+ActResult ActorCriticImpl::act(const torch::Tensor& obs, bool deterministic) {
+  const PolicyOutput out = forward(obs);
+  const ActionDistribution dist =
+      make_distribution(out.logits.defined() ? out.logits : out.mean);
+  ActResult result;
+  result.action = deterministic ? dist.mode() : dist.sample();
+  result.log_prob = dist.log_prob(result.action);
+  result.value = out.value;
+  return result;
+}
+
+ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs,
+                                           const torch::Tensor& actions) {
+  const PolicyOutput out = forward(obs);
+  const ActionDistribution dist =
+      make_distribution(out.logits.defined() ? out.logits : out.mean);
+  ActionEvaluation result;
+  result.log_prob = dist.log_prob(actions);
+  result.entropy = dist.entropy();
+  result.value = out.value;
+  return result;
+}
+
+}  // namespace concord::nn

@@ -1,0 +1,166 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "concord/nn/categorical.h"
+#include "concord/nn/cnn.h"
+#include "concord/nn/diag_gaussian.h"
+#include "concord/nn/mlp.h"
+
+namespace concord::nn {
+
+// What the policy head parameterises.
+enum class ActionKind {
+  kDiscrete,    // a Categorical over action_dim actions; actions are int64 [B]
+  kContinuous,  // a DiagGaussian over R^action_dim; actions are float [B, action_dim]
+};
+
+// How to build an ActorCritic. The defaults are CleanRL's PPO network: separate actor and critic
+// torsos, each a 64-64 tanh MLP. CleanRL's Atari network is torso = "cnn", shared_torso = true.
+struct ActorCriticConfig {
+  // One observation's shape, without the batch dimension: [obs_dim] for "mlp" (a longer shape is
+  // flattened), [C, H, W] for "cnn".
+  std::vector<int64_t> obs_shape;
+  // Discrete (Categorical policy) or continuous (DiagGaussian policy) actions.
+  ActionKind action_kind = ActionKind::kDiscrete;
+  // Number of actions n (discrete) or action dimension d (continuous).
+  int64_t action_dim = 0;
+  // "mlp" (see mlp.h) or "cnn" (Nature-DQN, see cnn.h).
+  std::string torso = "mlp";
+  // mlp torso only: hidden layer sizes; empty gives linear heads on the raw observation.
+  std::vector<int64_t> hidden_sizes = {64, 64};
+  // mlp torso only: "tanh" or "relu" (the cnn torso always uses ReLU).
+  std::string activation = "tanh";
+  // One torso feeding both heads, instead of one torso for the actor and one for the critic.
+  bool shared_torso = false;
+  // cnn torso only: width of its final linear layer, the features the heads see.
+  int64_t cnn_features = 512;
+  // cnn torso only: divide pixel values by 255 before the first convolution.
+  bool cnn_scale_input = true;
+  // Continuous actions only: initial value of every element of log_std.
+  double init_log_std = 0.0;
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+};
+
+// The action distribution of a batch of observations, Categorical or DiagGaussian behind one
+// interface. Shapes for batch B: actions are int64 [B] (discrete) or float [B, d] (continuous);
+// log_prob and entropy are [B].
+class ActionDistribution {
+ public:
+  explicit ActionDistribution(Categorical categorical) : dist_(std::move(categorical)) {}
+  explicit ActionDistribution(DiagGaussian gaussian) : dist_(std::move(gaussian)) {}
+
+  bool is_discrete() const { return std::holds_alternative<Categorical>(dist_); }
+  // A random action (detached), from LibTorch's global generator.
+  torch::Tensor sample() const;
+  torch::Tensor log_prob(const torch::Tensor& actions) const;
+  torch::Tensor entropy() const;
+  // The most likely action (argmax, or the mean), detached.
+  torch::Tensor mode() const;
+
+  // The underlying distribution; nullptr when it is the other kind.
+  const Categorical* categorical() const { return std::get_if<Categorical>(&dist_); }
+  const DiagGaussian* gaussian() const { return std::get_if<DiagGaussian>(&dist_); }
+
+ private:
+  std::variant<Categorical, DiagGaussian> dist_;
+};
+
+// forward()'s result. Exactly one of logits and mean is defined, by action kind.
+struct PolicyOutput {
+  torch::Tensor logits;   // discrete: unnormalised action logits [B, n]
+  torch::Tensor mean;     // continuous: action mean [B, d]
+  torch::Tensor log_std;  // continuous: the state-independent log_std parameter itself, [d]
+  torch::Tensor value;    // state value [B]
+};
+
+// act()'s result, what a rollout stores.
+struct ActResult {
+  torch::Tensor action;    // int64 [B] or float [B, d], detached
+  torch::Tensor log_prob;  // log pi(action | obs) [B]
+  torch::Tensor value;     // V(obs) [B]
+};
+
+// evaluate()'s result, what a policy-gradient loss needs.
+struct ActionEvaluation {
+  torch::Tensor log_prob;  // log pi(actions | obs) [B]
+  torch::Tensor entropy;   // entropy of pi(. | obs) [B]
+  torch::Tensor value;     // V(obs) [B]
+};
+
+// An actor-critic network: torso(s), a policy head and a value head.
+//
+//   separate (default):  obs -> actor torso  -> actor head  (gain 0.01) -> logits | mean
+//                        obs -> critic torso -> critic head (gain 1.0)  -> value
+//   shared:              obs -> torso -> both heads
+//
+// For continuous actions the standard deviation is exp(log_std), a learned [d] parameter that
+// does not depend on the observation, initialised to config.init_log_std. Continuous actions are
+// sampled unclipped; clipping to the action space's bounds happens at the environment boundary,
+// and log_prob is that of the unclipped action.
+//
+// Observations are [B, *obs_shape] of any dtype on any device: every method first converts them
+// to the parameters' dtype and device, so the network follows wherever `to()` moves it, and its
+// results live there too. Grad mode is the caller's: wrap rollout calls in torch::NoGradGuard.
+// Concurrent calls are safe while no thread modifies the parameters (forward passes only read
+// them).
+//
+// Submodules are "actor_torso" and "critic_torso" (or one "torso" when shared), "actor_head",
+// "critic_head", and for continuous actions the parameter "log_std". clone() gives a deep copy.
+class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
+ public:
+  // Validates the config (see ActorCriticConfig::validate) and builds the network.
+  explicit ActorCriticImpl(ActorCriticConfig config);
+
+  // Builds (or, for clone(), rebuilds) every layer and initialises it.
+  void reset() override;
+
+  // Policy parameters and value for obs [B, *obs_shape].
+  PolicyOutput forward(const torch::Tensor& obs);
+  // The action distribution pi(. | obs); runs the actor path only when torsos are separate.
+  ActionDistribution distribution(const torch::Tensor& obs);
+  // V(obs): [B]; runs the critic path only when torsos are separate.
+  torch::Tensor value(const torch::Tensor& obs);
+  // Picks actions: a sample, or the mode when `deterministic`.
+  ActResult act(const torch::Tensor& obs, bool deterministic = false);
+  // Log-probability and entropy of given actions (int64 [B] or float [B, d]) under pi(. | obs),
+  // and V(obs), in one forward pass.
+  ActionEvaluation evaluate(const torch::Tensor& obs, const torch::Tensor& actions);
+
+  const ActorCriticConfig& config() const { return config_; }
+
+ private:
+  // A torso of either kind: exactly one holder is set.
+  struct Torso {
+    MlpTorso mlp{nullptr};
+    CnnTorso cnn{nullptr};
+  };
+
+  Torso make_torso(const std::string& name);
+  static torch::Tensor run_torso(Torso& torso, const torch::Tensor& x);
+  // Checks obs's shape, moves it to the parameters' device and dtype, and flattens it for an MLP.
+  torch::Tensor prepare(const torch::Tensor& obs) const;
+  torch::Tensor actor_features(const torch::Tensor& x);
+  torch::Tensor critic_features(const torch::Tensor& x);
+  ActionDistribution make_distribution(const torch::Tensor& head_out) const;
+
+  ActorCriticConfig config_;
+  Torso actor_torso_;   // the shared torso when config_.shared_torso
+  Torso critic_torso_;  // unset when config_.shared_torso
+  torch::nn::Linear actor_head_{nullptr};
+  torch::nn::Linear critic_head_{nullptr};
+  torch::Tensor log_std_;  // [d], continuous actions only
+};
+TORCH_MODULE(ActorCritic);
+
+}  // namespace concord::nn

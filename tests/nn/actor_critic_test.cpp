@@ -1,0 +1,399 @@
+#include "concord/nn/actor_critic.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+namespace concord::nn {
+namespace {
+
+// CartPole-shaped: 4 observations, 2 actions.
+ActorCriticConfig discrete_config(bool shared = false) {
+  ActorCriticConfig config;
+  config.obs_shape = {4};
+  config.action_kind = ActionKind::kDiscrete;
+  config.action_dim = 2;
+  config.shared_torso = shared;
+  return config;
+}
+
+// 5 observations, 3 action dimensions.
+ActorCriticConfig continuous_config(bool shared = false) {
+  ActorCriticConfig config;
+  config.obs_shape = {5};
+  config.action_kind = ActionKind::kContinuous;
+  config.action_dim = 3;
+  config.shared_torso = shared;
+  return config;
+}
+
+// Atari-shaped: 4 stacked 84x84 frames, 6 actions, CleanRL's shared Nature-CNN.
+ActorCriticConfig atari_config() {
+  ActorCriticConfig config;
+  config.obs_shape = {4, 84, 84};
+  config.action_dim = 6;
+  config.torso = "cnn";
+  config.shared_torso = true;
+  return config;
+}
+
+int64_t parameter_count(const torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const auto& parameter : module.parameters()) {
+    count += parameter.numel();
+  }
+  return count;
+}
+
+std::string thrown_message(const ActorCriticConfig& config) {
+  try {
+    ActorCritic model(config);
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ActorCriticTest, DiscreteForwardShapes) {
+  ActorCritic model(discrete_config());
+  const PolicyOutput out = model->forward(torch::randn({7, 4}));
+  EXPECT_EQ(out.logits.sizes(), (torch::IntArrayRef{7, 2}));
+  EXPECT_FALSE(out.mean.defined());
+  EXPECT_FALSE(out.log_std.defined());
+  EXPECT_EQ(out.value.sizes(), (torch::IntArrayRef{7}));
+  EXPECT_EQ(model->value(torch::randn({7, 4})).sizes(), (torch::IntArrayRef{7}));
+}
+
+TEST(ActorCriticTest, ContinuousForwardShapes) {
+  ActorCriticConfig config = continuous_config();
+  config.init_log_std = -0.5;
+  ActorCritic model(config);
+  const PolicyOutput out = model->forward(torch::randn({7, 5}));
+  EXPECT_FALSE(out.logits.defined());
+  EXPECT_EQ(out.mean.sizes(), (torch::IntArrayRef{7, 3}));
+  EXPECT_TRUE(torch::equal(out.log_std, torch::full({3}, -0.5f)));
+  EXPECT_EQ(out.value.sizes(), (torch::IntArrayRef{7}));
+  const ActResult act = model->act(torch::randn({7, 5}));
+  EXPECT_EQ(act.action.sizes(), (torch::IntArrayRef{7, 3}));
+  EXPECT_EQ(act.log_prob.sizes(), (torch::IntArrayRef{7}));
+  EXPECT_EQ(act.value.sizes(), (torch::IntArrayRef{7}));
+}
+
+TEST(ActorCriticTest, SeparateAndSharedParameterCountsAreExact) {
+  // MLP 4-64-64: (4*64 + 64) + (64*64 + 64) = 4480; actor head 64*2 + 2 = 130;
+  // critic head 64 + 1 = 65.
+  EXPECT_EQ(parameter_count(*ActorCritic(discrete_config(false))), 4480 + 4480 + 130 + 65);
+  EXPECT_EQ(parameter_count(*ActorCritic(discrete_config(true))), 4480 + 130 + 65);
+  // MLP 5-64-64: 384 + 4160 = 4544; actor head 64*3 + 3 = 195; log_std 3; critic head 65.
+  EXPECT_EQ(parameter_count(*ActorCritic(continuous_config(false))), 4544 + 4544 + 195 + 3 + 65);
+  EXPECT_EQ(parameter_count(*ActorCritic(continuous_config(true))), 4544 + 195 + 3 + 65);
+}
+
+TEST(ActorCriticTest, ParameterNames) {
+  const auto separate = ActorCritic(continuous_config(false))->named_parameters().keys();
+  EXPECT_EQ(separate, (std::vector<std::string>{
+                          "log_std", "actor_torso.fc0.weight", "actor_torso.fc0.bias",
+                          "actor_torso.fc1.weight", "actor_torso.fc1.bias",
+                          "critic_torso.fc0.weight", "critic_torso.fc0.bias",
+                          "critic_torso.fc1.weight", "critic_torso.fc1.bias", "actor_head.weight",
+                          "actor_head.bias", "critic_head.weight", "critic_head.bias"}));
+  const auto shared = ActorCritic(discrete_config(true))->named_parameters().keys();
+  EXPECT_EQ(shared, (std::vector<std::string>{"torso.fc0.weight", "torso.fc0.bias",
+                                              "torso.fc1.weight", "torso.fc1.bias",
+                                              "actor_head.weight", "actor_head.bias",
+                                              "critic_head.weight", "critic_head.bias"}));
+}
+
+TEST(ActorCriticTest, HeadsUseCleanRLGains) {
+  ActorCritic model(discrete_config());
+  const auto p = model->named_parameters();
+  const torch::Tensor actor = p["actor_head.weight"].detach();  // [2, 64]
+  EXPECT_TRUE(torch::allclose(actor.mm(actor.t()), 1e-4 * torch::eye(2), 0.0, 1e-9));
+  EXPECT_TRUE(torch::equal(p["actor_head.bias"], torch::zeros({2})));
+  EXPECT_NEAR(p["critic_head.weight"].detach().square().sum().item<float>(), 1.0f, 1e-5);
+  EXPECT_TRUE(torch::equal(p["critic_head.bias"], torch::zeros({1})));
+  const torch::Tensor torso = p["actor_torso.fc1.weight"].detach();  // [64, 64]
+  EXPECT_TRUE(torch::allclose(torso.mm(torso.t()), 2.0 * torch::eye(64), 0.0, 1e-4));
+}
+
+TEST(ActorCriticTest, DeterministicActIsTheMode) {
+  const torch::Tensor discrete_obs = torch::randn({16, 4});
+  ActorCritic discrete(discrete_config());
+  const ActResult discrete_act = discrete->act(discrete_obs, /*deterministic=*/true);
+  EXPECT_TRUE(torch::equal(discrete_act.action, discrete->distribution(discrete_obs).mode()));
+  EXPECT_TRUE(torch::equal(discrete_act.action,
+                           discrete->forward(discrete_obs).logits.argmax(-1)));
+  EXPECT_EQ(discrete_act.action.scalar_type(), torch::kInt64);
+
+  const torch::Tensor continuous_obs = torch::randn({16, 5});
+  ActorCritic continuous(continuous_config());
+  const ActResult continuous_act = continuous->act(continuous_obs, /*deterministic=*/true);
+  EXPECT_TRUE(torch::equal(continuous_act.action, continuous->forward(continuous_obs).mean));
+  EXPECT_FALSE(continuous_act.action.requires_grad());
+}
+
+TEST(ActorCriticTest, ActIsConsistentWithDistributionAndValue) {
+  for (const ActorCriticConfig& config : {discrete_config(), continuous_config(true)}) {
+    ActorCritic model(config);
+    const torch::Tensor obs = torch::randn({9, config.obs_shape[0]});
+    const ActResult act = model->act(obs);
+    EXPECT_FALSE(act.action.requires_grad());
+    EXPECT_TRUE(torch::allclose(act.log_prob, model->distribution(obs).log_prob(act.action)));
+    EXPECT_TRUE(torch::allclose(act.value, model->value(obs)));
+    EXPECT_TRUE(torch::allclose(act.value, model->forward(obs).value));
+    const ActionEvaluation evaluation = model->evaluate(obs, act.action);
+    EXPECT_TRUE(torch::allclose(evaluation.log_prob, act.log_prob));
+    EXPECT_TRUE(torch::allclose(evaluation.entropy, model->distribution(obs).entropy()));
+    EXPECT_TRUE(torch::allclose(evaluation.value, act.value));
+  }
+}
+
+TEST(ActorCriticTest, DistributionKindFollowsTheActionKind) {
+  const ActionDistribution discrete =
+      ActorCritic(discrete_config())->distribution(torch::randn({2, 4}));
+  EXPECT_TRUE(discrete.is_discrete());
+  ASSERT_NE(discrete.categorical(), nullptr);
+  EXPECT_EQ(discrete.gaussian(), nullptr);
+  EXPECT_EQ(discrete.categorical()->num_categories(), 2);
+  const ActionDistribution continuous =
+      ActorCritic(continuous_config())->distribution(torch::randn({2, 5}));
+  EXPECT_FALSE(continuous.is_discrete());
+  ASSERT_NE(continuous.gaussian(), nullptr);
+  EXPECT_EQ(continuous.gaussian()->dim(), 3);
+}
+
+TEST(ActorCriticTest, InitialDiscretePolicyIsNearlyUniform) {
+  ActorCritic model(discrete_config());
+  const torch::Tensor entropy = model->distribution(torch::randn({32, 4})).entropy();
+  // |logit difference| <= 0.01 * sqrt(2) * |h| <= 0.12 for tanh features h in R^64, so the
+  // entropy is within 0.12^2 / 8 < 2e-3 of ln 2.
+  EXPECT_GT(entropy.min().item<float>(), std::log(2.0f) - 2e-3f);
+}
+
+TEST(ActorCriticTest, ContinuousActionsAreUnclipped) {
+  torch::manual_seed(5);
+  ActorCriticConfig config = continuous_config();
+  config.init_log_std = 1.0;  // sigma = e: most samples leave [-1, 1]
+  ActorCritic model(config);
+  const torch::Tensor action = model->act(torch::zeros({256, 5})).action;
+  EXPECT_GT(action.abs().max().item<float>(), 3.0f);
+}
+
+class ActorCriticGradientTest
+    : public ::testing::TestWithParam<std::tuple<ActionKind, bool, std::string>> {};
+
+TEST_P(ActorCriticGradientTest, GradientsReachEveryParameter) {
+  const auto& [kind, shared, torso] = GetParam();
+  torch::manual_seed(17);
+  ActorCriticConfig config = kind == ActionKind::kDiscrete ? discrete_config(shared)
+                                                           : continuous_config(shared);
+  config.torso = torso;
+  if (torso == "cnn") {
+    config.obs_shape = {2, 36, 36};
+    config.cnn_features = 32;
+    config.cnn_scale_input = false;
+  }
+  ActorCritic model(config);
+  std::vector<int64_t> obs_shape = {8};
+  obs_shape.insert(obs_shape.end(), config.obs_shape.begin(), config.obs_shape.end());
+  const torch::Tensor obs = torch::randn(obs_shape);
+  const torch::Tensor actions = model->act(obs).action;
+  const ActionEvaluation evaluation = model->evaluate(obs, actions);
+  const torch::Tensor loss = -evaluation.log_prob.mean() - 0.01 * evaluation.entropy.mean() +
+                             (evaluation.value - 1.0).square().mean();
+  loss.backward();
+  for (const auto& parameter : model->named_parameters()) {
+    ASSERT_TRUE(parameter.value().grad().defined()) << parameter.key();
+    EXPECT_GT(parameter.value().grad().abs().sum().item<float>(), 0.0f) << parameter.key();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllLayouts, ActorCriticGradientTest,
+    ::testing::Combine(::testing::Values(ActionKind::kDiscrete, ActionKind::kContinuous),
+                       ::testing::Bool(), ::testing::Values("mlp", "cnn")));
+
+TEST(ActorCriticTest, SeparateTorsosAreIndependent) {
+  ActorCritic model(discrete_config());
+  const torch::Tensor obs = torch::randn({5, 4});
+  const PolicyOutput before = model->forward(obs);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : model->named_parameters()) {
+      if (parameter.key().rfind("actor_", 0) == 0) {
+        parameter.value().add_(0.5);
+      }
+    }
+  }
+  const PolicyOutput after = model->forward(obs);
+  EXPECT_TRUE(torch::equal(after.value, before.value));
+  EXPECT_FALSE(torch::equal(after.logits, before.logits));
+}
+
+TEST(ActorCriticTest, SharedTorsoFeedsBothHeads) {
+  ActorCritic model(discrete_config(/*shared=*/true));
+  const torch::Tensor obs = torch::randn({5, 4});
+  const PolicyOutput before = model->forward(obs);
+  {
+    torch::NoGradGuard no_grad;
+    model->named_parameters()["torso.fc0.bias"].add_(0.5);
+  }
+  const PolicyOutput after = model->forward(obs);
+  EXPECT_FALSE(torch::equal(after.value, before.value));
+  EXPECT_FALSE(torch::equal(after.logits, before.logits));
+}
+
+TEST(ActorCriticTest, MultiDimensionalObservationsAreFlattenedForTheMlp) {
+  ActorCriticConfig config = discrete_config();
+  config.obs_shape = {2, 3};
+  ActorCritic model(config);
+  EXPECT_EQ(model->named_parameters()["actor_torso.fc0.weight"].sizes(),
+            (torch::IntArrayRef{64, 6}));
+  EXPECT_EQ(model->forward(torch::randn({4, 2, 3})).logits.sizes(), (torch::IntArrayRef{4, 2}));
+}
+
+TEST(ActorCriticTest, FollowsTheParametersDtype) {
+  ActorCritic model(continuous_config());
+  model->to(torch::kFloat64);
+  const torch::Tensor obs = torch::randn({3, 5});  // float32 in, converted
+  const PolicyOutput out = model->forward(obs);
+  EXPECT_EQ(out.mean.scalar_type(), torch::kFloat64);
+  EXPECT_EQ(out.log_std.scalar_type(), torch::kFloat64);
+  EXPECT_EQ(model->act(obs).action.scalar_type(), torch::kFloat64);
+  EXPECT_EQ(ActorCritic(discrete_config())->act(torch::ones({3, 4}, torch::kInt64)).action.sizes(),
+            (torch::IntArrayRef{3}));
+}
+
+TEST(ActorCriticTest, FollowsTheParametersToCuda) {
+  if (!torch::cuda::is_available()) {
+    GTEST_SKIP() << "no CUDA device";
+  }
+  ActorCritic model(continuous_config());
+  model->to(torch::Device(torch::kCUDA, 0));
+  const ActResult act = model->act(torch::randn({3, 5}));  // CPU observations
+  EXPECT_TRUE(act.action.is_cuda());
+  EXPECT_TRUE(act.log_prob.is_cuda());
+  EXPECT_TRUE(act.value.is_cuda());
+}
+
+TEST(ActorCriticTest, CloneIsAnIndependentDeepCopy) {
+  ActorCritic model(continuous_config());
+  auto copy = std::dynamic_pointer_cast<ActorCriticImpl>(model->clone());
+  ASSERT_NE(copy, nullptr);
+  const torch::Tensor obs = torch::randn({3, 5});
+  EXPECT_TRUE(torch::equal(copy->forward(obs).mean, model->forward(obs).mean));
+  EXPECT_TRUE(torch::equal(copy->forward(obs).value, model->forward(obs).value));
+  {
+    torch::NoGradGuard no_grad;
+    copy->named_parameters()["critic_head.bias"].add_(1.0);
+    copy->named_parameters()["log_std"].add_(1.0);
+  }
+  EXPECT_TRUE(torch::allclose(copy->forward(obs).value, model->forward(obs).value + 1.0));
+  EXPECT_TRUE(torch::equal(model->forward(obs).log_std, torch::zeros({3})));
+}
+
+TEST(ActorCriticTest, RejectsObservationsOfTheWrongShape) {
+  ActorCritic model(discrete_config());
+  try {
+    model->forward(torch::zeros({2, 5}));
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("[B, 4]"), std::string::npos) << message;
+    EXPECT_NE(message.find("[2, 5]"), std::string::npos) << message;
+  }
+  EXPECT_THROW(model->value(torch::zeros({4})), std::invalid_argument);
+}
+
+TEST(ActorCriticTest, RejectsBadConfigsNamingEveryField) {
+  ActorCriticConfig config = discrete_config();
+  config.action_dim = 0;
+  config.torso = "rnn";
+  const std::string message = thrown_message(config);
+  EXPECT_NE(message.find("action_dim=0"), std::string::npos) << message;
+  EXPECT_NE(message.find("torso=\"rnn\""), std::string::npos) << message;
+
+  config = discrete_config();
+  config.hidden_sizes = {64, -1};
+  config.activation = "gelu";
+  const std::string mlp_message = thrown_message(config);
+  EXPECT_NE(mlp_message.find("hidden_sizes=[64, -1]"), std::string::npos) << mlp_message;
+  EXPECT_NE(mlp_message.find("activation=\"gelu\""), std::string::npos) << mlp_message;
+
+  config = atari_config();
+  config.obs_shape = {4, 84};
+  EXPECT_NE(thrown_message(config).find("obs_shape=[4, 84]"), std::string::npos);
+  config.obs_shape = {};
+  EXPECT_NE(thrown_message(config).find("obs_shape=[]"), std::string::npos);
+}
+
+TEST(CnnTorsoTest, NatureShapesAndParameterCount) {
+  CnnTorso torso(std::vector<int64_t>{4, 84, 84});
+  // 84 -> (84 - 8) / 4 + 1 = 20 -> (20 - 4) / 2 + 1 = 9 -> (9 - 3) / 1 + 1 = 7.
+  EXPECT_EQ(torso->flatten_dim(), 64 * 7 * 7);
+  EXPECT_EQ(torso->output_dim(), 512);
+  // conv 4*32*64 + 32, 32*64*16 + 64, 64*64*9 + 64; linear 3136*512 + 512.
+  EXPECT_EQ(parameter_count(*torso), 8224 + 32832 + 36928 + 1606144);
+  const torch::Tensor pixels = torch::randint(0, 256, {2, 4, 84, 84}, torch::kUInt8);
+  const torch::Tensor features = torso->forward(pixels);
+  EXPECT_EQ(features.sizes(), (torch::IntArrayRef{2, 512}));
+  EXPECT_EQ(features.scalar_type(), torch::kFloat32);
+  EXPECT_GE(features.min().item<float>(), 0.0f);
+}
+
+TEST(CnnTorsoTest, FlattenSizeFollowsTheInputShape) {
+  EXPECT_EQ(CnnTorso(std::vector<int64_t>{1, 36, 36})->flatten_dim(), 64);
+  // 100x60: 24x14 -> 11x6 -> 9x4.
+  CnnTorso torso(std::vector<int64_t>{3, 100, 60}, 16);
+  EXPECT_EQ(torso->flatten_dim(), 64 * 9 * 4);
+  EXPECT_EQ(torso->forward(torch::rand({5, 3, 100, 60})).sizes(), (torch::IntArrayRef{5, 16}));
+}
+
+TEST(CnnTorsoTest, ScalingDividesBy255) {
+  torch::manual_seed(2);
+  CnnTorso scaled(std::vector<int64_t>{1, 36, 36}, 8, /*scale_input=*/true);
+  CnnTorso unscaled(std::vector<int64_t>{1, 36, 36}, 8, /*scale_input=*/false);
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = scaled->named_parameters();
+    for (auto& parameter : unscaled->named_parameters()) {
+      parameter.value().copy_(source[parameter.key()]);
+    }
+  }
+  const torch::Tensor pixels = torch::randint(0, 256, {3, 1, 36, 36}, torch::kUInt8);
+  EXPECT_TRUE(torch::allclose(scaled->forward(pixels),
+                              unscaled->forward(pixels.to(torch::kFloat32) / 255.0)));
+}
+
+TEST(CnnTorsoTest, RejectsBadShapes) {
+  EXPECT_THROW(CnnTorso(std::vector<int64_t>{4, 35, 84}), std::invalid_argument);
+  EXPECT_THROW(CnnTorso(std::vector<int64_t>{84, 84}), std::invalid_argument);
+  EXPECT_THROW(CnnTorso(std::vector<int64_t>{4, 84, 84}, 0), std::invalid_argument);
+  CnnTorso torso(std::vector<int64_t>{1, 36, 36});
+  try {
+    torso->forward(torch::zeros({2, 1, 36, 40}));
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("[2, 1, 36, 40]"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(CnnTorsoTest, AtariActorCriticMatchesCleanRL) {
+  ActorCritic model(atari_config());
+  // Nature-CNN 1684128, actor head 512*6 + 6 = 3078, critic head 513.
+  EXPECT_EQ(parameter_count(*model), 1684128 + 3078 + 513);
+  const torch::Tensor pixels = torch::randint(0, 256, {2, 4, 84, 84}, torch::kUInt8);
+  const ActResult act = model->act(pixels);
+  EXPECT_EQ(act.action.sizes(), (torch::IntArrayRef{2}));
+  EXPECT_EQ(act.value.sizes(), (torch::IntArrayRef{2}));
+  EXPECT_EQ(model->forward(pixels).logits.sizes(), (torch::IntArrayRef{2, 6}));
+}
+
+}  // namespace
+}  // namespace concord::nn
