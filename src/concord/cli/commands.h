@@ -11,5 +11,7 @@ namespace concord::cli {
 void add_envs_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_rollout_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace concord::cli

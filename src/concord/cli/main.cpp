@@ -11,6 +11,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"Concord: parallel and distributed deep reinforcement learning"};
   app.require_subcommand(1);
+  concord::cli::add_train_command(app);
+  concord::cli::add_eval_command(app);
   concord::cli::add_envs_command(app);
   concord::cli::add_config_command(app);
   concord::cli::add_rollout_command(app);
@@ -22,7 +24,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: envs, config, rollout; see --help)\n",
+    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout; see --help)\n",
                  argv[1]);
     return 2;
   }

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "concord/algos/algorithm_registry.h"
+
 namespace concord::cli {
 
 core::ConfigSchema concord_schema() {
@@ -24,6 +26,17 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.batch_size", int64_t{0},
                  "0: synchronous; 0 < b < num_envs: asynchronous, each recv returns the first b envs ready");
   schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
+
+  schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
+  schema.declare("run.torch_threads", int64_t{1},
+                 "LibTorch intra-op threads (small networks run fastest on one)");
+
+  schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
+  schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
+  schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
+  algos::declare_algorithm_keys(schema);
+
+  schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
 
   schema.declare("rollout.steps", int64_t{1000000}, "Environment steps a random-policy rollout takes");
   return schema;

@@ -8,13 +8,15 @@
 
 namespace concord::cli {
 
-RunContext start_run(core::Config config, const std::string& command_name) {
+RunContext start_run(core::Config config, const std::string& command_name,
+                     const std::filesystem::path& existing_run_dir) {
   // Reject a bad level before anything is created on disk.
   core::init_logging(config.get_string("run.log_level"));
   const std::string name = config.get_string("env.id") + "__" + command_name + "__" +
                            std::to_string(config.get_int("run.seed"));
   RunContext context{std::move(config), {}, nullptr};
-  context.run_dir = core::create_run_dir(context.config.get_string("run.root"), name);
+  context.run_dir = existing_run_dir.empty() ? core::create_run_dir(context.config.get_string("run.root"), name)
+                                             : existing_run_dir;
   core::init_logging(context.config.get_string("run.log_level"), (context.run_dir / "log.txt").string());
   core::write_file_atomically(context.run_dir / "config.toml", context.config.to_toml());
   context.metrics = std::make_unique<core::MetricsLogger>(context.run_dir, context.config.get_bool("log.csv"),

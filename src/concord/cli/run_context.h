@@ -24,7 +24,9 @@ struct RunContext {
   std::unique_ptr<core::ProgressBar> make_progress_bar(int64_t total_steps, const std::string& label) const;
 };
 
-RunContext start_run(core::Config config, const std::string& command_name);
+// With `existing_run_dir` (resume), that directory is reused instead of making a new one.
+RunContext start_run(core::Config config, const std::string& command_name,
+                     const std::filesystem::path& existing_run_dir = {});
 
 // The environment engine's settings from the [env] section and run.seed.
 envs::VectorEnvConfig vector_env_config(const core::Config& config);

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
+#include "concord/algos/learner.h"
+#include "concord/nn/actor_critic.h"
+
+namespace concord::algos {
+
+// Synchronous advantage actor-critic: A3C's loss (Mnih et al., 2016) on batches of parallel
+// environments as PAAC (Clemente et al., 2017) runs it. The defaults are Stable-Baselines3's
+// A2C with PAAC's entropy coefficient.
+struct A2cConfig {
+  double learning_rate = 7e-4;         // optimiser step size at progress 0
+  int64_t num_steps = 5;               // T: steps of each environment per rollout (per update)
+  bool anneal_lr = false;              // learning rate decays linearly: (1 - progress) * lr
+  double gamma = 0.99;                 // discount factor
+  double gae_lambda = 1.0;             // 1: plain n-step returns (n_step_returns); < 1: GAE
+  std::string optimizer = "rmsprop";   // "rmsprop" or "adam"
+  double rmsprop_alpha = 0.99;         // RMSprop smoothing constant
+  double optimizer_eps = 1e-5;         // RMSprop / Adam epsilon
+  bool norm_adv = false;               // normalise advantages over the batch
+  double ent_coef = 0.01;              // entropy bonus coefficient (PAAC / A3C's beta)
+  double vf_coef = 0.5;                // value loss coefficient
+  double max_grad_norm = 0.5;          // global gradient-norm clipping threshold
+  nn::ActorCriticConfig network;       // the actor-critic: separate 64-64 tanh MLPs by default;
+                                       // obs_shape and action_* come from the env's spaces
+
+  // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
+  // validated by ActorCritic's constructor).
+  void validate() const;
+};
+
+// The terms of A2C's loss. `loss` carries the graph; the others are detached.
+struct A2cLoss {
+  at::Tensor loss;         // policy_loss + vf_coef * value_loss - ent_coef * entropy
+  at::Tensor policy_loss;  // -mean(A * log pi(a | s)), A treated as a constant
+  at::Tensor value_loss;   // mean((R - V(s))^2)
+  at::Tensor entropy;      // mean entropy
+};
+
+// A2C's loss on a batch of N samples; every argument is [N]. `advantages` are used as given
+// (and detached).
+A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
+                 const at::Tensor& values, const at::Tensor& returns, const at::Tensor& entropy,
+                 double ent_coef, double vf_coef);
+
+// The A2C Learner: owns an ActorCritic and its RMSprop (or Adam) optimiser.
+//
+//   update(rollout [T = num_steps, B], progress):
+//     lr = (1 - progress) * learning_rate                (if anneal_lr)
+//     returns = n_step_returns(rollout)                  (gae_lambda = 1; else GAE's returns)
+//     advantages = returns - rollout.values
+//     one gradient step on a2c_loss over all T * B samples, gradient norm clipped
+//
+// Truncated episodes bootstrap from truncation_values when the rollout has them. Metrics:
+// losses/value_loss, losses/policy_loss, losses/entropy, losses/explained_variance (as PPO's)
+// and charts/learning_rate. Rollout tensors may live on any device; they are moved to the
+// model's. Not thread-safe.
+class A2c : public Learner {
+ public:
+  // Validates the config and builds the network and optimiser. Throws std::invalid_argument.
+  explicit A2c(A2cConfig config);
+
+  // Throws std::invalid_argument if the rollout's T is not num_steps, if norm_adv and
+  // T * B < 2, or if progress is outside [0, 1].
+  Metrics update(const Rollout& rollout, double progress) override;
+  nn::ActorCritic model() override { return model_; }
+  int64_t rollout_length() const override { return config_.num_steps; }
+
+  // Tensors "model/<parameter name>" and "optimizer" (the optimiser's state, LibTorch-serialised
+  // into a uint8 tensor); metadata "algorithm" = "a2c" and "updates".
+  void save(core::Checkpoint& checkpoint) const override;
+  // Checks everything before changing anything; throws core::CheckpointError naming a missing,
+  // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
+  void load(const core::Checkpoint& checkpoint) override;
+
+  const A2cConfig& config() const { return config_; }
+  // Updates done so far (restored by load()).
+  int64_t updates() const { return updates_; }
+
+ private:
+  A2cConfig config_;
+  nn::ActorCritic model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  int64_t updates_ = 0;
+};
+
+}  // namespace concord::algos

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "concord/algos/rollout.h"
+#include "concord/core/checkpoint.h"
+#include "concord/nn/actor_critic.h"
+
+namespace concord::algos {
+
+using Metrics = std::map<std::string, double>;
+
+// The Learner fragment: owns the parameters and the optimiser and turns Experience into an
+// update. It knows nothing of threads, processes or how the Experience was gathered.
+//
+//   policy loop:  rollout = collect(actor, envs);  metrics = learner.update(rollout, progress);
+//
+// `progress` is the fraction of training done, in [0, 1], for schedules such as learning-rate
+// annealing. Not thread-safe: one caller at a time.
+class Learner {
+ public:
+  virtual ~Learner() = default;
+
+  virtual Metrics update(const Rollout& rollout, double progress) = 0;
+  // The network the Actor fragment reads for inference (shared in one process).
+  virtual nn::ActorCritic model() = 0;
+  // Steps of one environment per update (T of the Rollout it expects).
+  virtual int64_t rollout_length() const = 0;
+
+  // Parameters, optimiser state and counters into / out of a checkpoint.
+  virtual void save(core::Checkpoint& checkpoint) const = 0;
+  // Throws core::CheckpointError naming what is missing or mismatched.
+  virtual void load(const core::Checkpoint& checkpoint) = 0;
+};
+
+}  // namespace concord::algos

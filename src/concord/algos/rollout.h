@@ -1,0 +1,29 @@
+#pragma once
+
+#include <torch/types.h>
+
+namespace concord::algos {
+
+// The Experience layout of on-policy actor-critic algorithms (A2C, PPO): T consecutive steps of
+// B environments, time-major. A distribution policy fills it from what the Actor and the
+// VectorEnv produced; the Learner only reads it.
+//
+// Gymnasium semantics: terminated[t, b] means no bootstrap after step t; truncated[t, b] means
+// bootstrap from truncation_values[t, b] = V(final observation of that episode), because after
+// an auto-reset observations[t + 1, b] already belongs to the next episode.
+struct Rollout {
+  torch::Tensor observations;       // [T, B, *obs_shape] float, the observation acted on
+  torch::Tensor actions;            // [T, B] int64 (discrete) or [T, B, d] float (continuous)
+  torch::Tensor log_probs;          // [T, B] log pi_behaviour(action | observation)
+  torch::Tensor values;             // [T, B] V(observation) when acting
+  torch::Tensor rewards;            // [T, B]
+  torch::Tensor terminated;         // [T, B] 0/1 float
+  torch::Tensor truncated;          // [T, B] 0/1 float
+  torch::Tensor truncation_values;  // [T, B] V(final observation) where truncated, else 0
+  torch::Tensor bootstrap_value;    // [B] V(observation after the last step)
+
+  int64_t num_steps() const { return rewards.size(0); }
+  int64_t num_envs() const { return rewards.size(1); }
+};
+
+}  // namespace concord::algos

@@ -1,0 +1,137 @@
+// concord train: trains an algorithm on an environment under the `single` distribution policy,
+// with live progress, metrics, periodic atomic checkpoints and --resume.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "concord/algos/algorithm_registry.h"
+#include "concord/cli/commands.h"
+#include "concord/cli/run_config.h"
+#include "concord/cli/run_context.h"
+#include "concord/cli/training_checkpoint.h"
+#include "concord/core/checkpoint.h"
+#include "concord/core/device.h"
+#include "concord/core/progress_bar.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/single.h"
+
+namespace concord::cli {
+namespace {
+
+struct TrainFlags {
+  RunFlags run;
+  std::string algo;
+  int64_t total_timesteps = 0;
+  std::string resume;
+};
+
+std::atomic<bool> stop_requested{false};
+
+void request_stop(int) { stop_requested = true; }
+
+core::Config training_config(const TrainFlags& flags) {
+  if (flags.resume.empty()) {
+    core::Config config = resolve_config(flags.run);
+    if (!flags.algo.empty()) config.set("train.algo", flags.algo, "--algo");
+    if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
+    return config;
+  }
+  // A resumed run keeps its own config; only the length of training may change.
+  if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || !flags.algo.empty() ||
+      !flags.run.env_id.empty()) {
+    throw core::ConfigError("--resume continues a run with its own config.toml; only --total-timesteps may change");
+  }
+  core::Config config(concord_schema());
+  config.merge_file((std::filesystem::path(flags.resume) / "config.toml").string());
+  if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
+  if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  return config;
+}
+
+void run_train(const TrainFlags& flags) {
+  if (!flags.resume.empty() && !std::filesystem::is_directory(flags.resume)) {
+    throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
+  }
+  core::Config config = training_config(flags);
+  const int64_t total_steps = config.get_int("train.total_timesteps");
+  const int64_t checkpoint_interval = config.get_int("train.checkpoint_interval_steps");
+  if (total_steps < 1) throw core::ConfigError("train.total_timesteps must be at least 1, got " + std::to_string(total_steps));
+  if (checkpoint_interval < 1) {
+    throw core::ConfigError("train.checkpoint_interval_steps must be at least 1, got " + std::to_string(checkpoint_interval));
+  }
+  const torch::Device device = core::resolve_device(config.get_string("run.device"));
+  torch::manual_seed(static_cast<uint64_t>(config.get_int("run.seed")));
+  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+
+  // Everything that can reject the config is built before the run directory exists.
+  envs::VectorEnv env(vector_env_config(config));
+  const std::string algo = config.get_string("train.algo");
+  std::unique_ptr<algos::Learner> learner =
+      algos::make_learner(algo, config, env.spec().observation_space, env.spec().action_space);
+  learner->model()->to(device);
+  policies::SinglePolicy policy(env, *learner, device);
+
+  policies::TrainingState state;
+  if (!flags.resume.empty()) {
+    const core::Checkpoint checkpoint = core::load_checkpoint(checkpoint_path(flags.resume));
+    learner->load(checkpoint);
+    state.global_step = checkpoint.metadata.at("global_step").get<int64_t>();
+    state.updates = checkpoint.metadata.at("updates").get<int64_t>();
+  }
+  RunContext run = start_run(std::move(config), "train", flags.resume);
+  if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
+  spdlog::info("training {} on {} for {} steps ({} envs, device {})", algo, env.spec().id, total_steps,
+               env.num_envs(), device.str());
+
+  auto progress = run.make_progress_bar(total_steps, env.spec().id + " " + algo);
+  stop_requested = false;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+
+  policies::TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
+                            const core::EpisodeStats& episodes) {
+    if (progress) progress->update(now.global_step, episodes.recent_mean_return());
+    run.metrics->log(now.global_step, metrics);
+  };
+  callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
+    save_training_checkpoint(run.run_dir, *learner, now, run.config);
+    spdlog::debug("checkpoint at step {}", now.global_step);
+  };
+  callbacks.should_stop = [] { return stop_requested.load(); };
+
+  core::Stopwatch clock;
+  policy.train(state, total_steps, checkpoint_interval, callbacks);
+  save_training_checkpoint(run.run_dir, *learner, state, run.config);
+  if (progress) progress->finish();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (stop_requested) spdlog::warn("stopped by signal at step {}; checkpoint saved", state.global_step);
+
+  std::printf("\n%-16s %s on %s\n", "trained", algo.c_str(), run.config.get_string("env.id").c_str());
+  std::printf("%-16s %s (%lld updates)\n", "steps", core::format_count(state.global_step).c_str(),
+              static_cast<long long>(state.updates));
+  std::printf("%-16s %.1f s\n", "wall time", clock.elapsed_seconds());
+  std::printf("%-16s %s\n", "checkpoint", checkpoint_path(run.run_dir).string().c_str());
+  std::printf("%-16s concord eval %s\n", "evaluate with", run.run_dir.string().c_str());
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand("train", "Train an agent (PPO or A2C) with live progress and checkpoints");
+  auto flags = std::make_shared<TrainFlags>();
+  add_run_flags(*command, flags->run);
+  command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo or a2c");
+  command->add_option("--total-timesteps", flags->total_timesteps, "Environment steps to train for (train.total_timesteps)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");
+  command->callback([flags] { run_train(*flags); });
+}
+
+}  // namespace concord::cli

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "concord/core/csv_writer.h"
+#include "concord/core/tensorboard_writer.h"
+
+namespace concord::core {
+
+// Fans one log(step, values) call out to the run's metric sinks:
+//
+//   log(step, {name: value}) -> run_dir/metrics.csv            (wide CSV, when `csv`)
+//                            -> run_dir/events.out.tfevents.*  (TensorBoard, when `tensorboard`)
+//
+// Both sinks get the same wall time, and both are flushed after every call, so a crash loses at
+// most the call in progress. The constructor creates `run_dir` if needed; sink errors surface as
+// std::runtime_error naming the file. Thread-safe: concurrent log() calls are serialised, so the
+// sinks see calls in the same order.
+class MetricsLogger {
+ public:
+  MetricsLogger(const std::filesystem::path& run_dir, bool csv, bool tensorboard);
+
+  void log(int64_t step, const std::map<std::string, double>& values);
+
+  // Null when that sink is disabled.
+  const CsvWriter* csv_writer() const { return csv_.get(); }
+  const TensorBoardWriter* tensorboard_writer() const { return tensorboard_.get(); }
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<CsvWriter> csv_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+};
+
+}  // namespace concord::core

@@ -1,0 +1,389 @@
+#include "concord/algos/ppo.h"
+
+#include <ATen/Context.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "concord/core/checkpoint.h"
+
+namespace concord::algos {
+namespace {
+
+constexpr double kTol = 1e-5;
+
+at::Tensor vec(std::vector<float> values) { return at::tensor(values); }
+
+// CartPole-shaped: 4-dim observations, 2 actions; a short rollout so updates are quick.
+PpoConfig small_config() {
+  PpoConfig config;
+  config.num_steps = 8;
+  config.network.obs_shape = {4};
+  config.network.action_kind = nn::ActionKind::kDiscrete;
+  config.network.action_dim = 2;
+  return config;
+}
+
+// T x B steps of random observations acted on by `model`, with random rewards, one termination
+// and one truncation in the last column (whose final observation has value 0.5).
+Rollout synthetic_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs) {
+  c10::NoGradGuard no_grad;
+  const int64_t obs_dim = model->config().obs_shape.front();
+  Rollout rollout;
+  rollout.observations = at::randn({steps, envs, obs_dim});
+  const nn::ActResult act = model->act(rollout.observations.flatten(0, 1));
+  const bool discrete = model->config().action_kind == nn::ActionKind::kDiscrete;
+  rollout.actions = discrete ? act.action.reshape({steps, envs})
+                             : act.action.reshape({steps, envs, model->config().action_dim});
+  rollout.log_probs = act.log_prob.reshape({steps, envs});
+  rollout.values = act.value.reshape({steps, envs});
+  rollout.rewards = at::rand({steps, envs});
+  rollout.terminated = at::zeros({steps, envs});
+  rollout.truncated = at::zeros({steps, envs});
+  rollout.truncation_values = at::zeros({steps, envs});
+  rollout.terminated[2][0] = 1.0;
+  rollout.truncated[4][envs - 1] = 1.0;
+  rollout.truncation_values[4][envs - 1] = 0.5;
+  rollout.bootstrap_value = model->value(at::randn({envs, obs_dim}));
+  return rollout;
+}
+
+std::vector<at::Tensor> parameter_copies(nn::ActorCritic& model) {
+  std::vector<at::Tensor> copies;
+  for (const at::Tensor& parameter : model->parameters()) copies.push_back(parameter.detach().clone());
+  return copies;
+}
+
+bool same_parameters(nn::ActorCritic& a, nn::ActorCritic& b) {
+  const std::vector<at::Tensor> pa = a->parameters();
+  const std::vector<at::Tensor> pb = b->parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (!pa[i].equal(pb[i])) return false;
+  }
+  return true;
+}
+
+// The hand-worked minibatch, clip_coef = 0.2:
+//   sample 0: ratio 1.1 (inside [0.8, 1.2]),  A = +1: max(-1.1, -1.1)       = -1.1
+//   sample 1: ratio 1.5 (above 1.2),          A = +2: max(-3.0, -2 * 1.2)   = -2.4 (clipped)
+//   sample 2: ratio 0.5 (below 0.8),          A = -1: max(0.5, 1 * 0.8)     =  0.8 (clipped)
+//   policy_loss = (-1.1 - 2.4 + 0.8) / 3 = -0.9
+// Values (old -> new, return R), the clipped value being old + clip(new - old, -0.2, 0.2):
+//   sample 0: 1 -> 1.1,  R = 2: unclipped 0.81, clipped (1.1 - 2)^2  = 0.81 -> 0.81
+//   sample 1: 0 -> 1,    R = 1: unclipped 0,    clipped (0.2 - 1)^2  = 0.64 -> 0.64
+//   sample 2: 0 -> -1,   R = 1: unclipped 4,    clipped (-0.2 - 1)^2 = 1.44 -> 4
+//   value_loss = 0.5 * (0.81 + 0.64 + 4) / 3 = 0.9083333 (unclipped: 0.5 * 4.81 / 3 = 0.8016667)
+// Entropy [0.6, 0.5, 0.4] -> 0.5.
+struct HandBatch {
+  at::Tensor old_log_probs = vec({-1.0f, -2.0f, -0.5f});
+  at::Tensor new_log_probs = old_log_probs + vec({1.1f, 1.5f, 0.5f}).log();
+  at::Tensor advantages = vec({1.0f, 2.0f, -1.0f});
+  at::Tensor old_values = vec({1.0f, 0.0f, 0.0f});
+  at::Tensor new_values = vec({1.1f, 1.0f, -1.0f});
+  at::Tensor returns = vec({2.0f, 1.0f, 1.0f});
+  at::Tensor entropy = vec({0.6f, 0.5f, 0.4f});
+};
+
+TEST(PpoLossTest, ClippedSurrogateOnHandWorkedBatch) {
+  HandBatch b;
+  b.new_log_probs.requires_grad_(true);
+  b.new_values.requires_grad_(true);
+  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values,
+                                b.old_values, b.returns, b.entropy, /*clip_coef=*/0.2,
+                                /*clip_vloss=*/true, /*ent_coef=*/0.01, /*vf_coef=*/0.5);
+  EXPECT_NEAR(loss.policy_loss.item<double>(), -0.9, kTol);
+  EXPECT_NEAR(loss.value_loss.item<double>(), 0.5 * 5.45 / 3.0, kTol);
+  EXPECT_NEAR(loss.entropy.item<double>(), 0.5, kTol);
+  // -0.9 - 0.01 * 0.5 + 0.5 * 0.9083333 = -0.4508333
+  EXPECT_NEAR(loss.loss.item<double>(), -0.9 - 0.005 + 0.5 * 0.5 * 5.45 / 3.0, kTol);
+
+  // Samples 1 and 2 are clipped: 2 of 3.
+  EXPECT_NEAR(loss.clipfrac.item<double>(), 2.0 / 3.0, kTol);
+  // approx_kl = mean((r - 1) - log r) = mean(0.1 - 0.0953102, 0.5 - 0.4054651, -0.5 + 0.6931472)
+  EXPECT_NEAR(loss.approx_kl.item<double>(), (0.0046898 + 0.0945349 + 0.1931472) / 3.0, kTol);
+  // old_approx_kl = mean(-log r) = -(0.0953102 + 0.4054651 - 0.6931472) / 3
+  EXPECT_NEAR(loss.old_approx_kl.item<double>(), 0.1923719 / 3.0, kTol);
+
+  // Only the unclipped sample 0 passes a policy gradient: d/dlogp (-A r / 3) = -1.1 / 3.
+  // Value gradients (times vf_coef 0.5): sample 0: (1.1 - 2) / 3 * 0.5 = -0.15; sample 1 takes
+  // the clipped branch, flat outside the clip range: 0; sample 2: (-1 - 1) / 3 * 0.5 = -1/3.
+  loss.loss.backward();
+  const at::Tensor lp_grad = b.new_log_probs.grad();
+  EXPECT_NEAR(lp_grad[0].item<double>(), -1.1 / 3.0, kTol);
+  EXPECT_NEAR(lp_grad[1].item<double>(), 0.0, kTol);
+  EXPECT_NEAR(lp_grad[2].item<double>(), 0.0, kTol);
+  const at::Tensor v_grad = b.new_values.grad();
+  EXPECT_NEAR(v_grad[0].item<double>(), -0.15, kTol);
+  EXPECT_NEAR(v_grad[1].item<double>(), 0.0, kTol);
+  EXPECT_NEAR(v_grad[2].item<double>(), -1.0 / 3.0, kTol);
+
+  EXPECT_FALSE(loss.policy_loss.requires_grad());
+  EXPECT_FALSE(loss.approx_kl.requires_grad());
+}
+
+TEST(PpoLossTest, UnclippedValueLoss) {
+  const HandBatch b;
+  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values,
+                                b.old_values, b.returns, b.entropy, 0.2, /*clip_vloss=*/false,
+                                0.0, 1.0);
+  // 0.5 * (0.81 + 0 + 4) / 3
+  EXPECT_NEAR(loss.value_loss.item<double>(), 0.5 * 4.81 / 3.0, kTol);
+  EXPECT_NEAR(loss.loss.item<double>(), -0.9 + 0.5 * 4.81 / 3.0, kTol);
+}
+
+TEST(PpoLossTest, RejectsMismatchedShapes) {
+  const HandBatch b;
+  try {
+    ppo_loss(b.new_log_probs, b.old_log_probs, vec({1.0f, 2.0f}), b.new_values, b.old_values,
+             b.returns, b.entropy, 0.2, true, 0.01, 0.5);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("advantages"), std::string::npos) << error.what();
+  }
+}
+
+TEST(PpoConfigTest, ValidationPrintsEveryBadValue) {
+  PpoConfig config = small_config();
+  config.learning_rate = -1.0;
+  config.num_minibatches = 0;
+  config.gae_lambda = 1.5;
+  try {
+    Ppo ppo(config);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("learning_rate=-1"), std::string::npos) << message;
+    EXPECT_NE(message.find("num_minibatches=0"), std::string::npos) << message;
+    EXPECT_NE(message.find("gae_lambda=1.5"), std::string::npos) << message;
+  }
+}
+
+TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {
+  at::manual_seed(1);
+  Ppo ppo(small_config());
+  nn::ActorCritic model = ppo.model();
+  const Rollout rollout = synthetic_rollout(model, 8, 2);
+  const std::vector<at::Tensor> before = parameter_copies(model);
+
+  const Metrics metrics = ppo.update(rollout, /*progress=*/0.0);
+
+  bool changed = false;
+  const std::vector<at::Tensor> after = model->parameters();
+  for (size_t i = 0; i < before.size(); ++i) changed = changed || !before[i].equal(after[i]);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(ppo.updates(), 1);
+  for (const char* name :
+       {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
+        "losses/old_approx_kl", "losses/clipfrac", "losses/explained_variance",
+        "charts/learning_rate", "charts/update_epochs"}) {
+    ASSERT_EQ(metrics.count(name), 1u) << name;
+    EXPECT_TRUE(std::isfinite(metrics.at(name))) << name << " = " << metrics.at(name);
+  }
+  EXPECT_EQ(metrics.size(), 9u);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/learning_rate"), 2.5e-4);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/update_epochs"), 4.0);
+  EXPECT_GT(metrics.at("losses/entropy"), 0.0);
+}
+
+TEST(PpoTest, AnnealsLearningRateWithProgress) {
+  at::manual_seed(2);
+  Ppo ppo(small_config());
+  nn::ActorCritic model = ppo.model();
+  const Metrics metrics = ppo.update(synthetic_rollout(model, 8, 2), /*progress=*/0.5);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/learning_rate"), 1.25e-4);
+
+  PpoConfig constant = small_config();
+  constant.anneal_lr = false;
+  Ppo fixed(constant);
+  nn::ActorCritic fixed_model = fixed.model();
+  EXPECT_DOUBLE_EQ(
+      fixed.update(synthetic_rollout(fixed_model, 8, 2), 0.5).at("charts/learning_rate"), 2.5e-4);
+}
+
+TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {
+  at::manual_seed(3);
+  PpoConfig config = small_config();
+  config.target_kl = 1e-12;
+  Ppo ppo(config);
+  nn::ActorCritic model = ppo.model();
+  const Metrics metrics = ppo.update(synthetic_rollout(model, 8, 2), 0.0);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/update_epochs"), 1.0);
+  EXPECT_GT(metrics.at("losses/approx_kl"), 1e-12);
+}
+
+TEST(PpoTest, ContinuousActions) {
+  at::manual_seed(4);
+  PpoConfig config = small_config();
+  config.network.action_kind = nn::ActionKind::kContinuous;
+  config.network.action_dim = 3;
+  Ppo ppo(config);
+  nn::ActorCritic model = ppo.model();
+  const Metrics metrics = ppo.update(synthetic_rollout(model, 8, 2), 0.0);
+  EXPECT_TRUE(std::isfinite(metrics.at("losses/policy_loss")));
+  EXPECT_TRUE(std::isfinite(metrics.at("losses/approx_kl")));
+}
+
+TEST(PpoTest, RejectsBadRolloutsAndProgress) {
+  at::manual_seed(5);
+  Ppo ppo(small_config());
+  nn::ActorCritic model = ppo.model();
+  EXPECT_THROW(ppo.update(synthetic_rollout(model, 7, 2), 0.0), std::invalid_argument);
+  // 8 x 1 = 8 samples fill 4 minibatches of 2; 4 x 1 would not, but T must be 8 anyway.
+  EXPECT_NO_THROW(ppo.update(synthetic_rollout(model, 8, 1), 0.0));
+  EXPECT_THROW(ppo.update(synthetic_rollout(model, 8, 2), 1.5), std::invalid_argument);
+  EXPECT_THROW(ppo.update(synthetic_rollout(model, 8, 2), -0.1), std::invalid_argument);
+}
+
+TEST(PpoCheckpointTest, SaveLoadRestoresParametersAndOptimiserState) {
+  at::manual_seed(6);
+  Ppo original(small_config());
+  nn::ActorCritic original_model = original.model();
+  const Rollout first = synthetic_rollout(original_model, 8, 2);
+  original.update(first, 0.0);
+
+  core::Checkpoint checkpoint;
+  original.save(checkpoint);
+  EXPECT_EQ(checkpoint.metadata["algorithm"], "ppo");
+  EXPECT_EQ(checkpoint.metadata["updates"], 1);
+  EXPECT_EQ(checkpoint.tensors.at("optimizer").scalar_type(), at::kByte);
+  EXPECT_EQ(checkpoint.tensors.count("model/actor_head.weight"), 1u);
+
+  at::manual_seed(99);  // a differently initialised learner
+  Ppo restored(small_config());
+  nn::ActorCritic restored_model = restored.model();
+  EXPECT_FALSE(same_parameters(original_model, restored_model));
+  restored.load(checkpoint);
+  EXPECT_TRUE(same_parameters(original_model, restored_model));
+  EXPECT_EQ(restored.updates(), 1);
+
+  // The same next update from both: equal only if Adam's moments and step counts were restored.
+  const Rollout second = synthetic_rollout(original_model, 8, 2);
+  at::manual_seed(7);
+  original.update(second, 0.5);
+  at::manual_seed(7);
+  restored.update(second, 0.5);
+  EXPECT_TRUE(same_parameters(original_model, restored_model));
+
+  // A learner whose optimiser never stepped would diverge.
+  at::manual_seed(99);
+  Ppo fresh(small_config());
+  nn::ActorCritic fresh_model = fresh.model();
+  core::Checkpoint parameters_only;
+  original.save(parameters_only);
+  Ppo blank(small_config());
+  core::Checkpoint blank_checkpoint;
+  blank.save(blank_checkpoint);
+  parameters_only.tensors["optimizer"] = blank_checkpoint.tensors.at("optimizer");
+  fresh.load(parameters_only);
+  at::manual_seed(8);
+  original.update(second, 0.5);
+  at::manual_seed(8);
+  fresh.update(second, 0.5);
+  EXPECT_FALSE(same_parameters(original_model, fresh_model));
+}
+
+TEST(PpoCheckpointTest, LoadNamesWhatIsMissingOrMismatched) {
+  at::manual_seed(9);
+  Ppo ppo(small_config());
+  core::Checkpoint good;
+  ppo.save(good);
+  Ppo other(small_config());
+  nn::ActorCritic other_model = other.model();
+  const std::vector<at::Tensor> before = parameter_copies(other_model);
+
+  const auto expect_error = [&](const core::Checkpoint& checkpoint,
+                                core::CheckpointError::Kind kind, const std::string& needle) {
+    try {
+      other.load(checkpoint);
+      ADD_FAILURE() << "expected a CheckpointError mentioning " << needle;
+    } catch (const core::CheckpointError& error) {
+      EXPECT_EQ(error.kind(), kind) << error.what();
+      EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
+    }
+  };
+
+  core::Checkpoint missing = good;
+  missing.tensors.erase("model/critic_head.bias");
+  expect_error(missing, core::CheckpointError::Kind::kTensorMissing, "model/critic_head.bias");
+
+  core::Checkpoint misshapen = good;
+  misshapen.tensors["model/actor_head.weight"] = at::zeros({3, 64});
+  expect_error(misshapen, core::CheckpointError::Kind::kCorrupt, "model/actor_head.weight");
+
+  core::Checkpoint extra = good;
+  extra.tensors["model/bonus.weight"] = at::zeros({1});
+  expect_error(extra, core::CheckpointError::Kind::kCorrupt, "model/bonus.weight");
+
+  core::Checkpoint no_optimizer = good;
+  no_optimizer.tensors.erase("optimizer");
+  expect_error(no_optimizer, core::CheckpointError::Kind::kTensorMissing, "optimizer");
+
+  core::Checkpoint garbage = good;
+  garbage.tensors["optimizer"] = at::ones({16}, at::kByte);
+  expect_error(garbage, core::CheckpointError::Kind::kCorrupt, "optimizer");
+
+  core::Checkpoint wrong_algorithm = good;
+  wrong_algorithm.metadata["algorithm"] = "a2c";
+  expect_error(wrong_algorithm, core::CheckpointError::Kind::kCorrupt, "a2c");
+
+  // Nothing was changed by the failed loads.
+  const std::vector<at::Tensor> after = other_model->parameters();
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(before[i].equal(after[i]));
+}
+
+// A one-step bandit with a constant observation: action 1 pays 1, action 0 pays 0. PPO must
+// make action 1 likely (p > 0.9) within a few dozen updates.
+TEST(PpoLearningTest, SolvesATwoArmedBandit) {
+  const auto start = std::chrono::steady_clock::now();
+  at::manual_seed(10);
+  PpoConfig config = small_config();
+  config.num_steps = 4;
+  config.anneal_lr = false;
+  Ppo ppo(config);
+  nn::ActorCritic model = ppo.model();
+  const int64_t steps = 4;
+  const int64_t envs = 16;
+  const at::Tensor obs = at::ones({steps, envs, 4});
+
+  const auto p_action_1 = [&]() {
+    c10::NoGradGuard no_grad;
+    return model->forward(obs[0][0].unsqueeze(0)).logits.softmax(-1)[0][1].item<double>();
+  };
+  EXPECT_NEAR(p_action_1(), 0.5, 0.05);
+  int updates = 0;
+  for (; updates < 60 && p_action_1() <= 0.9; ++updates) {
+    Rollout rollout;
+    {
+      c10::NoGradGuard no_grad;
+      const nn::ActResult act = model->act(obs.flatten(0, 1));
+      rollout.observations = obs;
+      rollout.actions = act.action.reshape({steps, envs});
+      rollout.log_probs = act.log_prob.reshape({steps, envs});
+      rollout.values = act.value.reshape({steps, envs});
+      rollout.rewards = rollout.actions.to(at::kFloat);
+      rollout.terminated = at::ones({steps, envs});
+      rollout.truncated = at::zeros({steps, envs});
+      rollout.bootstrap_value = model->value(obs[0]);
+    }
+    ppo.update(rollout, 0.0);
+  }
+  RecordProperty("updates", updates);
+  EXPECT_GT(p_action_1(), 0.9) << "after " << updates << " updates";
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+}
+
+}  // namespace
+}  // namespace concord::algos
