@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The main job on a built-in default: install dependencies, build, then run Concord's default job
-# with live progress. Extra arguments go to `concord`.
+# The main job on a built-in default: install dependencies, build, train PPO on CartPole-v1 with
+# live progress (configs/ppo_cartpole.toml), then evaluate the trained policy. With arguments, runs
+# `concord <arguments>` instead.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 cd "$root"
-if [ $# -eq 0 ]; then
-  set -- rollout --env CartPole-v1 --num-envs 16 --steps 2000000 --threads 2
+concord="${CONCORD_BUILD_DIR:-$root/build}/concord"
+if [ $# -gt 0 ]; then
+  exec "$concord" "$@"
 fi
-exec "${CONCORD_BUILD_DIR:-$root/build}/concord" "$@"
+"$concord" train --config configs/ppo_cartpole.toml
+latest_run="$(ls -td runs/CartPole-v1__train__* | head -n 1)"
+"$concord" eval "$latest_run" --episodes 20

@@ -74,8 +74,8 @@ TEST(A2cLossTest, HandWorkedBatch) {
   const at::Tensor log_probs = vec({-0.5f, -2.0f}).requires_grad_(true);
   const at::Tensor advantages = vec({2.0f, -1.0f}).requires_grad_(true);
   const at::Tensor values = vec({1.0f, 0.0f}).requires_grad_(true);
-  const A2cLoss loss = a2c_loss(log_probs, advantages, values, vec({3.0f, 1.0f}),
-                                vec({0.7f, 0.3f}), /*ent_coef=*/0.01, /*vf_coef=*/0.5);
+  const A2cLoss loss = a2c_loss(log_probs, advantages, values, vec({3.0f, 1.0f}), vec({0.7f, 0.3f}),
+                                /*ent_coef=*/0.01, /*vf_coef=*/0.5);
   EXPECT_NEAR(loss.policy_loss.item<double>(), -0.5, kTol);
   EXPECT_NEAR(loss.value_loss.item<double>(), 2.5, kTol);
   EXPECT_NEAR(loss.entropy.item<double>(), 0.5, kTol);

@@ -71,9 +71,8 @@ TEST(AlgorithmRegistryTest, BuildsPpoFromConfigAndSpaces) {
 TEST(AlgorithmRegistryTest, BuildsA2cWithContinuousActions) {
   core::Config config = algorithm_config();
   config.apply_override("algo.a2c.optimizer=adam");
-  const std::unique_ptr<Learner> learner =
-      make_learner("a2c", config, envs::Space::box({3}, -8.0f, 8.0f),
-                   envs::Space::box({1}, -2.0f, 2.0f));
+  const std::unique_ptr<Learner> learner = make_learner(
+      "a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f));
   const auto* a2c = dynamic_cast<const A2c*>(learner.get());
   ASSERT_NE(a2c, nullptr);
   EXPECT_EQ(a2c->config().optimizer, "adam");

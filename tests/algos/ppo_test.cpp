@@ -60,7 +60,8 @@ Rollout synthetic_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs) {
 
 std::vector<at::Tensor> parameter_copies(nn::ActorCritic& model) {
   std::vector<at::Tensor> copies;
-  for (const at::Tensor& parameter : model->parameters()) copies.push_back(parameter.detach().clone());
+  for (const at::Tensor& parameter : model->parameters())
+    copies.push_back(parameter.detach().clone());
   return copies;
 }
 
@@ -134,9 +135,9 @@ TEST(PpoLossTest, ClippedSurrogateOnHandWorkedBatch) {
 
 TEST(PpoLossTest, UnclippedValueLoss) {
   const HandBatch b;
-  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values,
-                                b.old_values, b.returns, b.entropy, 0.2, /*clip_vloss=*/false,
-                                0.0, 1.0);
+  const PpoLoss loss =
+      ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values, b.old_values,
+               b.returns, b.entropy, 0.2, /*clip_vloss=*/false, 0.0, 1.0);
   // 0.5 * (0.81 + 0 + 4) / 3
   EXPECT_NEAR(loss.value_loss.item<double>(), 0.5 * 4.81 / 3.0, kTol);
   EXPECT_NEAR(loss.loss.item<double>(), -0.9 + 0.5 * 4.81 / 3.0, kTol);

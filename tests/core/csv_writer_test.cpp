@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,31 @@ TEST_F(CsvWriterTest, ConcurrentRowsStayWholeAndRectangular) {
     ++lines;
   }
   EXPECT_EQ(lines, 1 + kThreads * kRows);
+}
+
+}  // namespace
+}  // namespace concord::core
+
+namespace concord::core {
+namespace {
+
+TEST(CsvWriterAppend, ResumedRunKeepsRowsAndHeader) {
+  const auto path = std::filesystem::temp_directory_path() / "concord_csv_append_test.csv";
+  std::filesystem::remove(path);
+  {
+    CsvWriter writer(path);
+    writer.write_row(1, 0.5, {{"a", 1.0}, {"b", 2.0}});
+  }
+  {
+    CsvWriter writer(path, /*append=*/true);
+    EXPECT_EQ(writer.metric_names(), (std::vector<std::string>{"a", "b"}));
+    writer.write_row(2, 1.5, {{"b", 4.0}});
+    writer.write_row(3, 2.5, {{"c", 5.0}});
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "step,wall_time,a,b,c\n1,0.5,1,2,\n2,1.5,,4,\n3,2.5,,,5\n");
 }
 
 }  // namespace

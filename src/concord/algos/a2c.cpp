@@ -68,7 +68,7 @@ double explained_variance(const at::Tensor& y_pred, const at::Tensor& y_true) {
   return 1.0 - y_true.sub(y_pred).var(/*unbiased=*/false).item<double>() / var_y;
 }
 
-// Checkpoint helpers, the same in a2c.cpp.
+// Checkpoint helpers, the same in ppo.cpp (candidates for a shared learner_checkpoint.h).
 
 at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;
@@ -108,10 +108,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config,
         model->parameters(),
         torch::optim::AdamOptions(config.learning_rate).eps(config.optimizer_eps));
   }
-  return std::make_unique<torch::optim::RMSprop>(
-      model->parameters(), torch::optim::RMSpropOptions(config.learning_rate)
-                               .alpha(config.rmsprop_alpha)
-                               .eps(config.optimizer_eps));
+  return std::make_unique<torch::optim::RMSprop>(model->parameters(),
+                                                 torch::optim::RMSpropOptions(config.learning_rate)
+                                                     .alpha(config.rmsprop_alpha)
+                                                     .eps(config.optimizer_eps));
 }
 
 [[noreturn]] void corrupt(const std::string& problem) {
@@ -157,8 +157,8 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
     }
     if (found->second.sizes() != parameter.value().sizes()) {
       std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes()
-          << ", the model's is " << parameter.value().sizes();
+      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", the model's is "
+          << parameter.value().sizes();
       corrupt(out.str());
     }
   }
@@ -176,8 +176,7 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
   try {
     optimizer_from_bytes(state->second, scratch, device);
   } catch (const std::exception& error) {
-    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") +
-            error.what());
+    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") + error.what());
   }
 
   {
@@ -254,8 +253,8 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const at::Device device = model_->parameters().front().device();
 
   // Annealing the rate if instructed to do so.
-  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate
-                                      : config_.learning_rate;
+  const double lr =
+      config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 
   // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
@@ -267,13 +266,12 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const at::Tensor bootstrap_value = rollout.bootstrap_value.detach().to(device);
   std::optional<at::Tensor> truncation_values;
   if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
-  const at::Tensor returns =
-      config_.gae_lambda == 1.0
-          ? n_step_returns(rewards, terminated, truncated, values, bootstrap_value,
-                           truncation_values, config_.gamma)
-          : gae(rewards, values, terminated, truncated, bootstrap_value, truncation_values,
-                config_.gamma, config_.gae_lambda)
-                .returns;
+  const at::Tensor returns = config_.gae_lambda == 1.0
+                                 ? n_step_returns(rewards, terminated, truncated, values,
+                                                  bootstrap_value, truncation_values, config_.gamma)
+                                 : gae(rewards, values, terminated, truncated, bootstrap_value,
+                                       truncation_values, config_.gamma, config_.gae_lambda)
+                                       .returns;
 
   // Flatten the batch: [T, B, ...] -> [T * B, ...].
   const at::Tensor b_obs = rollout.observations.to(device).flatten(0, 1);

@@ -1,11 +1,11 @@
 #pragma once
 
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <ATen/core/Tensor.h>
-#include <torch/optim/optimizer.h>
 
 #include "concord/algos/learner.h"
 #include "concord/nn/actor_critic.h"
@@ -16,20 +16,20 @@ namespace concord::algos {
 // environments as PAAC (Clemente et al., 2017) runs it. The defaults are Stable-Baselines3's
 // A2C with PAAC's entropy coefficient.
 struct A2cConfig {
-  double learning_rate = 7e-4;         // optimiser step size at progress 0
-  int64_t num_steps = 5;               // T: steps of each environment per rollout (per update)
-  bool anneal_lr = false;              // learning rate decays linearly: (1 - progress) * lr
-  double gamma = 0.99;                 // discount factor
-  double gae_lambda = 1.0;             // 1: plain n-step returns (n_step_returns); < 1: GAE
-  std::string optimizer = "rmsprop";   // "rmsprop" or "adam"
-  double rmsprop_alpha = 0.99;         // RMSprop smoothing constant
-  double optimizer_eps = 1e-5;         // RMSprop / Adam epsilon
-  bool norm_adv = false;               // normalise advantages over the batch
-  double ent_coef = 0.01;              // entropy bonus coefficient (PAAC / A3C's beta)
-  double vf_coef = 0.5;                // value loss coefficient
-  double max_grad_norm = 0.5;          // global gradient-norm clipping threshold
-  nn::ActorCriticConfig network;       // the actor-critic: separate 64-64 tanh MLPs by default;
-                                       // obs_shape and action_* come from the env's spaces
+  double learning_rate = 7e-4;        // optimiser step size at progress 0
+  int64_t num_steps = 5;              // T: steps of each environment per rollout (per update)
+  bool anneal_lr = false;             // learning rate decays linearly: (1 - progress) * lr
+  double gamma = 0.99;                // discount factor
+  double gae_lambda = 1.0;            // 1: plain n-step returns (n_step_returns); < 1: GAE
+  std::string optimizer = "rmsprop";  // "rmsprop" or "adam"
+  double rmsprop_alpha = 0.99;        // RMSprop smoothing constant
+  double optimizer_eps = 1e-5;        // RMSprop / Adam epsilon
+  bool norm_adv = false;              // normalise advantages over the batch
+  double ent_coef = 0.01;             // entropy bonus coefficient (PAAC / A3C's beta)
+  double vf_coef = 0.5;               // value loss coefficient
+  double max_grad_norm = 0.5;         // global gradient-norm clipping threshold
+  nn::ActorCriticConfig network;      // the actor-critic: separate 64-64 tanh MLPs by default;
+                                      // obs_shape and action_* come from the env's spaces
 
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).

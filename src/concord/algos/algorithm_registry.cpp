@@ -22,7 +22,8 @@ struct Field {
 
 const std::vector<Field<PpoConfig>>& ppo_fields() {
   static const std::vector<Field<PpoConfig>> fields = {
-      {"learning_rate", &PpoConfig::learning_rate, "Adam step size (the initial one when annealed)"},
+      {"learning_rate", &PpoConfig::learning_rate,
+       "Adam step size (the initial one when annealed)"},
       {"num_steps", &PpoConfig::num_steps, "Steps of each environment per rollout (T)"},
       {"anneal_lr", &PpoConfig::anneal_lr, "Decay the learning rate linearly to 0 over training"},
       {"gamma", &PpoConfig::gamma, "Discount factor"},
@@ -35,7 +36,8 @@ const std::vector<Field<PpoConfig>>& ppo_fields() {
       {"ent_coef", &PpoConfig::ent_coef, "Entropy bonus coefficient"},
       {"vf_coef", &PpoConfig::vf_coef, "Value loss coefficient"},
       {"max_grad_norm", &PpoConfig::max_grad_norm, "Gradient-norm clipping threshold"},
-      {"target_kl", &PpoConfig::target_kl, "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
+      {"target_kl", &PpoConfig::target_kl,
+       "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
       {"adam_eps", &PpoConfig::adam_eps, "Adam epsilon"},
   };
   return fields;
@@ -43,7 +45,8 @@ const std::vector<Field<PpoConfig>>& ppo_fields() {
 
 const std::vector<Field<A2cConfig>>& a2c_fields() {
   static const std::vector<Field<A2cConfig>> fields = {
-      {"learning_rate", &A2cConfig::learning_rate, "Optimiser step size (the initial one when annealed)"},
+      {"learning_rate", &A2cConfig::learning_rate,
+       "Optimiser step size (the initial one when annealed)"},
       {"num_steps", &A2cConfig::num_steps, "Steps of each environment per rollout (T)"},
       {"anneal_lr", &A2cConfig::anneal_lr, "Decay the learning rate linearly to 0 over training"},
       {"gamma", &A2cConfig::gamma, "Discount factor"},
@@ -121,8 +124,7 @@ nn::ActorCriticConfig network_config(const core::Config& config,
                                      const envs::Space& observation_space,
                                      const envs::Space& action_space) {
   if (observation_space.is_discrete()) {
-    throw std::invalid_argument("make_learner: observation space " +
-                                observation_space.to_string() +
+    throw std::invalid_argument("make_learner: observation space " + observation_space.to_string() +
                                 " is not supported (a Box is needed)");
   }
   nn::ActorCriticConfig network;

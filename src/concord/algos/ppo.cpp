@@ -67,7 +67,7 @@ double explained_variance(const at::Tensor& y_pred, const at::Tensor& y_true) {
   return 1.0 - y_true.sub(y_pred).var(/*unbiased=*/false).item<double>() / var_y;
 }
 
-// Checkpoint helpers, the same in a2c.cpp.
+// Checkpoint helpers, the same in a2c.cpp (candidates for a shared learner_checkpoint.h).
 
 at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;
@@ -147,8 +147,8 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
     }
     if (found->second.sizes() != parameter.value().sizes()) {
       std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes()
-          << ", the model's is " << parameter.value().sizes();
+      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", the model's is "
+          << parameter.value().sizes();
       corrupt(out.str());
     }
   }
@@ -166,8 +166,7 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
   try {
     optimizer_from_bytes(state->second, scratch, device);
   } catch (const std::exception& error) {
-    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") +
-            error.what());
+    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") + error.what());
   }
 
   {
@@ -201,9 +200,8 @@ void PpoConfig::validate() const {
 
 PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
                  const at::Tensor& advantages, const at::Tensor& new_values,
-                 const at::Tensor& old_values, const at::Tensor& returns,
-                 const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef,
-                 double vf_coef) {
+                 const at::Tensor& old_values, const at::Tensor& returns, const at::Tensor& entropy,
+                 double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
   const int64_t n =
       new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
   check_loss_input("new_log_probs", new_log_probs, n);
@@ -226,7 +224,8 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
   const at::Tensor v_loss_unclipped = (new_values - returns).square();
   at::Tensor v_loss;
   if (clip_vloss) {
-    const at::Tensor v_clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef);
+    const at::Tensor v_clipped =
+        old_values + (new_values - old_values).clamp(-clip_coef, clip_coef);
     const at::Tensor v_loss_clipped = (v_clipped - returns).square();
     v_loss = 0.5 * v_loss_unclipped.maximum(v_loss_clipped).mean();
   } else {
@@ -257,7 +256,8 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
   const int64_t batch_size = num_steps * rollout.num_envs();
   const int64_t min_batch = config_.num_minibatches * (config_.norm_adv ? 2 : 1);
-  if (num_steps != config_.num_steps || batch_size < min_batch || !(progress >= 0.0 && progress <= 1.0)) {
+  if (num_steps != config_.num_steps || batch_size < min_batch ||
+      !(progress >= 0.0 && progress <= 1.0)) {
     std::ostringstream out;
     out << "Ppo::update: need T = num_steps = " << config_.num_steps << ", T * B >= " << min_batch
         << " (num_minibatches = " << config_.num_minibatches
@@ -269,8 +269,8 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const at::Device device = model_->parameters().front().device();
 
   // Annealing the rate if instructed to do so.
-  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate
-                                      : config_.learning_rate;
+  const double lr =
+      config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
 
   // Bootstrap value if not done: GAE, truncated episodes bootstrapping from truncation_values.
@@ -306,10 +306,10 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8);
       }
 
-      last = ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages,
-                      eval.value, b_values.index_select(0, mb_inds),
-                      b_returns.index_select(0, mb_inds), eval.entropy, config_.clip_coef,
-                      config_.clip_vloss, config_.ent_coef, config_.vf_coef);
+      last = ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
+                      b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds),
+                      eval.entropy, config_.clip_coef, config_.clip_vloss, config_.ent_coef,
+                      config_.vf_coef);
 
       optimizer_.zero_grad();
       last.loss.backward();

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <cstdint>
-
 #include <ATen/core/Tensor.h>
 #include <torch/optim/adam.h>
+
+#include <cstdint>
 
 #include "concord/algos/learner.h"
 #include "concord/nn/actor_critic.h"
@@ -18,7 +18,7 @@ struct PpoConfig {
   bool anneal_lr = true;          // learning rate decays linearly: (1 - progress) * learning_rate
   double gamma = 0.99;            // discount factor
   double gae_lambda = 0.95;       // GAE lambda
-  int64_t num_minibatches = 4;    // minibatches per epoch; minibatch size = T * B / num_minibatches
+  int64_t num_minibatches = 4;    // minibatches per epoch, of T * B / num_minibatches samples
   int64_t update_epochs = 4;      // passes over the rollout per update
   bool norm_adv = true;           // normalise advantages within each minibatch
   double clip_coef = 0.2;         // surrogate clipping epsilon (and value clipping range)
@@ -52,9 +52,8 @@ struct PpoLoss {
 // error is max((v - R)^2, (old_v + clip(v - old_v, -eps, eps) - R)^2), else (v - R)^2.
 PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
                  const at::Tensor& advantages, const at::Tensor& new_values,
-                 const at::Tensor& old_values, const at::Tensor& returns,
-                 const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef,
-                 double vf_coef);
+                 const at::Tensor& old_values, const at::Tensor& returns, const at::Tensor& entropy,
+                 double clip_coef, bool clip_vloss, double ent_coef, double vf_coef);
 
 // The PPO Learner: owns an ActorCritic and its Adam optimiser.
 //
@@ -64,7 +63,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //                                                       truncation_values when given)
 //     flatten [T, B] -> [T * B]
 //     for epoch in update_epochs:
-//       for minibatch in shuffle(T * B) split into num_minibatches:
+//       for minibatch in shuffle(T * B) split into num_minibatches (sizes differ by at most 1):
 //         ppo_loss -> backward -> clip grad norm -> Adam step
 //       stop early if target_kl > 0 and approx_kl > target_kl
 //

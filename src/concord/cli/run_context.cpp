@@ -20,7 +20,8 @@ RunContext start_run(core::Config config, const std::string& command_name,
   core::init_logging(context.config.get_string("run.log_level"), (context.run_dir / "log.txt").string());
   core::write_file_atomically(context.run_dir / "config.toml", context.config.to_toml());
   context.metrics = std::make_unique<core::MetricsLogger>(context.run_dir, context.config.get_bool("log.csv"),
-                                                          context.config.get_bool("log.tensorboard"));
+                                                          context.config.get_bool("log.tensorboard"),
+                                                          /*append=*/!existing_run_dir.empty());
   spdlog::info("run directory {}", context.run_dir.string());
   return context;
 }

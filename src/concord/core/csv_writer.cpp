@@ -52,7 +52,31 @@ std::string header_line(const std::vector<std::string>& metric_names) {
 
 }  // namespace
 
-CsvWriter::CsvWriter(std::filesystem::path path) : path_(std::move(path)) { open_locked("wb"); }
+CsvWriter::CsvWriter(std::filesystem::path path) : CsvWriter(std::move(path), /*append=*/false) {}
+
+CsvWriter::CsvWriter(std::filesystem::path path, bool append) : path_(std::move(path)) {
+  std::string existing_header;
+  if (append) {
+    std::ifstream in(path_, std::ios::binary);
+    std::getline(in, existing_header);
+  }
+  const std::string fixed = "step,wall_time";
+  if (existing_header.compare(0, fixed.size(), fixed) != 0 || existing_header.find('"') != std::string::npos) {
+    if (!existing_header.empty()) {
+      throw std::runtime_error("CSV file '" + path_.string() + "' has an unexpected header; cannot append to it");
+    }
+    open_locked("wb");
+    return;
+  }
+  header_ = existing_header + "\n";
+  size_t start = fixed.size();
+  while (start < existing_header.size()) {
+    const size_t end = std::min(existing_header.find(',', start + 1), existing_header.size());
+    metric_names_.push_back(existing_header.substr(start + 1, end - start - 1));
+    start = end;
+  }
+  open_locked("ab");
+}
 
 CsvWriter::~CsvWriter() {
   if (file_ != nullptr && std::fclose(file_) != 0) {

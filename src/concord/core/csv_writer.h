@@ -24,6 +24,9 @@ namespace concord::core {
 class CsvWriter {
  public:
   explicit CsvWriter(std::filesystem::path path);
+  // With `append` (a resumed run), an existing file keeps its rows and header and new rows go
+  // after them; a missing or empty file starts fresh.
+  CsvWriter(std::filesystem::path path, bool append);
   ~CsvWriter();
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;

@@ -5,14 +5,14 @@
 
 namespace concord::core {
 
-MetricsLogger::MetricsLogger(const std::filesystem::path& run_dir, bool csv, bool tensorboard) {
+MetricsLogger::MetricsLogger(const std::filesystem::path& run_dir, bool csv, bool tensorboard, bool append) {
   std::error_code error;
   std::filesystem::create_directories(run_dir, error);
   if (error) {
     throw std::runtime_error("cannot create run directory '" + run_dir.string() + "': " + error.message());
   }
   if (csv) {
-    csv_ = std::make_unique<CsvWriter>(run_dir / "metrics.csv");
+    csv_ = std::make_unique<CsvWriter>(run_dir / "metrics.csv", append);
   }
   if (tensorboard) {
     tensorboard_ = std::make_unique<TensorBoardWriter>(run_dir);

@@ -23,7 +23,9 @@ namespace concord::core {
 // sinks see calls in the same order.
 class MetricsLogger {
  public:
-  MetricsLogger(const std::filesystem::path& run_dir, bool csv, bool tensorboard);
+  // `append` continues an existing metrics.csv (a resumed run); TensorBoard always starts a new
+  // event file, which TensorBoard reads together with the old ones.
+  MetricsLogger(const std::filesystem::path& run_dir, bool csv, bool tensorboard, bool append = false);
 
   void log(int64_t step, const std::map<std::string, double>& values);
 

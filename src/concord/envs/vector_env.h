@@ -1,0 +1,226 @@
+#pragma once
+
+// VectorEnv: N copies of one environment stepped as a batch, EnvPool style.
+//
+//   sync  (batch_size == num_envs):
+//     step(actions [N]) -> parallel_for over chunks of envs (caller + helpers) -> batch rows [N]
+//   async (batch_size < num_envs):
+//     send(actions, ids) -> per-env action rows + IndexQueue -> helper threads (and the caller,
+//     while it waits in recv) step chunks of envs -> slots in a ring of result blocks
+//     [batch_size rows each] -> recv() returns the oldest block once it is full
+//
+// Environments never see threads: each writes its observation straight into its row of a
+// preallocated, cache-line-aligned batch buffer. Later layers wrap these buffers with
+// torch::from_blob; nothing here allocates per step.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "concord/envs/env.h"
+#include "concord/envs/registry.h"
+#include "concord/envs/worker_pool.h"
+
+namespace concord::envs {
+
+struct VectorEnvConfig {
+  std::string env_id;         // Registry id of the environment, e.g. "CartPole-v1".
+  int num_envs = 1;           // N: how many copies are stepped.
+  int num_threads = 1;        // Threads that step them, the calling thread included.
+  int batch_size = 0;         // 0 or num_envs: synchronous; 1..num_envs-1: asynchronous.
+  uint64_t seed = 0;          // Base seed of the first reset; env i uses derive_seed(seed, i).
+  std::chrono::milliseconds recv_timeout{10'000};  // recv() throws after waiting this long.
+  int chunk_size = 0;         // Envs a thread steps per claim (0: chosen from N, batch, threads).
+};
+
+// A batch of results: `size` rows, each the outcome of one env's reset or step. Row-major,
+// contiguous, owned by the VectorEnv (see the validity notes on step() and recv()).
+struct Batch {
+  int64_t size = 0;
+  int64_t obs_dim = 0;
+  const int32_t* env_ids = nullptr;             // [size] which env each row belongs to.
+  const float* observations = nullptr;          // [size, obs_dim] next observation (after an
+                                                //   auto-reset: the new episode's first).
+  const float* rewards = nullptr;               // [size]
+  const uint8_t* terminated = nullptr;          // [size] 0/1
+  const uint8_t* truncated = nullptr;           // [size] 0/1
+  const uint8_t* has_final = nullptr;           // [size] 1 where the episode ended this step.
+  const float* final_observations = nullptr;    // [size, obs_dim] last observation of the
+                                                //   ended episode; valid where has_final.
+  const float* episode_returns = nullptr;       // [size] return of the ended episode; 0 elsewhere.
+  const int32_t* episode_lengths = nullptr;     // [size] its length in steps; 0 elsewhere.
+};
+
+namespace detail {
+
+// A zero-initialised array of a trivially copyable T that starts on a cache line and is padded
+// to whole lines, so that buffers written by different threads never share a line.
+template <typename T>
+class AlignedArray {
+ public:
+  AlignedArray() = default;
+  explicit AlignedArray(int64_t size) : size_(size) {
+    const size_t bytes = (static_cast<size_t>(size) * sizeof(T) + 63) / 64 * 64 + 64;
+    data_.reset(static_cast<T*>(::operator new[](bytes, std::align_val_t{64})));
+    std::fill_n(reinterpret_cast<unsigned char*>(data_.get()), bytes, 0);
+  }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+  int64_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<T[], Free> data_;
+  int64_t size_ = 0;
+};
+
+}  // namespace detail
+
+// Steps N copies of one registered environment as a batch.
+//
+// Sync mode (batch_size 0 or N): reset() and step() act on all N envs and return a Batch whose
+// row i is env i. Async mode (batch_size B < N): async_reset() and send() queue work for some
+// envs; recv() returns the first B results to finish, in completion order, with their env ids.
+//
+// Auto-reset follows Gymnasium 0.29 ("same step"): on the step that ends an episode (terminated
+// or truncated) the env is reset at once; its row holds the new episode's first observation,
+// final_observations holds the ended episode's last one, has_final is 1, and episode_returns /
+// episode_lengths hold the ended episode's totals.
+//
+// Seeding: reset(seed) seeds env i with core::derive_seed(seed, i) (not Gymnasium's seed + i,
+// so that runs seeded s and s + 1 share no env stream); the first reset without a seed uses
+// config.seed; later resets and auto-resets continue each env's own stream. Each env's
+// trajectory therefore depends only on the seed and its own actions, not on num_threads.
+//
+// Thread-safety: all public methods are called by one thread (the owner); the pool's helpers
+// step the envs, each env by one thread at a time. After a step throws, reset before reusing.
+class VectorEnv {
+ public:
+  // Validates `config` (std::invalid_argument naming the bad values, or the registry's own
+  // error for an unknown id), makes the N envs and starts the threads.
+  explicit VectorEnv(VectorEnvConfig config, const Registry& registry = Registry::global());
+  ~VectorEnv();
+  VectorEnv(const VectorEnv&) = delete;
+  VectorEnv& operator=(const VectorEnv&) = delete;
+
+  const VectorEnvConfig& config() const { return config_; }
+  const EnvSpec& spec() const { return spec_; }
+  int64_t num_envs() const { return config_.num_envs; }
+  int64_t batch_size() const { return batch_size_; }
+  bool is_async() const { return batch_size_ < config_.num_envs; }
+  int num_threads() const { return pool_->num_threads(); }
+  int64_t obs_dim() const { return obs_dim_; }
+  // Floats per action for a Box action space; 1 for Discrete.
+  int64_t act_dim() const { return act_dim_; }
+
+  // --- Sync API (throws std::logic_error in async mode) ---
+
+  // Resets every env (seeding as described above). The Batch is valid until the next call.
+  Batch reset(std::optional<uint64_t> seed = std::nullopt);
+  // Steps every env: actions[i] for env i (Discrete action space) ...
+  Batch step(const int64_t* actions);
+  // ... or actions[i * act_dim, (i + 1) * act_dim) for env i (Box action space). Box actions are
+  // passed on unclipped, as Gymnasium does. Throws std::invalid_argument for the wrong action
+  // kind and std::out_of_range for a Discrete index outside [0, n), before stepping anything.
+  Batch step(const float* actions);
+  // The results of the last reset() or step().
+  Batch last_batch() const;
+
+  // --- Async API (throws std::logic_error in sync mode) ---
+
+  // Queues a reset of every env; throws std::logic_error while any env is in flight.
+  void async_reset(std::optional<uint64_t> seed = std::nullopt);
+  // Queues one step for each of env_ids[0..count) with actions[k] (or the act_dim floats at
+  // actions + k * act_dim) for env_ids[k]. Throws std::invalid_argument / std::out_of_range
+  // for bad ids or actions and std::logic_error for an env already in flight; nothing is
+  // queued then.
+  void send(const int64_t* actions, const int32_t* env_ids, int64_t count);
+  void send(const float* actions, const int32_t* env_ids, int64_t count);
+  // Waits for the next batch_size results (helping to step while it waits) and returns them.
+  // The Batch is valid until the next recv() or async_reset(). Throws std::runtime_error after
+  // config.recv_timeout without a full batch, and rethrows an exception a worker's env threw.
+  Batch recv();
+  // Envs sent (or reset) whose results no recv() has returned yet.
+  int64_t num_in_flight() const { return in_flight_count_; }
+
+ private:
+  struct Block;
+  enum class Op : uint8_t { kStep, kReset };
+
+  template <bool kDiscrete>
+  void step_one(int32_t env, const void* actions, Block& out, int64_t row);
+  void reset_one(int32_t env, std::optional<uint64_t> seed, Block& out, int64_t row);
+  template <bool kDiscrete>
+  Batch step_all(const void* actions);
+  void check_discrete_actions(const int64_t* actions, int64_t count, const int32_t* env_ids,
+                              const char* where) const;
+  void check_action_kind(bool discrete, const char* where) const;
+  void require_mode(bool async, const char* where) const;
+  static VectorEnvConfig validated(VectorEnvConfig config);
+  static std::vector<std::unique_ptr<Env>> make_envs(const VectorEnvConfig& config,
+                                                     const Registry& registry);
+  Batch view(const Block& block) const;
+  std::optional<uint64_t> reset_seed(std::optional<uint64_t> seed, int64_t env) const;
+
+  // Async internals.
+  void claim_for_send(const int32_t* env_ids, int64_t count, const char* where);
+  void enqueue(const int32_t* env_ids, int64_t count);
+  void service_loop();
+  template <bool kDiscrete>
+  void process_chunk(const int32_t* ids, int64_t count);
+  void record_error();
+  [[noreturn]] void rethrow_error();
+
+  VectorEnvConfig config_;
+  std::vector<std::unique_ptr<Env>> envs_;
+  EnvSpec spec_;
+  int64_t batch_size_ = 0;
+  int64_t obs_dim_ = 0;
+  int64_t act_dim_ = 0;
+  bool discrete_ = false;
+  int64_t chunk_size_ = 1;
+  bool seeded_ = false;
+  bool started_ = false;
+
+  detail::AlignedArray<double> running_return_;   // [N] return of the episode in progress.
+  detail::AlignedArray<int32_t> running_length_;  // [N] its length so far.
+  // Result blocks: one of N rows in sync mode, a ring of batch_size-row blocks in async mode.
+  std::vector<std::unique_ptr<Block>> blocks_;
+
+  // Async state. Written by the owner before an id is queued, read by the worker that pops it.
+  detail::AlignedArray<int64_t> discrete_actions_;  // [N]
+  detail::AlignedArray<float> box_actions_;         // [N, act_dim]
+  detail::AlignedArray<Op> pending_op_;             // [N]
+  detail::AlignedArray<uint64_t> pending_seed_;     // [N]
+  detail::AlignedArray<uint8_t> has_pending_seed_;  // [N]
+  // Owner-only bookkeeping.
+  detail::AlignedArray<uint8_t> in_flight_;         // [N]
+  int64_t in_flight_count_ = 0;
+  int64_t recv_count_ = 0;
+  std::vector<int32_t> owner_ids_;
+  std::unique_ptr<IndexQueue> queue_;
+  alignas(64) std::atomic<int64_t> next_slot_{0};
+  alignas(64) std::mutex ready_mutex_;
+  std::condition_variable ready_cv_;
+  std::atomic<bool> owner_waiting_{false};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;  // Guarded by ready_mutex_.
+
+  // Declared last: its helpers are joined (by the destructor) before anything above goes away.
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace concord::envs

@@ -1,0 +1,182 @@
+#include "concord/envs/worker_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace concord::envs {
+
+WorkerPool::WorkerPool(int num_threads) {
+  if (num_threads < 1) {
+    throw std::invalid_argument("WorkerPool needs num_threads >= 1, got " +
+                                std::to_string(num_threads));
+  }
+  helpers_.reserve(num_threads - 1);
+  for (int i = 1; i < num_threads; ++i) helpers_.emplace_back([this] { helper_loop(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+  }
+  work_cv_.notify_all();
+  for (auto& helper : helpers_) helper.join();
+}
+
+void WorkerPool::submit(int64_t num_tasks, TaskFn task, void* context) {
+  if (job_outstanding_) throw std::logic_error("WorkerPool::submit: a job is already outstanding");
+  if (num_tasks < 0 || static_cast<uint64_t>(num_tasks) > kCountMask) {
+    throw std::invalid_argument("WorkerPool::submit: task count " + std::to_string(num_tasks) +
+                                " out of range [0, " + std::to_string(kCountMask) + "]");
+  }
+  task_ = task;
+  context_ = context;
+  error_ = nullptr;
+  done_.store(0, std::memory_order_relaxed);
+  job_outstanding_ = true;
+  const uint64_t generation = (state_.load(std::memory_order_relaxed) >> (2 * kCountBits)) + 1;
+  state_.store((generation << (2 * kCountBits)) | static_cast<uint64_t>(num_tasks));
+  // Pairs with the helper's increment of sleeping_helpers_ before it re-reads state_ (both
+  // sequentially consistent): either it sees the new job or we see it asleep and wake it.
+  if (sleeping_helpers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    work_cv_.notify_all();
+  }
+}
+
+void WorkerPool::wait() {
+  if (!job_outstanding_) return;
+  run_available_tasks();
+  const auto count = static_cast<int64_t>(count_of(state_.load(std::memory_order_relaxed)));
+  auto all_done = [&] { return done_.load() == count; };
+  if (!spin_until(all_done, kSpinNanoseconds)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    owner_sleeping_.store(true);
+    done_cv_.wait(lock, all_done);
+    owner_sleeping_.store(false);
+  }
+  job_outstanding_ = false;
+  if (error_) {
+    std::exception_ptr error = error_;
+    error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+void WorkerPool::run_available_tasks() {
+  uint64_t state = state_.load(std::memory_order_acquire);
+  while (next_of(state) < count_of(state)) {
+    if (state_.compare_exchange_weak(state, state + (uint64_t{1} << kCountBits),
+                                     std::memory_order_acq_rel, std::memory_order_acquire)) {
+      run_task(static_cast<int64_t>(next_of(state)), static_cast<int64_t>(count_of(state)));
+      state = state_.load(std::memory_order_acquire);
+    }
+  }
+}
+
+void WorkerPool::run_task(int64_t index, int64_t count) {
+  try {
+    task_(context_, index);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+  // The last task wakes the owner if it went to sleep (same pairing as in submit()).
+  if (done_.fetch_add(1) + 1 == count && owner_sleeping_.load()) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    done_cv_.notify_one();
+  }
+}
+
+void WorkerPool::helper_loop() {
+  while (!stop_.load(std::memory_order_relaxed)) {
+    run_available_tasks();
+    const uint64_t seen = state_.load(std::memory_order_acquire);
+    if (next_of(seen) < count_of(seen)) continue;
+    wait_for_work(seen);
+  }
+}
+
+void WorkerPool::wait_for_work(uint64_t seen) {
+  auto woken = [&] { return stop_.load() || state_.load() != seen; };
+  if (spin_until(woken, kSpinNanoseconds)) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  sleeping_helpers_.fetch_add(1);
+  work_cv_.wait(lock, woken);
+  sleeping_helpers_.fetch_sub(1);
+}
+
+IndexQueue::IndexQueue(int64_t capacity, int num_consumers)
+    : ring_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
+      num_consumers_(std::max(num_consumers, 1)) {}
+
+void IndexQueue::push(const int32_t* ids, int64_t count) {
+  if (count <= 0) return;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto capacity = static_cast<int64_t>(ring_.size());
+    const int64_t size = size_.load(std::memory_order_relaxed);
+    if (size + count > capacity) {
+      throw std::logic_error("IndexQueue::push: " + std::to_string(count) + " ids do not fit (" +
+                             std::to_string(size) + " of " + std::to_string(capacity) +
+                             " slots in use)");
+    }
+    int64_t tail = (head_ + size) % capacity;
+    for (int64_t i = 0; i < count; ++i) {
+      ring_[static_cast<size_t>(tail)] = ids[i];
+      if (++tail == capacity) tail = 0;
+    }
+    size_.store(size + count, std::memory_order_release);
+    wake = waiting_ > 0;
+  }
+  if (wake) cv_.notify_all();
+}
+
+int64_t IndexQueue::pop(int32_t* out, int64_t max_count) {
+  auto ready = [&] {
+    return size_.load(std::memory_order_acquire) > 0 ||
+           closed_flag_.load(std::memory_order_acquire);
+  };
+  spin_until(ready, WorkerPool::kSpinNanoseconds);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!closed_ && size_.load(std::memory_order_relaxed) == 0) {
+    ++waiting_;
+    cv_.wait(lock);
+    --waiting_;
+  }
+  if (closed_) return 0;
+  return pop_locked(out, max_count);
+}
+
+int64_t IndexQueue::try_pop(int32_t* out, int64_t max_count) {
+  if (size_.load(std::memory_order_acquire) == 0) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return 0;
+  return pop_locked(out, max_count);
+}
+
+int64_t IndexQueue::pop_locked(int32_t* out, int64_t max_count) {
+  const auto capacity = static_cast<int64_t>(ring_.size());
+  const int64_t size = size_.load(std::memory_order_relaxed);
+  const int64_t share = (size + num_consumers_ - 1) / num_consumers_;
+  const int64_t take = std::min(std::min(share, max_count), size);
+  for (int64_t i = 0; i < take; ++i) {
+    out[i] = ring_[static_cast<size_t>(head_)];
+    if (++head_ == capacity) head_ = 0;
+  }
+  size_.store(size - take, std::memory_order_release);
+  return take;
+}
+
+void IndexQueue::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    closed_flag_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+}  // namespace concord::envs

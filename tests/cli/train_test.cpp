@@ -1,0 +1,138 @@
+// `concord train` and `concord eval` end to end: learning, checkpoints, resume, bad checkpoints.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "concord/core/checkpoint.h"
+
+namespace {
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+CommandResult run_concord(const std::string& arguments) {
+  const std::string command = std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("concord_train_test_" + name);
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+std::filesystem::path only_run_dir(const std::filesystem::path& root) {
+  std::filesystem::path found;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (entry.is_directory()) found = entry.path();
+  }
+  return found;
+}
+
+double eval_mean_return(const std::string& output) {
+  std::smatch match;
+  if (!std::regex_search(output, match, std::regex("return (-?[0-9.]+) \\+- "))) return -1e9;
+  return std::stod(match[1]);
+}
+
+const std::string kCartPoleConfig = std::string(CONCORD_SOURCE_DIR) + "/configs/ppo_cartpole.toml";
+
+// A uniformly random policy averages about 22 on CartPole-v1; a short PPO run must do far better.
+TEST(Train, PpoLearnsCartPoleInSeconds) {
+  const auto root = fresh_dir("learn");
+  const CommandResult train = run_concord("train --config " + kCartPoleConfig +
+                                          " --total-timesteps 40000 --seed 1 --progress plain --run-root " + root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_THAT(train.output, ::testing::HasSubstr("CartPole-v1 ppo"));
+  const auto run_dir = only_run_dir(root);
+  const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 20");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_GT(eval_mean_return(eval.output), 150.0) << eval.output;
+}
+
+TEST(Train, A2cRunsAndWritesMetrics) {
+  const auto root = fresh_dir("a2c");
+  const CommandResult train = run_concord("train --algo a2c --num-envs 8 --total-timesteps 4000 --progress off --run-root " +
+                                          root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  std::ifstream csv(only_run_dir(root) / "metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_THAT(header, ::testing::HasSubstr("losses/value_loss"));
+  EXPECT_THAT(header, ::testing::HasSubstr("charts/SPS"));
+}
+
+TEST(Train, ResumeContinuesFromTheCheckpointStep) {
+  const auto root = fresh_dir("resume");
+  const std::string flags = "--num-envs 4 --set algo.ppo.num_steps=32 --progress off --run-root " + root.string();
+  // 4 envs x 32 steps = 128 steps per update; 10 updates.
+  ASSERT_EQ(run_concord("train " + flags + " --total-timesteps 1280").exit_code, 0);
+  const auto run_dir = only_run_dir(root);
+  const auto first = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  EXPECT_EQ(first.at("metadata").at("global_step").get<int64_t>(), 1280);
+  EXPECT_EQ(first.at("metadata").at("updates").get<int64_t>(), 10);
+
+  const CommandResult resumed =
+      run_concord("train --resume " + run_dir.string() + " --total-timesteps 2560 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, ::testing::HasSubstr("resumed at step 1280 (update 10)"));
+  const auto second = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  EXPECT_EQ(second.at("metadata").at("global_step").get<int64_t>(), 2560);
+  EXPECT_EQ(second.at("metadata").at("updates").get<int64_t>(), 20);
+
+  // metrics.csv kept the first run's rows: one per update.
+  std::ifstream csv(run_dir / "metrics.csv");
+  int lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, 1 + 20);
+}
+
+TEST(Train, BadCheckpointsAndNamesGetOneLine) {
+  const auto root = fresh_dir("bad");
+  auto expect_error = [](const std::string& arguments, const std::string& needle) {
+    const CommandResult result = run_concord(arguments);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+    EXPECT_THAT(result.output, ::testing::StartsWith("concord: error: ")) << result.output;
+    EXPECT_THAT(result.output, ::testing::HasSubstr(needle)) << result.output;
+  };
+  expect_error("train --algo dqn --run-root " + root.string(), "unknown algorithm 'dqn'");
+  expect_error("train --set algo.ppo.clip_coeff=0.1 --run-root " + root.string(), "algo.ppo.clip_coeff");
+  expect_error("eval " + (root / "missing").string(), "no such file");
+  expect_error("train --resume " + (root / "missing").string(), "does not exist");
+
+  // A training run, then its checkpoint truncated and corrupted.
+  ASSERT_EQ(run_concord("train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off --run-root " +
+                        root.string())
+                .exit_code,
+            0);
+  const auto run_dir = only_run_dir(root);
+  const auto checkpoint = run_dir / "checkpoint.ckpt";
+  const auto size = std::filesystem::file_size(checkpoint);
+  std::filesystem::resize_file(checkpoint, size / 2);
+  expect_error("eval " + run_dir.string(), "truncated");
+  expect_error("train --resume " + run_dir.string(), "truncated");
+  std::ofstream(checkpoint, std::ios::binary) << "not a checkpoint at all";
+  expect_error("eval " + checkpoint.string(), "not a Concord checkpoint");
+}
+
+}  // namespace
