@@ -17,52 +17,25 @@
 #include "concord/algos/returns.h"
 #include "concord/core/checkpoint.h"
 
+#include "algos/tensor_test_util.h"
+
 namespace concord::algos {
 namespace {
 
-constexpr double kTol = 1e-5;
-
-at::Tensor vec(std::vector<float> values) { return at::tensor(values); }
+using namespace test_util;
 
 // CartPole-shaped: 4-dim observations, 2 actions, 5-step rollouts.
 A2cConfig small_config(const std::string& optimizer = "rmsprop") {
   A2cConfig config;
   config.optimizer = optimizer;
-  config.network.obs_shape = {4};
-  config.network.action_kind = nn::ActionKind::kDiscrete;
-  config.network.action_dim = 2;
+  config.network = cartpole_network();
   return config;
 }
 
-// T x B steps of random observations acted on by `model`, with random rewards, one termination
-// and one truncation in the last column (whose final observation has value 0.5).
+// T x B random steps (see test_util::random_rollout), a termination at t = 1 of column 0 and a
+// truncation at t = 3 of the last column.
 Rollout synthetic_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs) {
-  c10::NoGradGuard no_grad;
-  Rollout rollout;
-  rollout.observations = at::randn({steps, envs, 4});
-  const nn::ActResult act = model->act(rollout.observations.flatten(0, 1));
-  rollout.actions = act.action.reshape({steps, envs});
-  rollout.log_probs = act.log_prob.reshape({steps, envs});
-  rollout.values = act.value.reshape({steps, envs});
-  rollout.rewards = at::rand({steps, envs});
-  rollout.terminated = at::zeros({steps, envs});
-  rollout.truncated = at::zeros({steps, envs});
-  rollout.truncation_values = at::zeros({steps, envs});
-  rollout.terminated[1][0] = 1.0;
-  rollout.truncated[3][envs - 1] = 1.0;
-  rollout.truncation_values[3][envs - 1] = 0.5;
-  rollout.bootstrap_value = model->value(at::randn({envs, 4}));
-  return rollout;
-}
-
-bool same_parameters(nn::ActorCritic& a, nn::ActorCritic& b) {
-  const std::vector<at::Tensor> pa = a->parameters();
-  const std::vector<at::Tensor> pb = b->parameters();
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (!pa[i].equal(pb[i])) return false;
-  }
-  return true;
+  return test_util::random_rollout(model, steps, envs, /*terminated_at=*/1, /*truncated_at=*/3);
 }
 
 // Two samples:
@@ -95,15 +68,8 @@ TEST(A2cConfigTest, ValidationPrintsEveryBadValue) {
   A2cConfig config = small_config("sgd");
   config.num_steps = 0;
   config.max_grad_norm = 0.0;
-  try {
-    A2c a2c(config);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find("optimizer=\"sgd\""), std::string::npos) << message;
-    EXPECT_NE(message.find("num_steps=0"), std::string::npos) << message;
-    EXPECT_NE(message.find("max_grad_norm=0"), std::string::npos) << message;
-  }
+  expect_invalid_argument([&] { A2c a2c(config); },
+                          {"optimizer=\"sgd\"", "num_steps=0", "max_grad_norm=0"});
 }
 
 // The reported losses are those of the model before its step, on n-step returns bootstrapped
@@ -128,11 +94,7 @@ TEST(A2cTest, UpdateUsesNStepReturnsAndReportsMetrics) {
       expected_value_loss = (returns.reshape(-1) - eval.value).square().mean();
       expected_policy_loss = -((returns - rollout.values).reshape(-1) * eval.log_prob).mean();
     }
-    const std::vector<at::Tensor> before = [&] {
-      std::vector<at::Tensor> copies;
-      for (const at::Tensor& p : model->parameters()) copies.push_back(p.detach().clone());
-      return copies;
-    }();
+    const std::vector<at::Tensor> before = parameter_copies(model);
 
     const Metrics metrics = a2c.update(rollout, 0.0);
     EXPECT_NEAR(metrics.at("losses/value_loss"), expected_value_loss.item<double>(), kTol);

@@ -14,71 +14,26 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algos/tensor_test_util.h"
+
 namespace concord::algos {
 namespace {
 
-constexpr double kTol = 1e-5;
 constexpr double kGamma = 0.9;
 constexpr double kLambda = 0.8;
 
-// A [T, B] float32 tensor written row by row: one inner list per time step.
-at::Tensor rows(std::initializer_list<std::initializer_list<float>> time_rows) {
-  std::vector<float> flat;
-  int64_t batch = 0;
-  for (const auto& row : time_rows) {
-    flat.insert(flat.end(), row.begin(), row.end());
-    batch = static_cast<int64_t>(row.size());
-  }
-  return at::tensor(flat).reshape({static_cast<int64_t>(time_rows.size()), batch});
-}
+using test_util::expect_all_near;
+using test_util::expect_rows_near;
+using test_util::HandWorkedRollout;
+using test_util::kTol;
+using test_util::rows;
+using test_util::vec;
 
-at::Tensor vec(std::initializer_list<float> values) {
-  return at::tensor(std::vector<float>(values));
-}
-
-void expect_rows_near(const at::Tensor& actual,
-                      std::initializer_list<std::initializer_list<float>> expected_rows) {
-  const at::Tensor expected = rows(expected_rows);
-  ASSERT_EQ(actual.sizes(), expected.sizes());
-  ASSERT_EQ(actual.scalar_type(), at::kFloat);
-  for (int64_t t = 0; t < expected.size(0); ++t) {
-    for (int64_t b = 0; b < expected.size(1); ++b) {
-      EXPECT_NEAR(actual[t][b].item<float>(), expected[t][b].item<float>(), kTol)
-          << "at t=" << t << ", b=" << b;
-    }
-  }
-}
-
-void expect_all_near(const at::Tensor& actual, const at::Tensor& expected) {
-  ASSERT_EQ(actual.sizes(), expected.sizes());
-  const float max_error = actual.sub(expected).abs().max().item<float>();
-  EXPECT_LE(max_error, kTol);
-}
-
-// The hand-worked rollout of returns_test.cpp: T = 3 steps, B = 3 environments.
-//   column 0 terminates at t = 1 (row 2 is a new episode);
-//   column 1 is truncated at t = 1, and the value of its final observation is 4;
-//   column 2 runs on through the rollout.
-// Entries of truncation_values outside the truncation are 100 and must be ignored.
-struct Rollout {
-  at::Tensor rewards = rows({{1.0f, 0.5f, 1.0f}, {2.0f, 1.0f, 0.0f}, {3.0f, 2.0f, -1.0f}});
-  at::Tensor values = rows({{0.5f, 1.0f, 2.0f}, {1.0f, 2.0f, 1.0f}, {1.5f, 0.5f, 3.0f}});
-  at::Tensor terminated = rows({{0, 0, 0}, {1, 0, 0}, {0, 0, 0}}).to(at::kBool);
-  at::Tensor truncated = rows({{0, 0, 0}, {0, 1, 0}, {0, 0, 0}}).to(at::kBool);
-  at::Tensor truncation_values = rows({{100, 100, 100}, {100, 4, 100}, {100, 100, 100}});
-  at::Tensor bootstrap = vec({2.0f, 3.0f, 1.0f});
-
+// The hand-worked rollout of returns_test.cpp (see tensor_test_util.h), with GAE as well.
+struct Rollout : HandWorkedRollout {
   GaeResult gae(double gae_lambda, bool with_truncation_values = true) const {
     return algos::gae(rewards, values, terminated, truncated, bootstrap,
-                      with_truncation_values ? std::optional<at::Tensor>(truncation_values)
-                                             : std::nullopt,
-                      kGamma, gae_lambda);
-  }
-  at::Tensor returns(bool with_truncation_values = true) const {
-    return n_step_returns(rewards, terminated, truncated, values, bootstrap,
-                          with_truncation_values ? std::optional<at::Tensor>(truncation_values)
-                                                 : std::nullopt,
-                          kGamma);
+                      maybe_truncation_values(with_truncation_values), kGamma, gae_lambda);
   }
 };
 

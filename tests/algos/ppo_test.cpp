@@ -17,62 +17,25 @@
 
 #include "concord/core/checkpoint.h"
 
+#include "algos/tensor_test_util.h"
+
 namespace concord::algos {
 namespace {
 
-constexpr double kTol = 1e-5;
-
-at::Tensor vec(std::vector<float> values) { return at::tensor(values); }
+using namespace test_util;
 
 // CartPole-shaped: 4-dim observations, 2 actions; a short rollout so updates are quick.
 PpoConfig small_config() {
   PpoConfig config;
   config.num_steps = 8;
-  config.network.obs_shape = {4};
-  config.network.action_kind = nn::ActionKind::kDiscrete;
-  config.network.action_dim = 2;
+  config.network = cartpole_network();
   return config;
 }
 
-// T x B steps of random observations acted on by `model`, with random rewards, one termination
-// and one truncation in the last column (whose final observation has value 0.5).
+// T x B random steps (see test_util::random_rollout), a termination at t = 2 of column 0 and a
+// truncation at t = 4 of the last column.
 Rollout synthetic_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs) {
-  c10::NoGradGuard no_grad;
-  const int64_t obs_dim = model->config().obs_shape.front();
-  Rollout rollout;
-  rollout.observations = at::randn({steps, envs, obs_dim});
-  const nn::ActResult act = model->act(rollout.observations.flatten(0, 1));
-  const bool discrete = model->config().action_kind == nn::ActionKind::kDiscrete;
-  rollout.actions = discrete ? act.action.reshape({steps, envs})
-                             : act.action.reshape({steps, envs, model->config().action_dim});
-  rollout.log_probs = act.log_prob.reshape({steps, envs});
-  rollout.values = act.value.reshape({steps, envs});
-  rollout.rewards = at::rand({steps, envs});
-  rollout.terminated = at::zeros({steps, envs});
-  rollout.truncated = at::zeros({steps, envs});
-  rollout.truncation_values = at::zeros({steps, envs});
-  rollout.terminated[2][0] = 1.0;
-  rollout.truncated[4][envs - 1] = 1.0;
-  rollout.truncation_values[4][envs - 1] = 0.5;
-  rollout.bootstrap_value = model->value(at::randn({envs, obs_dim}));
-  return rollout;
-}
-
-std::vector<at::Tensor> parameter_copies(nn::ActorCritic& model) {
-  std::vector<at::Tensor> copies;
-  for (const at::Tensor& parameter : model->parameters())
-    copies.push_back(parameter.detach().clone());
-  return copies;
-}
-
-bool same_parameters(nn::ActorCritic& a, nn::ActorCritic& b) {
-  const std::vector<at::Tensor> pa = a->parameters();
-  const std::vector<at::Tensor> pb = b->parameters();
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (!pa[i].equal(pb[i])) return false;
-  }
-  return true;
+  return test_util::random_rollout(model, steps, envs, /*terminated_at=*/2, /*truncated_at=*/4);
 }
 
 // The hand-worked minibatch, clip_coef = 0.2:
@@ -145,13 +108,12 @@ TEST(PpoLossTest, UnclippedValueLoss) {
 
 TEST(PpoLossTest, RejectsMismatchedShapes) {
   const HandBatch b;
-  try {
-    ppo_loss(b.new_log_probs, b.old_log_probs, vec({1.0f, 2.0f}), b.new_values, b.old_values,
-             b.returns, b.entropy, 0.2, true, 0.01, 0.5);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("advantages"), std::string::npos) << error.what();
-  }
+  expect_invalid_argument(
+      [&] {
+        ppo_loss(b.new_log_probs, b.old_log_probs, vec({1.0f, 2.0f}), b.new_values, b.old_values,
+                 b.returns, b.entropy, 0.2, true, 0.01, 0.5);
+      },
+      {"advantages"});
 }
 
 TEST(PpoConfigTest, ValidationPrintsEveryBadValue) {
@@ -159,15 +121,8 @@ TEST(PpoConfigTest, ValidationPrintsEveryBadValue) {
   config.learning_rate = -1.0;
   config.num_minibatches = 0;
   config.gae_lambda = 1.5;
-  try {
-    Ppo ppo(config);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find("learning_rate=-1"), std::string::npos) << message;
-    EXPECT_NE(message.find("num_minibatches=0"), std::string::npos) << message;
-    EXPECT_NE(message.find("gae_lambda=1.5"), std::string::npos) << message;
-  }
+  expect_invalid_argument([&] { Ppo ppo(config); },
+                          {"learning_rate=-1", "num_minibatches=0", "gae_lambda=1.5"});
 }
 
 TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {

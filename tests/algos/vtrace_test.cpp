@@ -18,45 +18,18 @@
 #include <utility>
 #include <vector>
 
+#include "algos/tensor_test_util.h"
+
 namespace concord::algos {
 namespace {
 
-constexpr double kTol = 1e-5;
 constexpr double kGamma = 0.9;
 
-// A [T, B] float32 tensor written row by row: one inner list per time step.
-at::Tensor rows(std::initializer_list<std::initializer_list<float>> time_rows) {
-  std::vector<float> flat;
-  int64_t batch = 0;
-  for (const auto& row : time_rows) {
-    flat.insert(flat.end(), row.begin(), row.end());
-    batch = static_cast<int64_t>(row.size());
-  }
-  return at::tensor(flat).reshape({static_cast<int64_t>(time_rows.size()), batch});
-}
-
-at::Tensor vec(std::initializer_list<float> values) {
-  return at::tensor(std::vector<float>(values));
-}
-
-void expect_rows_near(const at::Tensor& actual,
-                      std::initializer_list<std::initializer_list<float>> expected_rows) {
-  const at::Tensor expected = rows(expected_rows);
-  ASSERT_EQ(actual.sizes(), expected.sizes());
-  ASSERT_EQ(actual.scalar_type(), at::kFloat);
-  for (int64_t t = 0; t < expected.size(0); ++t) {
-    for (int64_t b = 0; b < expected.size(1); ++b) {
-      EXPECT_NEAR(actual[t][b].item<float>(), expected[t][b].item<float>(), kTol)
-          << "at t=" << t << ", b=" << b;
-    }
-  }
-}
-
-void expect_all_near(const at::Tensor& actual, const at::Tensor& expected) {
-  ASSERT_EQ(actual.sizes(), expected.sizes());
-  const float max_error = actual.sub(expected).abs().max().item<float>();
-  EXPECT_LE(max_error, kTol);
-}
+using test_util::expect_all_near;
+using test_util::expect_rows_near;
+using test_util::kTol;
+using test_util::rows;
+using test_util::vec;
 
 // Log-probabilities whose ratio pi / mu is `ratios`, with behaviour log-probabilities of -1.
 std::pair<at::Tensor, at::Tensor> log_probs_with_ratios(const at::Tensor& ratios) {

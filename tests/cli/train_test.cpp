@@ -1,8 +1,4 @@
 // `concord train` and `concord eval` end to end: learning, checkpoints, resume, bad checkpoints.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -14,31 +10,16 @@
 
 #include "concord/core/checkpoint.h"
 
+#include "cli/concord_process.h"
+
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
+using concord::test::CommandResult;
+using concord::test::run_concord;
 
-CommandResult run_concord(const std::string& arguments) {
-  const std::string command = std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t read;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+constexpr const char* kSuite = "train_test";
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() / ("concord_train_test_" + name);
-  std::filesystem::remove_all(path);
-  std::filesystem::create_directories(path);
-  return path;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return concord::test::fresh_dir(kSuite, name); }
 
 std::filesystem::path only_run_dir(const std::filesystem::path& root) {
   std::filesystem::path found;

@@ -1,11 +1,7 @@
 #include "concord/core/checkpoint.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -14,6 +10,7 @@
 #include <torch/types.h>
 
 #include "concord/core/crc32c.h"
+#include "core/temp_dir.h"
 
 namespace concord::core {
 namespace {
@@ -24,36 +21,9 @@ using nlohmann::json;
 
 constexpr std::size_t kPreamble = 24;
 
-class CheckpointTest : public ::testing::Test {
+class CheckpointTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::random_device entropy;
-    dir_ = fs::temp_directory_path() /
-           ("concord_checkpoint_test_" + std::to_string(::getpid()) + "_" + std::to_string(entropy()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  static std::string read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  static void write_bytes(const fs::path& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  static uint64_t get_le(const std::string& bytes, std::size_t offset, int count) {
-    uint64_t value = 0;
-    for (int i = 0; i < count; ++i) {
-      value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-    }
-    return value;
-  }
-  static void put_le(std::string& bytes, std::size_t offset, uint64_t value, int count) {
-    for (int i = 0; i < count; ++i) {
-      bytes[offset + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
-    }
-  }
+  CheckpointTest() : TempDirTest("concord_checkpoint_test_") {}
 
   // Splits a checkpoint file into its JSON header and payload.
   static std::pair<json, std::string> split(const std::string& bytes) {
@@ -91,8 +61,6 @@ class CheckpointTest : public ::testing::Test {
     ADD_FAILURE() << "load_checkpoint(" << path << ") did not throw";
     return "";
   }
-
-  fs::path dir_;
 };
 
 void expect_same_tensors(const Checkpoint& expected, const Checkpoint& actual) {

@@ -1,13 +1,8 @@
 #include "concord/core/tensorboard_writer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -17,37 +12,16 @@
 
 #include "concord/core/crc32c.h"
 #include "concord/core/tensorboard_reader.h"
+#include "core/temp_dir.h"
 
 namespace concord::core {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TensorBoardWriterTest : public ::testing::Test {
+class TensorBoardWriterTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::random_device entropy;
-    dir_ = fs::temp_directory_path() /
-           ("concord_tensorboard_writer_test_" + std::to_string(::getpid()) + "_" + std::to_string(entropy()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  static std::string read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  static void write_bytes(const fs::path& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  static uint64_t get_le(const std::string& bytes, std::size_t offset, int count) {
-    uint64_t value = 0;
-    for (int i = 0; i < count; ++i) {
-      value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-    }
-    return value;
-  }
+  TensorBoardWriterTest() : TempDirTest("concord_tensorboard_writer_test_") {}
 
   // Writes three scalars and returns the event file.
   fs::path write_sample() {
@@ -57,8 +31,6 @@ class TensorBoardWriterTest : public ::testing::Test {
     writer.add_scalar("reward/mean", -3.0, 2, 101.5);
     return writer.path();
   }
-
-  fs::path dir_;
 };
 
 TEST_F(TensorBoardWriterTest, NamesTheFileTheWayTensorBoardExpects) {

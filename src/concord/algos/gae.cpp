@@ -7,47 +7,16 @@
 #include <ATen/ops/where.h>
 #include <c10/core/GradMode.h>
 
-#include <sstream>
-#include <stdexcept>
-#include <string>
 #include <utility>
+
+#include "concord/algos/tensor_checks.h"
 
 namespace concord::algos {
 namespace {
 
+using namespace tensor_checks;
+
 constexpr const char* kFn = "gae";
-
-[[noreturn]] void fail(const std::string& message) {
-  throw std::invalid_argument(std::string(kFn) + ": " + message);
-}
-
-std::string describe(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes() << " " << t.scalar_type() << " on " << t.device();
-  return out.str();
-}
-
-// `t` must match rewards in shape and device, and in dtype unless it is a flag tensor.
-void check_like_rewards(const char* name, const at::Tensor& t, const at::Tensor& rewards,
-                        bool is_flag) {
-  if (!t.defined()) fail(std::string(name) + " is an undefined tensor");
-  if (t.sizes() != rewards.sizes() || t.device() != rewards.device() ||
-      (!is_flag && t.scalar_type() != rewards.scalar_type())) {
-    fail(std::string(name) + " is " + describe(t) + ", expected the " +
-         (is_flag ? "shape and device" : "shape, dtype and device") + " of rewards (" +
-         describe(rewards) + ")");
-  }
-}
-
-void check_unit_interval(const char* name, double x) {
-  if (!(x >= 0.0 && x <= 1.0)) {
-    fail(std::string(name) + " must lie in [0, 1], got " + std::to_string(x));
-  }
-}
-
-at::Tensor as_bool(const at::Tensor& flags) {
-  return flags.scalar_type() == at::kBool ? flags : flags.ne(0);
-}
 
 }  // namespace
 
@@ -55,27 +24,16 @@ GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Ten
               const at::Tensor& truncated, const at::Tensor& bootstrap_value,
               const std::optional<at::Tensor>& truncation_values, double gamma,
               double gae_lambda) {
-  if (!rewards.defined() || rewards.dim() != 2 || !rewards.is_floating_point()) {
-    fail("rewards must be a [T, B] floating-point tensor, got " +
-         (rewards.defined() ? describe(rewards) : std::string("an undefined tensor")));
-  }
-  check_like_rewards("values", values, rewards, /*is_flag=*/false);
-  check_like_rewards("terminated", terminated, rewards, /*is_flag=*/true);
-  check_like_rewards("truncated", truncated, rewards, /*is_flag=*/true);
+  check_rewards(kFn, rewards);
+  check_like_rewards(kFn, "values", values, rewards, /*is_flag=*/false);
+  check_like_rewards(kFn, "terminated", terminated, rewards, /*is_flag=*/true);
+  check_like_rewards(kFn, "truncated", truncated, rewards, /*is_flag=*/true);
   if (truncation_values) {
-    check_like_rewards("truncation_values", *truncation_values, rewards, /*is_flag=*/false);
+    check_like_rewards(kFn, "truncation_values", *truncation_values, rewards, /*is_flag=*/false);
   }
-  const int64_t batch = rewards.size(1);
-  if (!bootstrap_value.defined() || bootstrap_value.dim() != 1 ||
-      bootstrap_value.size(0) != batch || bootstrap_value.device() != rewards.device() ||
-      bootstrap_value.scalar_type() != rewards.scalar_type()) {
-    fail("bootstrap_value is " +
-         (bootstrap_value.defined() ? describe(bootstrap_value) : std::string("undefined")) +
-         ", expected [" + std::to_string(batch) + "] with the dtype and device of rewards (" +
-         describe(rewards) + ")");
-  }
-  check_unit_interval("gamma", gamma);
-  check_unit_interval("gae_lambda", gae_lambda);
+  check_bootstrap_value(kFn, bootstrap_value, rewards);
+  check_unit_interval(kFn, "gamma", gamma);
+  check_unit_interval(kFn, "gae_lambda", gae_lambda);
 
   c10::NoGradGuard no_grad;
   const int64_t steps = rewards.size(0);

@@ -1,188 +1,34 @@
 #include "concord/algos/ppo.h"
 
-#include <ATen/ops/empty.h>
 #include <ATen/ops/randperm.h>
 #include <c10/core/GradMode.h>
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <string>
 #include <utility>
-#include <vector>
 
+#include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
+#include "concord/algos/learner_checkpoint.h"
+#include "concord/algos/statistics.h"
+#include "concord/algos/tensor_checks.h"
 
 namespace concord::algos {
 namespace {
 
 constexpr const char* kAlgorithm = "ppo";
-
-// Collects "field=value must ..." problems and throws them as one std::invalid_argument.
-class Problems {
- public:
-  template <typename T>
-  void check(bool ok, const char* field, T value, const char* requirement) {
-    if (ok) return;
-    std::ostringstream out;
-    out << field << "=" << value << " must be " << requirement;
-    problems_.push_back(out.str());
-  }
-  void throw_if_any(const std::string& what) const {
-    if (problems_.empty()) return;
-    std::string message = "invalid " + what + ":";
-    for (const std::string& problem : problems_) message += " " + problem + ";";
-    message.pop_back();
-    throw std::invalid_argument(message);
-  }
-
- private:
-  std::vector<std::string> problems_;
-};
-
-// Every loss input is [n], n being new_log_probs' length (-1 when that is not 1-D itself).
-void check_loss_input(const char* name, const at::Tensor& t, int64_t n) {
-  if (t.defined() && t.dim() == 1 && t.size(0) == n) return;
-  std::ostringstream out;
-  out << "ppo_loss: " << name << " must be a 1-D tensor ["
-      << (n >= 0 ? std::to_string(n) : std::string("N")) << "], got ";
-  if (t.defined()) {
-    out << t.sizes();
-  } else {
-    out << "an undefined tensor";
-  }
-  throw std::invalid_argument(out.str());
-}
-
-// 1 - Var(y - y_pred) / Var(y), NaN when Var(y) = 0 (population variances, as numpy's np.var).
-double explained_variance(const at::Tensor& y_pred, const at::Tensor& y_true) {
-  const double var_y = y_true.var(/*unbiased=*/false).item<double>();
-  if (var_y == 0.0) return std::numeric_limits<double>::quiet_NaN();
-  return 1.0 - y_true.sub(y_pred).var(/*unbiased=*/false).item<double>() / var_y;
-}
-
-// Checkpoint helpers, the same in a2c.cpp (candidates for a shared learner_checkpoint.h).
-
-at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream stream;
-  archive.save_to(stream);
-  const std::string bytes = stream.str();
-  at::Tensor tensor = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  std::memcpy(tensor.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-  return tensor;
-}
-
-// Replaces the optimiser's state (LibTorch's load() keeps the state of parameters the archive
-// lacks, so it is cleared first); its tensors go to `device`.
-void optimizer_from_bytes(const at::Tensor& bytes, torch::optim::Optimizer& optimizer,
-                          const at::Device& device) {
-  if (bytes.scalar_type() != at::kByte || bytes.dim() != 1) {
-    throw std::invalid_argument("expected a 1-D uint8 tensor");
-  }
-  const at::Tensor contiguous = bytes.to(at::kCPU).contiguous();
-  torch::serialize::InputArchive archive;
-  archive.load_from(reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()),
-                    static_cast<size_t>(contiguous.numel()), device);
-  optimizer.state().clear();
-  optimizer.load(archive);
-}
-
-PpoConfig validated(PpoConfig config) {
-  config.validate();
-  return config;
-}
+constexpr const char* kLossFn = "ppo_loss";
 
 torch::optim::AdamOptions adam_options(const PpoConfig& config) {
   return torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps);
 }
 
-[[noreturn]] void corrupt(const std::string& problem) {
-  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
-}
-
-// Parameters as "model/<name>", the optimiser state as "optimizer", metadata "algorithm" and
-// "updates".
-void save_learner_state(core::Checkpoint& checkpoint, const std::string& algorithm,
-                        const nn::ActorCritic& model, const torch::optim::Optimizer& optimizer,
-                        int64_t updates) {
-  for (const auto& parameter : model->named_parameters()) {
-    checkpoint.tensors["model/" + parameter.key()] = parameter.value().detach().clone();
-  }
-  checkpoint.tensors["optimizer"] = optimizer_to_bytes(optimizer);
-  checkpoint.metadata["algorithm"] = algorithm;
-  checkpoint.metadata["updates"] = updates;
-}
-
-// The inverse of save_learner_state; returns the update count. Checks everything (reading the
-// optimiser state into `scratch`, an optimiser of the same kind over the same parameters) before
-// changing anything.
-int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string& algorithm,
-                           const nn::ActorCritic& model, torch::optim::Optimizer& optimizer,
-                           torch::optim::Optimizer& scratch) {
-  const nlohmann::json& metadata = checkpoint.metadata;
-  if (!metadata.contains("algorithm") || metadata["algorithm"] != algorithm) {
-    corrupt("metadata \"algorithm\" is " +
-            (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
-            ", expected \"" + algorithm + "\"");
-  }
-  if (!metadata.contains("updates") || !metadata["updates"].is_number_integer()) {
-    corrupt("metadata \"updates\" is missing or not an integer");
-  }
-  // Every parameter present with its shape, and nothing else under "model/".
-  const auto parameters = model->named_parameters();
-  for (const auto& parameter : parameters) {
-    const std::string name = "model/" + parameter.key();
-    const auto found = checkpoint.tensors.find(name);
-    if (found == checkpoint.tensors.end()) {
-      throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "",
-                                  "tensor \"" + name + "\" is missing");
-    }
-    if (found->second.sizes() != parameter.value().sizes()) {
-      std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", the model's is "
-          << parameter.value().sizes();
-      corrupt(out.str());
-    }
-  }
-  for (const auto& entry : checkpoint.tensors) {
-    if (entry.first.rfind("model/", 0) == 0 && !parameters.contains(entry.first.substr(6))) {
-      corrupt("tensor \"" + entry.first + "\" is not a parameter of this model");
-    }
-  }
-  const auto state = checkpoint.tensors.find("optimizer");
-  if (state == checkpoint.tensors.end()) {
-    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "",
-                                "tensor \"optimizer\" is missing");
-  }
-  const at::Device device = parameters.front().value().device();
-  try {
-    optimizer_from_bytes(state->second, scratch, device);
-  } catch (const std::exception& error) {
-    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") + error.what());
-  }
-
-  {
-    c10::NoGradGuard no_grad;
-    for (const auto& parameter : parameters) {
-      parameter.value().copy_(checkpoint.tensors.at("model/" + parameter.key()));
-    }
-  }
-  optimizer_from_bytes(state->second, optimizer, device);
-  return metadata["updates"].get<int64_t>();
-}
-
 }  // namespace
 
 void PpoConfig::validate() const {
-  Problems problems;
+  ConfigProblems problems;
   problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
@@ -204,13 +50,13 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
                  double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
   const int64_t n =
       new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
-  check_loss_input("new_log_probs", new_log_probs, n);
-  check_loss_input("old_log_probs", old_log_probs, n);
-  check_loss_input("advantages", advantages, n);
-  check_loss_input("new_values", new_values, n);
-  check_loss_input("old_values", old_values, n);
-  check_loss_input("returns", returns, n);
-  check_loss_input("entropy", entropy, n);
+  tensor_checks::check_1d(kLossFn, "new_log_probs", new_log_probs, n);
+  tensor_checks::check_1d(kLossFn, "old_log_probs", old_log_probs, n);
+  tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
+  tensor_checks::check_1d(kLossFn, "new_values", new_values, n);
+  tensor_checks::check_1d(kLossFn, "old_values", old_values, n);
+  tensor_checks::check_1d(kLossFn, "returns", returns, n);
+  tensor_checks::check_1d(kLossFn, "entropy", entropy, n);
 
   const at::Tensor logratio = new_log_probs - old_log_probs;
   const at::Tensor ratio = logratio.exp();

@@ -5,34 +5,17 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/core/GradMode.h>
 
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "concord/algos/tensor_checks.h"
 
 namespace concord::algos {
 namespace {
 
+using namespace tensor_checks;
+
 constexpr const char* kFn = "vtrace";
-
-[[noreturn]] void fail(const std::string& message) {
-  throw std::invalid_argument(std::string(kFn) + ": " + message);
-}
-
-std::string describe(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes() << " " << t.scalar_type() << " on " << t.device();
-  return out.str();
-}
-
-void check_like_rewards(const char* name, const at::Tensor& t, const at::Tensor& rewards) {
-  if (!t.defined()) fail(std::string(name) + " is an undefined tensor");
-  if (t.sizes() != rewards.sizes() || t.device() != rewards.device() ||
-      t.scalar_type() != rewards.scalar_type()) {
-    fail(std::string(name) + " is " + describe(t) +
-         ", expected the shape, dtype and device of rewards (" + describe(rewards) + ")");
-  }
-}
 
 // Appends bootstrap_value [B] as row T to the rows 1..T-1 of x [T, B]: x shifted one step ahead.
 at::Tensor shifted(const at::Tensor& x, const at::Tensor& bootstrap_value) {
@@ -45,25 +28,14 @@ VTraceResult vtrace(const at::Tensor& behaviour_log_probs, const at::Tensor& tar
                     const at::Tensor& rewards, const at::Tensor& values,
                     const at::Tensor& bootstrap_value, const at::Tensor& discounts,
                     double rho_bar, double c_bar) {
-  if (!rewards.defined() || rewards.dim() != 2 || !rewards.is_floating_point()) {
-    fail("rewards must be a [T, B] floating-point tensor, got " +
-         (rewards.defined() ? describe(rewards) : std::string("an undefined tensor")));
-  }
-  check_like_rewards("behaviour_log_probs", behaviour_log_probs, rewards);
-  check_like_rewards("target_log_probs", target_log_probs, rewards);
-  check_like_rewards("values", values, rewards);
-  check_like_rewards("discounts", discounts, rewards);
-  const int64_t batch = rewards.size(1);
-  if (!bootstrap_value.defined() || bootstrap_value.dim() != 1 ||
-      bootstrap_value.size(0) != batch || bootstrap_value.device() != rewards.device() ||
-      bootstrap_value.scalar_type() != rewards.scalar_type()) {
-    fail("bootstrap_value is " +
-         (bootstrap_value.defined() ? describe(bootstrap_value) : std::string("undefined")) +
-         ", expected [" + std::to_string(batch) + "] with the dtype and device of rewards (" +
-         describe(rewards) + ")");
-  }
-  if (!(rho_bar > 0.0)) fail("rho_bar must be positive, got " + std::to_string(rho_bar));
-  if (!(c_bar > 0.0)) fail("c_bar must be positive, got " + std::to_string(c_bar));
+  check_rewards(kFn, rewards);
+  check_like_rewards(kFn, "behaviour_log_probs", behaviour_log_probs, rewards);
+  check_like_rewards(kFn, "target_log_probs", target_log_probs, rewards);
+  check_like_rewards(kFn, "values", values, rewards);
+  check_like_rewards(kFn, "discounts", discounts, rewards);
+  check_bootstrap_value(kFn, bootstrap_value, rewards);
+  if (!(rho_bar > 0.0)) fail(kFn, "rho_bar must be positive, got " + std::to_string(rho_bar));
+  if (!(c_bar > 0.0)) fail(kFn, "c_bar must be positive, got " + std::to_string(c_bar));
 
   c10::NoGradGuard no_grad;
   const int64_t steps = rewards.size(0);

@@ -1,0 +1,44 @@
+#pragma once
+
+// Runs the real `concord` binary (CONCORD_BINARY, defined for every test target) as a user would,
+// for the CLI end-to-end tests. Header-only.
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace concord::test {
+
+struct CommandResult {
+  int exit_code;       // the process's exit status; -1 if it could not start or did not exit
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `concord <arguments>` through the shell (so `arguments` is split and quoted as a shell
+// would) and waits for it to exit.
+inline CommandResult run_concord(const std::string& arguments) {
+  const std::string command = std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  std::size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// An empty directory <tmp>/concord_<suite>_<name>, emptied first if it exists. `suite` keeps the
+// directories of test executables that run in parallel apart.
+inline std::filesystem::path fresh_dir(const std::string& suite, const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("concord_" + suite + "_" + name);
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+}  // namespace concord::test
