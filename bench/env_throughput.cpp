@@ -173,13 +173,15 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-async", skip_async, "Measure sync mode only");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("env_throughput: env steps per second, in millions (M/s); %.2f s per cell, random "
-              "actions drawn every step included\n",
-              seconds);
-  std::printf("machine: %u hardware threads, load average at start %s\n",
-              std::thread::hardware_concurrency(), load_average().c_str());
-  std::printf("async: batch_size = num_envs / 2; naive: serial loop over single envs with a "
-              "std::vector<float> observation allocated per env per step\n\n");
+  std::printf(
+      "env_throughput: env steps per second, in millions (M/s); %.2f s per cell, random "
+      "actions drawn every step included\n",
+      seconds);
+  std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
+              load_average().c_str());
+  std::printf(
+      "async: batch_size = num_envs / 2; naive: serial loop over single envs with a "
+      "std::vector<float> observation allocated per env per step\n\n");
 
   std::printf("%-12s %9s %8s", "env", "num_envs", "naive");
   for (int t : threads_list) std::printf("  sync-%dT", t);
@@ -204,8 +206,9 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
   }
-  std::printf("\nbaseline (quoted, not measured here): Gymnasium SyncVectorEnv, CartPole-v1: "
-              "~0.11 M steps/s on this machine\n");
+  std::printf(
+      "\nbaseline (quoted, not measured here): Gymnasium SyncVectorEnv, CartPole-v1: "
+      "~0.11 M steps/s on this machine\n");
   std::printf("load average at end: %s\n", load_average().c_str());
   return 0;
 }
