@@ -30,13 +30,12 @@ struct FakeEnvOptions {
 // first) is instance i. Throws std::logic_error if two threads ever step it at once.
 class FakeEnv final : public Env {
  public:
-  FakeEnv(int index, const FakeEnvOptions& options)
-      : Env(make_spec(options)), index_(index), options_(options) {}
+  FakeEnv(int index, const FakeEnvOptions& options) : Env(make_spec(options)), index_(index), options_(options) {}
 
   static EnvSpec make_spec(const FakeEnvOptions& options) {
     return EnvSpec{"Fake", Space::box({4}, -1e9f, 1e9f),
-                   options.box_actions ? Space::box({2}, -1.0f, 1.0f) : Space::discrete(3),
-                   options.max_episode_steps, std::nullopt};
+                   options.box_actions ? Space::box({2}, -1.0f, 1.0f) : Space::discrete(3), options.max_episode_steps,
+                   std::nullopt};
   }
 
   int episode_length() const { return options_.terminate_after + index_ % 3; }
@@ -64,8 +63,8 @@ class FakeEnv final : public Env {
     ++step_;
     write(observation);
     StepResult result;
-    result.reward = options_.box_actions ? action.values[0] + 10.0f * action.values[1]
-                                         : 1.0f + static_cast<float>(action.index);
+    result.reward =
+        options_.box_actions ? action.values[0] + 10.0f * action.values[1] : 1.0f + static_cast<float>(action.index);
     result.terminated = step_ >= episode_length();
     busy_.store(false);
     return result;
@@ -93,9 +92,7 @@ inline std::string register_fake_env(const FakeEnvOptions& options = {}) {
   static std::atomic<int> next_id{0};
   const std::string id = "Fake-" + std::to_string(next_id.fetch_add(1)) + "-v0";
   auto counter = std::make_shared<std::atomic<int>>(0);
-  Registry::global().add(id, [options, counter] {
-    return std::make_unique<FakeEnv>(counter->fetch_add(1), options);
-  });
+  Registry::global().add(id, [options, counter] { return std::make_unique<FakeEnv>(counter->fetch_add(1), options); });
   return id;
 }
 

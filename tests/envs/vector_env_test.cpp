@@ -25,8 +25,8 @@ using testing::FakeEnv;
 using testing::FakeEnvOptions;
 using testing::register_fake_env;
 
-VectorEnvConfig config_for(const std::string& id, int num_envs, int num_threads,
-                           int batch_size = 0, uint64_t seed = 0, int chunk_size = 0) {
+VectorEnvConfig config_for(const std::string& id, int num_envs, int num_threads, int batch_size = 0, uint64_t seed = 0,
+                           int chunk_size = 0) {
   VectorEnvConfig config;
   config.env_id = id;
   config.num_envs = num_envs;
@@ -38,8 +38,8 @@ VectorEnvConfig config_for(const std::string& id, int num_envs, int num_threads,
 }
 
 // A fresh fake id per VectorEnv, so that env i is FakeEnv instance i.
-std::unique_ptr<VectorEnv> make_fake(const FakeEnvOptions& options, int num_envs, int threads,
-                                     int batch_size = 0, uint64_t seed = 0, int chunk_size = 0) {
+std::unique_ptr<VectorEnv> make_fake(const FakeEnvOptions& options, int num_envs, int threads, int batch_size = 0,
+                                     uint64_t seed = 0, int chunk_size = 0) {
   return std::make_unique<VectorEnv>(
       config_for(register_fake_env(options), num_envs, threads, batch_size, seed, chunk_size));
 }
@@ -54,9 +54,7 @@ std::string error_of(Fn&& fn) {
   return "<no exception>";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Predicts every row a FakeEnv of a VectorEnv produces, from the seed and its actions.
 class FakeModel {
@@ -199,7 +197,7 @@ TEST(VectorEnvSyncTest, StepAutoResetsInTheSameStep) {
 
 TEST(VectorEnvSyncTest, TruncationAtTheTimeLimit) {
   FakeEnvOptions options;
-  options.terminate_after = 4;  // Env 0 terminates at step 4, envs 1 and 2 never before 5...
+  options.terminate_after = 4;    // Env 0 terminates at step 4, envs 1 and 2 never before 5...
   options.max_episode_steps = 4;  // ...but every env is truncated at step 4.
   auto env = make_fake(options, 3, 2, 0, 1, 1);
   std::vector<FakeModel> models;
@@ -437,8 +435,7 @@ TEST(VectorEnvAsyncTest, TimeoutReportsAPartialBatch) {
 // Runs `rounds` recv/send rounds, checking every row against the per-env model; the action for
 // an env is a function of its id and its step count, so trajectories do not depend on timing.
 // Returns how often each env was served.
-std::vector<int> run_async_checked(VectorEnv& env, const FakeEnvOptions& options, uint64_t seed,
-                                   int rounds) {
+std::vector<int> run_async_checked(VectorEnv& env, const FakeEnvOptions& options, uint64_t seed, int rounds) {
   const int n = static_cast<int>(env.num_envs());
   std::vector<FakeModel> models;
   for (int i = 0; i < n; ++i) models.emplace_back(i, seed, options);
@@ -509,8 +506,7 @@ TEST(VectorEnvAsyncTest, SendValidatesAndQueuesNothingOnError) {
   EXPECT_EQ(env->num_in_flight(), 0);
   (void)batch;
   const int32_t out_of_range[] = {1, 4};
-  EXPECT_TRUE(contains(error_of([&] { env->send(actions, out_of_range, 2); }),
-                       "env id 4 is outside [0, 4)"));
+  EXPECT_TRUE(contains(error_of([&] { env->send(actions, out_of_range, 2); }), "env id 4 is outside [0, 4)"));
   EXPECT_THROW(env->send(actions, out_of_range, 2), std::out_of_range);
   const int32_t twice[] = {2, 2};
   EXPECT_THROW(env->send(actions, twice, 2), std::logic_error);
@@ -670,19 +666,14 @@ void expect_matches_single_envs(const std::string& id, int threads, int steps) {
         ASSERT_EQ(batch.has_final[i], 0);
       }
     }
-    ASSERT_EQ(std::memcmp(batch.observations, obs.data(), obs.size() * sizeof(float)), 0)
-        << "step " << t;
+    ASSERT_EQ(std::memcmp(batch.observations, obs.data(), obs.size() * sizeof(float)), 0) << "step " << t;
   }
   EXPECT_GT(episodes, kEnvs);  // Auto-resets were exercised.
 }
 
-TEST(VectorEnvRealTest, CartPoleMatchesSingleEnvsBitForBit) {
-  expect_matches_single_envs("CartPole-v1", 2, 1200);
-}
+TEST(VectorEnvRealTest, CartPoleMatchesSingleEnvsBitForBit) { expect_matches_single_envs("CartPole-v1", 2, 1200); }
 
-TEST(VectorEnvRealTest, PendulumMatchesSingleEnvsBitForBit) {
-  expect_matches_single_envs("Pendulum-v1", 3, 450);
-}
+TEST(VectorEnvRealTest, PendulumMatchesSingleEnvsBitForBit) { expect_matches_single_envs("Pendulum-v1", 3, 450); }
 
 TEST(VectorEnvRealTest, AsyncCartPoleMatchesSingleEnvs) {
   if (!Registry::global().contains("CartPole-v1")) GTEST_SKIP() << "CartPole-v1 not registered";
@@ -715,8 +706,7 @@ TEST(VectorEnvRealTest, AsyncCartPoleMatchesSingleEnvs) {
           singles[static_cast<size_t>(id)]->reset(std::nullopt, expected);
         }
       }
-      ASSERT_EQ(std::memcmp(b.observations + row * 4, expected, 4 * sizeof(float)), 0)
-          << "env " << id;
+      ASSERT_EQ(std::memcmp(b.observations + row * 4, expected, 4 * sizeof(float)), 0) << "env " << id;
       const int step = ++steps[static_cast<size_t>(id)];
       pending[static_cast<size_t>(id)] = (id + step / 3) % 2;
       actions[static_cast<size_t>(row)] = pending[static_cast<size_t>(id)];

@@ -83,6 +83,24 @@ TEST(WorkerPoolTest, HelpersTakePartWhenChunksTakeTime) {
   EXPECT_GE(threads.size(), 2u);
 }
 
+TEST(WorkerPoolTest, EachThreadStartsWithItsHomeRange) {
+  // Two threads, four chunks: the caller's home is chunks 0-1, the helper's 2-3. The helper's
+  // chunks are slow, so the caller finishes its own range before it could steal anything.
+  WorkerPool pool(2);
+  std::mutex mutex;
+  std::vector<int64_t> caller_chunks;
+  const auto caller = std::this_thread::get_id();
+  pool.parallel_for(4, 1, [&](int64_t begin, int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(begin < 2 ? 5 : 50));
+    if (std::this_thread::get_id() != caller) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    caller_chunks.push_back(begin);
+  });
+  ASSERT_GE(caller_chunks.size(), 2u);
+  EXPECT_EQ(caller_chunks[0], 0);
+  EXPECT_EQ(caller_chunks[1], 1);
+}
+
 TEST(WorkerPoolTest, RethrowsTheFirstExceptionAfterEveryChunkRan) {
   WorkerPool pool(3);
   std::atomic<int> chunks_run{0};
@@ -103,8 +121,7 @@ TEST(WorkerPoolTest, RethrowsTheFirstExceptionAfterEveryChunkRan) {
 
 TEST(WorkerPoolTest, InlineRunPropagatesExceptions) {
   WorkerPool pool(1);
-  EXPECT_THROW(pool.parallel_for(8, 2, [](int64_t, int64_t) { throw std::logic_error("x"); }),
-               std::logic_error);
+  EXPECT_THROW(pool.parallel_for(8, 2, [](int64_t, int64_t) { throw std::logic_error("x"); }), std::logic_error);
 }
 
 TEST(WorkerPoolTest, ManyShortBatchesBackToBack) {
@@ -153,7 +170,9 @@ TEST(WorkerPoolTest, SubmitRunsTasksOnHelpersAndWaitJoinsThem) {
     std::this_thread::yield();
   }
   EXPECT_EQ(started.load(), 2);
-  EXPECT_THROW(pool.submit(1, [](void*, int64_t) {}, nullptr), std::logic_error);
+  EXPECT_THROW(pool.submit(
+                   1, [](void*, int64_t) {}, nullptr),
+               std::logic_error);
   release.store(true);
   pool.wait();
   pool.wait();  // No job: a no-op.
@@ -162,7 +181,8 @@ TEST(WorkerPoolTest, SubmitRunsTasksOnHelpersAndWaitJoinsThem) {
 TEST(WorkerPoolTest, WaitRunsUnclaimedTasksItself) {
   WorkerPool pool(1);  // No helpers at all.
   std::atomic<int> ran{0};
-  pool.submit(5, [](void* c, int64_t) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &ran);
+  pool.submit(
+      5, [](void* c, int64_t) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &ran);
   pool.wait();
   EXPECT_EQ(ran.load(), 5);
 }
@@ -171,25 +191,24 @@ TEST(WorkerPoolTest, DestroysCleanlyRightAfterConstruction) {
   for (int i = 0; i < 50; ++i) WorkerPool pool(4);
 }
 
-TEST(IndexQueueTest, FifoOrderAndSharePerPop) {
-  IndexQueue queue(16, 2);
+TEST(IndexQueueTest, FifoOrderUpToTheCallersMaximum) {
+  IndexQueue queue(16);
   const int32_t ids[] = {5, 6, 7, 8, 9, 10, 11};
   queue.push(ids, 7);
   EXPECT_EQ(queue.size(), 7);
   int32_t out[16];
-  ASSERT_EQ(queue.pop(out, 16), 4);  // ceil(7 / 2 consumers)
+  ASSERT_EQ(queue.pop(out, 4), 4);
   EXPECT_EQ(std::vector<int32_t>(out, out + 4), (std::vector<int32_t>{5, 6, 7, 8}));
-  ASSERT_EQ(queue.try_pop(out, 1), 1);  // Capped by the caller's maximum.
+  ASSERT_EQ(queue.try_pop(out, 1), 1);
   EXPECT_EQ(out[0], 9);
-  ASSERT_EQ(queue.pop(out, 16), 1);
+  ASSERT_EQ(queue.pop(out, 16), 2);  // Whatever is left.
   EXPECT_EQ(out[0], 10);
-  ASSERT_EQ(queue.pop(out, 16), 1);
-  EXPECT_EQ(out[0], 11);
+  EXPECT_EQ(out[1], 11);
   EXPECT_EQ(queue.try_pop(out, 16), 0);
 }
 
 TEST(IndexQueueTest, WrapsAroundAndRejectsOverflow) {
-  IndexQueue queue(4, 1);
+  IndexQueue queue(4);
   int32_t out[4];
   for (int32_t round = 0; round < 10; ++round) {
     const int32_t ids[] = {round, round + 1, round + 2};
@@ -204,7 +223,7 @@ TEST(IndexQueueTest, WrapsAroundAndRejectsOverflow) {
 }
 
 TEST(IndexQueueTest, CloseWakesBlockedConsumers) {
-  IndexQueue queue(8, 2);
+  IndexQueue queue(8);
   std::atomic<int> returned{0};
   std::vector<std::thread> consumers;
   for (int i = 0; i < 2; ++i) {
@@ -225,14 +244,14 @@ TEST(IndexQueueTest, CloseWakesBlockedConsumers) {
 
 TEST(IndexQueueTest, ConsumersUnderContentionSeeEveryIdOnce) {
   constexpr int32_t kIds = 50000;
-  IndexQueue queue(1024, 3);
+  IndexQueue queue(1024);
   std::vector<std::atomic<int>> seen(kIds);
   std::vector<std::thread> consumers;
   for (int c = 0; c < 3; ++c) {
     consumers.emplace_back([&] {
-      int32_t out[64];
+      int32_t out[64] = {};
       for (;;) {
-        const int64_t count = queue.pop(out, 64);
+        const int64_t count = queue.pop(out, 1 + (out[0] & 31));
         if (count == 0) return;
         for (int64_t k = 0; k < count; ++k) seen[static_cast<size_t>(out[k])].fetch_add(1);
       }

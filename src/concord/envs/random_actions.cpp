@@ -20,8 +20,7 @@ double standard_normal(core::Rng& rng) {
 
 void sample_actions(const Space& space, core::Rng& rng, int64_t count, int64_t* out) {
   if (!space.is_discrete()) {
-    throw std::invalid_argument("sample_actions: int64 actions need a Discrete space, got " +
-                                space.to_string());
+    throw std::invalid_argument("sample_actions: int64 actions need a Discrete space, got " + space.to_string());
   }
   const int64_t n = space.n();
   for (int64_t i = 0; i < count; ++i) out[i] = core::uniform_index(rng, n);
@@ -29,8 +28,7 @@ void sample_actions(const Space& space, core::Rng& rng, int64_t count, int64_t* 
 
 void sample_actions(const Space& space, core::Rng& rng, int64_t count, float* out) {
   if (space.is_discrete()) {
-    throw std::invalid_argument("sample_actions: float actions need a Box space, got " +
-                                space.to_string());
+    throw std::invalid_argument("sample_actions: float actions need a Box space, got " + space.to_string());
   }
   const int64_t dim = space.flat_size();
   const float* low = space.low().data();

@@ -57,26 +57,23 @@ VectorEnvConfig VectorEnv::validated(VectorEnvConfig config) {
     throw std::invalid_argument(concat("VectorEnvConfig: num_envs must be >= 1, got ", c.num_envs));
   }
   if (c.num_threads < 1) {
-    throw std::invalid_argument(
-        concat("VectorEnvConfig: num_threads must be >= 1, got ", c.num_threads));
+    throw std::invalid_argument(concat("VectorEnvConfig: num_threads must be >= 1, got ", c.num_threads));
   }
   if (c.batch_size < 0 || c.batch_size > c.num_envs) {
-    throw std::invalid_argument(concat("VectorEnvConfig: batch_size must be in [0, num_envs=",
-                                       c.num_envs, "], got ", c.batch_size));
+    throw std::invalid_argument(
+        concat("VectorEnvConfig: batch_size must be in [0, num_envs=", c.num_envs, "], got ", c.batch_size));
   }
   if (c.recv_timeout.count() <= 0) {
-    throw std::invalid_argument(concat("VectorEnvConfig: recv_timeout must be positive, got ",
-                                       c.recv_timeout.count(), " ms"));
+    throw std::invalid_argument(
+        concat("VectorEnvConfig: recv_timeout must be positive, got ", c.recv_timeout.count(), " ms"));
   }
   if (c.chunk_size < 0) {
-    throw std::invalid_argument(
-        concat("VectorEnvConfig: chunk_size must be >= 0 (0: automatic), got ", c.chunk_size));
+    throw std::invalid_argument(concat("VectorEnvConfig: chunk_size must be >= 0 (0: automatic), got ", c.chunk_size));
   }
   return config;
 }
 
-std::vector<std::unique_ptr<Env>> VectorEnv::make_envs(const VectorEnvConfig& config,
-                                                       const Registry& registry) {
+std::vector<std::unique_ptr<Env>> VectorEnv::make_envs(const VectorEnvConfig& config, const Registry& registry) {
   std::vector<std::unique_ptr<Env>> envs;
   envs.reserve(static_cast<size_t>(config.num_envs));
   // The registry's own error names an unknown id.
@@ -85,9 +82,7 @@ std::vector<std::unique_ptr<Env>> VectorEnv::make_envs(const VectorEnvConfig& co
 }
 
 VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
-    : config_(validated(std::move(config))),
-      envs_(make_envs(config_, registry)),
-      spec_(envs_.front()->spec()) {
+    : config_(validated(std::move(config))), envs_(make_envs(config_, registry)), spec_(envs_.front()->spec()) {
   const VectorEnvConfig& c = config_;
   obs_dim_ = spec_.observation_space.flat_size();
   act_dim_ = spec_.action_space.flat_size();
@@ -100,21 +95,14 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
   running_length_ = detail::AlignedArray<int32_t>(n);
 
   if (!is_async()) {
-    // Sync: about four chunks per thread, for balance when a helper starts late.
-    chunk_size_ = c.chunk_size > 0   ? c.chunk_size
-                  : threads == 1     ? n
-                                     : round_up_16((n + 4 * threads - 1) / (4 * threads));
     blocks_.push_back(std::make_unique<Block>(n, obs_dim_));
     std::iota(blocks_[0]->env_ids.data(), blocks_[0]->env_ids.data() + n, 0);
     pool_ = std::make_unique<WorkerPool>(c.num_threads);
     return;
   }
 
-  // Async: a pop takes up to chunk_size ids; a ring of ceil(N / B) + 1 blocks is enough, since
-  // at most N results can be outstanding beyond the block the owner is reading.
-  chunk_size_ = c.chunk_size > 0
-                    ? c.chunk_size
-                    : std::max<int64_t>(1, std::min<int64_t>(256, batch_size_ / (2 * threads)));
+  // Async: a ring of ceil(N / B) + 1 blocks is enough, since at most N results can be
+  // outstanding beyond the block the owner is reading.
   const int64_t num_blocks = (n + batch_size_ - 1) / batch_size_ + 1;
   for (int64_t b = 0; b < num_blocks; ++b) {
     blocks_.push_back(std::make_unique<Block>(batch_size_, obs_dim_));
@@ -128,13 +116,12 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
   pending_seed_ = detail::AlignedArray<uint64_t>(n);
   has_pending_seed_ = detail::AlignedArray<uint8_t>(n);
   in_flight_ = detail::AlignedArray<uint8_t>(n);
-  owner_ids_.resize(static_cast<size_t>(std::max<int64_t>(n, chunk_size_)));
-  queue_ = std::make_unique<IndexQueue>(n, c.num_threads);
+  owner_ids_.resize(static_cast<size_t>(n));
+  queue_ = std::make_unique<IndexQueue>(n);
   pool_ = std::make_unique<WorkerPool>(c.num_threads);
   // Every helper runs the service loop until the destructor closes the queue.
   pool_->submit(
-      threads - 1, [](void* self, int64_t) { static_cast<VectorEnv*>(self)->service_loop(); },
-      this);
+      threads - 1, [](void* self, int64_t) { static_cast<VectorEnv*>(self)->service_loop(); }, this);
 }
 
 VectorEnv::~VectorEnv() {
@@ -195,6 +182,33 @@ void VectorEnv::reset_one(int32_t env, std::optional<uint64_t> seed, Block& out,
   running_length_[env] = 0;
 }
 
+int64_t VectorEnv::grain() const {
+  if (config_.chunk_size > 0) return config_.chunk_size;
+  const int64_t cost = std::max<int64_t>(1, step_cost_ps_.load(std::memory_order_relaxed));
+  return std::max<int64_t>(1, kTargetChunkNanoseconds * 1000 / cost);
+}
+
+int64_t VectorEnv::sync_chunk_size() const {
+  if (config_.chunk_size > 0) return config_.chunk_size;
+  const int64_t n = config_.num_envs;
+  const int64_t threads = pool_->num_threads();
+  if (threads == 1) return n;
+  // At least the grain (cheap envs: few chunks, or one run inline), at most about four chunks
+  // per thread (so a helper that starts late leaves work to the others).
+  const int64_t chunk = std::max(grain(), (n + 4 * threads - 1) / (4 * threads));
+  return chunk >= 16 ? round_up_16(chunk) : chunk;
+}
+
+void VectorEnv::record_cost(std::chrono::steady_clock::duration elapsed, int64_t steps) {
+  if (steps <= 0) return;
+  const int64_t old_cost = step_cost_ps_.load(std::memory_order_relaxed);
+  const int64_t sample = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count() * 1000 / steps;
+  // A moving average over about eight samples; a sample from a preempted thread moves it at
+  // most eightfold. Concurrent updates may overwrite each other, which only drops samples.
+  const int64_t clamped = std::clamp(sample, old_cost / 8, old_cost * 8 + 1);
+  step_cost_ps_.store(std::max<int64_t>(1, old_cost + (clamped - old_cost) / 8), std::memory_order_relaxed);
+}
+
 std::optional<uint64_t> VectorEnv::reset_seed(std::optional<uint64_t> seed, int64_t env) const {
   if (seed) return core::derive_seed(*seed, static_cast<uint64_t>(env));
   if (!seeded_) return core::derive_seed(config_.seed, static_cast<uint64_t>(env));
@@ -208,31 +222,28 @@ void VectorEnv::require_mode(bool async, const char* where) const {
   if (async == is_async()) return;
   if (async) {
     throw std::logic_error(concat("VectorEnv::", where, " needs async mode (batch_size < num_envs)",
-                                  ", but batch_size=", batch_size_, " == num_envs=",
-                                  config_.num_envs, "; use reset()/step()"));
+                                  ", but batch_size=", batch_size_, " == num_envs=", config_.num_envs,
+                                  "; use reset()/step()"));
   }
-  throw std::logic_error(concat("VectorEnv::", where, " needs sync mode, but batch_size=",
-                                batch_size_, " < num_envs=", config_.num_envs,
-                                "; use async_reset()/send()/recv()"));
+  throw std::logic_error(concat("VectorEnv::", where, " needs sync mode, but batch_size=", batch_size_,
+                                " < num_envs=", config_.num_envs, "; use async_reset()/send()/recv()"));
 }
 
 void VectorEnv::check_action_kind(bool discrete, const char* where) const {
   if (discrete == discrete_) return;
-  throw std::invalid_argument(concat(
-      "VectorEnv::", where, ": ", config_.env_id, " has action space ",
-      spec_.action_space.to_string(), ", so actions must be ",
-      discrete_ ? "int64 indices [count]" : concat("floats [count, ", act_dim_, "]"), ", got ",
-      discrete ? "int64 indices" : "floats"));
+  throw std::invalid_argument(concat("VectorEnv::", where, ": ", config_.env_id, " has action space ",
+                                     spec_.action_space.to_string(), ", so actions must be ",
+                                     discrete_ ? "int64 indices [count]" : concat("floats [count, ", act_dim_, "]"),
+                                     ", got ", discrete ? "int64 indices" : "floats"));
 }
 
-void VectorEnv::check_discrete_actions(const int64_t* actions, int64_t count,
-                                       const int32_t* env_ids, const char* where) const {
+void VectorEnv::check_discrete_actions(const int64_t* actions, int64_t count, const int32_t* env_ids,
+                                       const char* where) const {
   const int64_t n = spec_.action_space.n();
   for (int64_t k = 0; k < count; ++k) {
     if (actions[k] < 0 || actions[k] >= n) {
       throw std::out_of_range(concat("VectorEnv::", where, ": action ", actions[k], " for env ",
-                                     env_ids ? env_ids[k] : k, " is outside ",
-                                     spec_.action_space.to_string()));
+                                     env_ids ? env_ids[k] : k, " is outside ", spec_.action_space.to_string()));
     }
   }
 }
@@ -259,7 +270,7 @@ Batch VectorEnv::view(const Block& block) const {
 Batch VectorEnv::reset(std::optional<uint64_t> seed) {
   require_mode(false, "reset()");
   Block& block = *blocks_[0];
-  pool_->parallel_for(config_.num_envs, chunk_size_, [&](int64_t begin, int64_t end) {
+  pool_->parallel_for(config_.num_envs, sync_chunk_size(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       reset_one(static_cast<int32_t>(i), reset_seed(seed, i), block, i);
     }
@@ -272,8 +283,14 @@ Batch VectorEnv::reset(std::optional<uint64_t> seed) {
 template <bool kDiscrete>
 Batch VectorEnv::step_all(const void* actions) {
   Block& block = *blocks_[0];
-  pool_->parallel_for(config_.num_envs, chunk_size_, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) step_one<kDiscrete>(static_cast<int32_t>(i), actions, block, i);
+  // Every eighth batch is timed, chunk by chunk, to keep the step cost estimate current.
+  const bool timed = (sync_steps_++ & 7) == 0;
+  pool_->parallel_for(config_.num_envs, sync_chunk_size(), [&](int64_t begin, int64_t end) {
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    for (int64_t i = begin; i < end; ++i) {
+      step_one<kDiscrete>(static_cast<int32_t>(i), actions, block, i);
+    }
+    if (timed) record_cost(std::chrono::steady_clock::now() - start, end - begin);
   });
   return view(block);
 }
@@ -307,8 +324,8 @@ void VectorEnv::async_reset(std::optional<uint64_t> seed) {
   require_mode(true, "async_reset()");
   if (failed_.load()) rethrow_error();
   if (in_flight_count_ > 0) {
-    throw std::logic_error(concat("VectorEnv::async_reset(): ", in_flight_count_, " of ",
-                                  config_.num_envs, " envs are still in flight; recv() them first"));
+    throw std::logic_error(concat("VectorEnv::async_reset(): ", in_flight_count_, " of ", config_.num_envs,
+                                  " envs are still in flight; recv() them first"));
   }
   const int64_t n = config_.num_envs;
   for (int64_t i = 0; i < n; ++i) {
@@ -338,11 +355,11 @@ void VectorEnv::claim_for_send(const int32_t* env_ids, int64_t count, const char
     if (!in_range || in_flight_[env]) {
       for (int64_t j = 0; j < k; ++j) in_flight_[env_ids[j]] = 0;
       if (!in_range) {
-        throw std::out_of_range(concat("VectorEnv::", where, ": env id ", env,
-                                       " is outside [0, ", config_.num_envs, ")"));
+        throw std::out_of_range(
+            concat("VectorEnv::", where, ": env id ", env, " is outside [0, ", config_.num_envs, ")"));
       }
-      throw std::logic_error(concat("VectorEnv::", where, ": env ", env,
-                                    " is already in flight (sent twice without a recv())"));
+      throw std::logic_error(
+          concat("VectorEnv::", where, ": env ", env, " is already in flight (sent twice without a recv())"));
     }
     in_flight_[env] = 1;
   }
@@ -383,11 +400,14 @@ void VectorEnv::send(const float* actions, const int32_t* env_ids, int64_t count
 template <bool kDiscrete>
 void VectorEnv::process_chunk(const int32_t* ids, int64_t count) {
   const auto num_blocks = static_cast<int64_t>(blocks_.size());
-  const int64_t first_slot = next_slot_.fetch_add(count, std::memory_order_relaxed);
+  // Claiming slot s means at least s + 1 ids were pushed, so some claim up to s is for an id the
+  // owner pushed after it received the previous round of this block: acq_rel on this counter
+  // turns that counting argument into happens-before, and the block's rows are free to reuse.
+  const int64_t first_slot = next_slot_.fetch_add(count, std::memory_order_acq_rel);
   int64_t block_index = (first_slot / batch_size_) % num_blocks;
   int64_t row = first_slot % batch_size_;
-  const void* actions = kDiscrete ? static_cast<const void*>(discrete_actions_.data())
-                                  : static_cast<const void*>(box_actions_.data());
+  const void* actions =
+      kDiscrete ? static_cast<const void*>(discrete_actions_.data()) : static_cast<const void*>(box_actions_.data());
   auto publish = [&](Block& block, int64_t rows) {
     // The row that completes a block wakes the owner if it sleeps in recv(); pairs with the
     // owner's store to owner_waiting_ before it re-reads `filled` (sequentially consistent).
@@ -396,6 +416,7 @@ void VectorEnv::process_chunk(const int32_t* ids, int64_t count) {
       ready_cv_.notify_one();
     }
   };
+  const auto start = std::chrono::steady_clock::now();
   int64_t written = 0;
   for (int64_t k = 0; k < count; ++k) {
     Block& block = *blocks_[static_cast<size_t>(block_index)];
@@ -403,9 +424,7 @@ void VectorEnv::process_chunk(const int32_t* ids, int64_t count) {
     block.env_ids[row] = env;
     try {
       if (pending_op_[env] == Op::kReset) {
-        reset_one(env, has_pending_seed_[env] ? std::optional<uint64_t>(pending_seed_[env])
-                                              : std::nullopt,
-                  block, row);
+        reset_one(env, has_pending_seed_[env] ? std::optional<uint64_t>(pending_seed_[env]) : std::nullopt, block, row);
       } else {
         step_one<kDiscrete>(env, actions, block, row);
       }
@@ -421,12 +440,13 @@ void VectorEnv::process_chunk(const int32_t* ids, int64_t count) {
     }
   }
   if (written > 0) publish(*blocks_[static_cast<size_t>(block_index)], written);
+  record_cost(std::chrono::steady_clock::now() - start, count);
 }
 
 void VectorEnv::service_loop() {
-  std::vector<int32_t> ids(static_cast<size_t>(chunk_size_));
+  std::vector<int32_t> ids(static_cast<size_t>(config_.num_envs));
   for (;;) {
-    const int64_t count = queue_->pop(ids.data(), chunk_size_);
+    const int64_t count = queue_->pop(ids.data(), grain());
     if (count == 0) return;
     if (discrete_) {
       process_chunk<true>(ids.data(), count);
@@ -446,7 +466,7 @@ Batch VectorEnv::recv() {
     if (failed_.load()) rethrow_error();
     if (block.filled.load(std::memory_order_acquire) == batch_size_) break;
     // Help: step queued envs on this thread rather than wait for the helpers.
-    const int64_t count = queue_->try_pop(owner_ids_.data(), chunk_size_);
+    const int64_t count = queue_->try_pop(owner_ids_.data(), grain());
     if (count > 0) {
       if (discrete_) {
         process_chunk<true>(owner_ids_.data(), count);
@@ -463,11 +483,10 @@ Batch VectorEnv::recv() {
     const bool woken = ready_cv_.wait_until(lock, deadline, ready);
     owner_waiting_.store(false);
     if (!woken) {
-      throw std::runtime_error(concat(
-          "VectorEnv::recv(): timed out after recv_timeout=", config_.recv_timeout.count(),
-          " ms waiting for a batch of ", batch_size_, " results (", block.filled.load(),
-          " ready, ", in_flight_count_, " of ", config_.num_envs,
-          " envs in flight); send() actions for at least batch_size envs before recv()"));
+      throw std::runtime_error(concat("VectorEnv::recv(): timed out after recv_timeout=", config_.recv_timeout.count(),
+                                      " ms waiting for a batch of ", batch_size_, " results (", block.filled.load(),
+                                      " ready, ", in_flight_count_, " of ", config_.num_envs,
+                                      " envs in flight); send() actions for at least batch_size envs before recv()"));
     }
   }
   block.filled.store(0, std::memory_order_relaxed);

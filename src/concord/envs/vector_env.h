@@ -33,13 +33,13 @@
 namespace concord::envs {
 
 struct VectorEnvConfig {
-  std::string env_id;         // Registry id of the environment, e.g. "CartPole-v1".
-  int num_envs = 1;           // N: how many copies are stepped.
-  int num_threads = 1;        // Threads that step them, the calling thread included.
-  int batch_size = 0;         // 0 or num_envs: synchronous; 1..num_envs-1: asynchronous.
-  uint64_t seed = 0;          // Base seed of the first reset; env i uses derive_seed(seed, i).
+  std::string env_id;                              // Registry id of the environment, e.g. "CartPole-v1".
+  int num_envs = 1;                                // N: how many copies are stepped.
+  int num_threads = 1;                             // Threads that step them, the calling thread included.
+  int batch_size = 0;                              // 0 or num_envs: synchronous; 1..num_envs-1: asynchronous.
+  uint64_t seed = 0;                               // Base seed of the first reset; env i uses derive_seed(seed, i).
   std::chrono::milliseconds recv_timeout{10'000};  // recv() throws after waiting this long.
-  int chunk_size = 0;         // Envs a thread steps per claim (0: chosen from N, batch, threads).
+  int chunk_size = 0;                              // Envs a thread steps per claim (0: adaptive, from timed steps).
 };
 
 // A batch of results: `size` rows, each the outcome of one env's reset or step. Row-major,
@@ -47,17 +47,17 @@ struct VectorEnvConfig {
 struct Batch {
   int64_t size = 0;
   int64_t obs_dim = 0;
-  const int32_t* env_ids = nullptr;             // [size] which env each row belongs to.
-  const float* observations = nullptr;          // [size, obs_dim] next observation (after an
-                                                //   auto-reset: the new episode's first).
-  const float* rewards = nullptr;               // [size]
-  const uint8_t* terminated = nullptr;          // [size] 0/1
-  const uint8_t* truncated = nullptr;           // [size] 0/1
-  const uint8_t* has_final = nullptr;           // [size] 1 where the episode ended this step.
-  const float* final_observations = nullptr;    // [size, obs_dim] last observation of the
-                                                //   ended episode; valid where has_final.
-  const float* episode_returns = nullptr;       // [size] return of the ended episode; 0 elsewhere.
-  const int32_t* episode_lengths = nullptr;     // [size] its length in steps; 0 elsewhere.
+  const int32_t* env_ids = nullptr;           // [size] which env each row belongs to.
+  const float* observations = nullptr;        // [size, obs_dim] next observation (after an
+                                              //   auto-reset: the new episode's first).
+  const float* rewards = nullptr;             // [size]
+  const uint8_t* terminated = nullptr;        // [size] 0/1
+  const uint8_t* truncated = nullptr;         // [size] 0/1
+  const uint8_t* has_final = nullptr;         // [size] 1 where the episode ended this step.
+  const float* final_observations = nullptr;  // [size, obs_dim] last observation of the
+                                              //   ended episode; valid where has_final.
+  const float* episode_returns = nullptr;     // [size] return of the ended episode; 0 elsewhere.
+  const int32_t* episode_lengths = nullptr;   // [size] its length in steps; 0 elsewhere.
 };
 
 namespace detail {
@@ -165,15 +165,17 @@ class VectorEnv {
   void reset_one(int32_t env, std::optional<uint64_t> seed, Block& out, int64_t row);
   template <bool kDiscrete>
   Batch step_all(const void* actions);
-  void check_discrete_actions(const int64_t* actions, int64_t count, const int32_t* env_ids,
-                              const char* where) const;
+  void check_discrete_actions(const int64_t* actions, int64_t count, const int32_t* env_ids, const char* where) const;
   void check_action_kind(bool discrete, const char* where) const;
   void require_mode(bool async, const char* where) const;
   static VectorEnvConfig validated(VectorEnvConfig config);
-  static std::vector<std::unique_ptr<Env>> make_envs(const VectorEnvConfig& config,
-                                                     const Registry& registry);
+  static std::vector<std::unique_ptr<Env>> make_envs(const VectorEnvConfig& config, const Registry& registry);
   Batch view(const Block& block) const;
   std::optional<uint64_t> reset_seed(std::optional<uint64_t> seed, int64_t env) const;
+  // Envs per chunk: config.chunk_size, or about kTargetChunkNanoseconds of estimated work.
+  int64_t grain() const;
+  int64_t sync_chunk_size() const;
+  void record_cost(std::chrono::steady_clock::duration elapsed, int64_t steps);
 
   // Async internals.
   void claim_for_send(const int32_t* env_ids, int64_t count, const char* where);
@@ -191,7 +193,11 @@ class VectorEnv {
   int64_t obs_dim_ = 0;
   int64_t act_dim_ = 0;
   bool discrete_ = false;
-  int64_t chunk_size_ = 1;
+  // Adaptive chunking (config.chunk_size == 0): an estimate of one env step's cost in
+  // picoseconds, updated from timed chunks, sizes chunks to about kTargetChunkNanoseconds of work.
+  static constexpr int64_t kTargetChunkNanoseconds = 20'000;
+  std::atomic<int64_t> step_cost_ps_{1'000'000};
+  int64_t sync_steps_ = 0;
   bool seeded_ = false;
   bool started_ = false;
 
@@ -207,7 +213,7 @@ class VectorEnv {
   detail::AlignedArray<uint64_t> pending_seed_;     // [N]
   detail::AlignedArray<uint8_t> has_pending_seed_;  // [N]
   // Owner-only bookkeeping.
-  detail::AlignedArray<uint8_t> in_flight_;         // [N]
+  detail::AlignedArray<uint8_t> in_flight_;  // [N]
   int64_t in_flight_count_ = 0;
   int64_t recv_count_ = 0;
   std::vector<int32_t> owner_ids_;

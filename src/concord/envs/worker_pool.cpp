@@ -8,11 +8,13 @@ namespace concord::envs {
 
 WorkerPool::WorkerPool(int num_threads) {
   if (num_threads < 1) {
-    throw std::invalid_argument("WorkerPool needs num_threads >= 1, got " +
-                                std::to_string(num_threads));
+    throw std::invalid_argument("WorkerPool needs num_threads >= 1, got " + std::to_string(num_threads));
   }
-  helpers_.reserve(num_threads - 1);
-  for (int i = 1; i < num_threads; ++i) helpers_.emplace_back([this] { helper_loop(); });
+  ranges_ = std::make_unique<Range[]>(static_cast<size_t>(num_threads));
+  item_bounds_.resize(static_cast<size_t>(num_threads) + 1);
+  task_bounds_.resize(static_cast<size_t>(num_threads) + 1);
+  helpers_.reserve(static_cast<size_t>(num_threads - 1));
+  for (int home = 1; home < num_threads; ++home) helpers_.emplace_back([this, home] { helper_loop(home); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -24,20 +26,28 @@ WorkerPool::~WorkerPool() {
   for (auto& helper : helpers_) helper.join();
 }
 
-void WorkerPool::submit(int64_t num_tasks, TaskFn task, void* context) {
+void WorkerPool::submit(int64_t num_tasks, TaskFn task, void* context, const int64_t* home) {
   if (job_outstanding_) throw std::logic_error("WorkerPool::submit: a job is already outstanding");
-  if (num_tasks < 0 || static_cast<uint64_t>(num_tasks) > kCountMask) {
-    throw std::invalid_argument("WorkerPool::submit: task count " + std::to_string(num_tasks) +
-                                " out of range [0, " + std::to_string(kCountMask) + "]");
+  if (num_tasks < 0 || num_tasks > kMaxTasks) {
+    throw std::invalid_argument("WorkerPool::submit: task count " + std::to_string(num_tasks) + " out of range [0, " +
+                                std::to_string(kMaxTasks) + "]");
   }
   task_ = task;
   context_ = context;
+  num_tasks_ = num_tasks;
   error_ = nullptr;
   done_.store(0, std::memory_order_relaxed);
   job_outstanding_ = true;
-  const uint64_t generation = (state_.load(std::memory_order_relaxed) >> (2 * kCountBits)) + 1;
-  state_.store((generation << (2 * kCountBits)) | static_cast<uint64_t>(num_tasks));
-  // Pairs with the helper's increment of sleeping_helpers_ before it re-reads state_ (both
+  const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  const auto threads = static_cast<int64_t>(num_threads());
+  for (int64_t t = 0; t < threads; ++t) {
+    const auto begin = static_cast<uint64_t>(home ? home[t] : t * num_tasks / threads);
+    const auto end = static_cast<uint64_t>(home ? home[t + 1] : (t + 1) * num_tasks / threads);
+    ranges_[t].word.store(((generation & 0xFFFF) << (2 * kCountBits)) | (begin << kCountBits) | end,
+                          std::memory_order_release);
+  }
+  generation_.store(generation);
+  // Pairs with the helper's increment of sleeping_helpers_ before it re-reads generation_ (both
   // sequentially consistent): either it sees the new job or we see it asleep and wake it.
   if (sleeping_helpers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
@@ -47,9 +57,8 @@ void WorkerPool::submit(int64_t num_tasks, TaskFn task, void* context) {
 
 void WorkerPool::wait() {
   if (!job_outstanding_) return;
-  run_available_tasks();
-  const auto count = static_cast<int64_t>(count_of(state_.load(std::memory_order_relaxed)));
-  auto all_done = [&] { return done_.load() == count; };
+  run_available_tasks(0);
+  auto all_done = [&] { return done_.load() == num_tasks_; };
   if (!spin_until(all_done, kSpinNanoseconds)) {
     std::unique_lock<std::mutex> lock(mutex_);
     owner_sleeping_.store(true);
@@ -64,42 +73,49 @@ void WorkerPool::wait() {
   }
 }
 
-void WorkerPool::run_available_tasks() {
-  uint64_t state = state_.load(std::memory_order_acquire);
-  while (next_of(state) < count_of(state)) {
-    if (state_.compare_exchange_weak(state, state + (uint64_t{1} << kCountBits),
-                                     std::memory_order_acq_rel, std::memory_order_acquire)) {
-      run_task(static_cast<int64_t>(next_of(state)), static_cast<int64_t>(count_of(state)));
-      state = state_.load(std::memory_order_acquire);
+void WorkerPool::run_available_tasks(int home) {
+  const int threads = num_threads();
+  for (int i = 0; i < threads; ++i) {
+    const int victim = home + i < threads ? home + i : home + i - threads;
+    std::atomic<uint64_t>& word = ranges_[victim].word;
+    uint64_t value = word.load(std::memory_order_acquire);
+    while (next_of(value) < end_of(value)) {
+      if (word.compare_exchange_weak(value, value + (uint64_t{1} << kCountBits), std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+        run_task(static_cast<int64_t>(next_of(value)));
+        value = word.load(std::memory_order_acquire);
+      }
     }
   }
 }
 
-void WorkerPool::run_task(int64_t index, int64_t count) {
+void WorkerPool::run_task(int64_t index) {
   try {
     task_(context_, index);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!error_) error_ = std::current_exception();
   }
-  // The last task wakes the owner if it went to sleep (same pairing as in submit()).
+  // The last task wakes the owner if it went to sleep (same pairing as in submit()). num_tasks_
+  // is still this job's: the owner cannot start another before this increment.
+  const int64_t count = num_tasks_;
   if (done_.fetch_add(1) + 1 == count && owner_sleeping_.load()) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     done_cv_.notify_one();
   }
 }
 
-void WorkerPool::helper_loop() {
+void WorkerPool::helper_loop(int home) {
+  uint64_t seen = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    run_available_tasks();
-    const uint64_t seen = state_.load(std::memory_order_acquire);
-    if (next_of(seen) < count_of(seen)) continue;
     wait_for_work(seen);
+    seen = generation_.load(std::memory_order_acquire);
+    run_available_tasks(home);
   }
 }
 
 void WorkerPool::wait_for_work(uint64_t seen) {
-  auto woken = [&] { return stop_.load() || state_.load() != seen; };
+  auto woken = [&] { return stop_.load() || generation_.load() != seen; };
   if (spin_until(woken, kSpinNanoseconds)) return;
   std::unique_lock<std::mutex> lock(mutex_);
   sleeping_helpers_.fetch_add(1);
@@ -107,9 +123,7 @@ void WorkerPool::wait_for_work(uint64_t seen) {
   sleeping_helpers_.fetch_sub(1);
 }
 
-IndexQueue::IndexQueue(int64_t capacity, int num_consumers)
-    : ring_(static_cast<size_t>(std::max<int64_t>(capacity, 1))),
-      num_consumers_(std::max(num_consumers, 1)) {}
+IndexQueue::IndexQueue(int64_t capacity) : ring_(static_cast<size_t>(std::max<int64_t>(capacity, 1))) {}
 
 void IndexQueue::push(const int32_t* ids, int64_t count) {
   if (count <= 0) return;
@@ -119,9 +133,8 @@ void IndexQueue::push(const int32_t* ids, int64_t count) {
     const auto capacity = static_cast<int64_t>(ring_.size());
     const int64_t size = size_.load(std::memory_order_relaxed);
     if (size + count > capacity) {
-      throw std::logic_error("IndexQueue::push: " + std::to_string(count) + " ids do not fit (" +
-                             std::to_string(size) + " of " + std::to_string(capacity) +
-                             " slots in use)");
+      throw std::logic_error("IndexQueue::push: " + std::to_string(count) + " ids do not fit (" + std::to_string(size) +
+                             " of " + std::to_string(capacity) + " slots in use)");
     }
     int64_t tail = (head_ + size) % capacity;
     for (int64_t i = 0; i < count; ++i) {
@@ -136,8 +149,7 @@ void IndexQueue::push(const int32_t* ids, int64_t count) {
 
 int64_t IndexQueue::pop(int32_t* out, int64_t max_count) {
   auto ready = [&] {
-    return size_.load(std::memory_order_acquire) > 0 ||
-           closed_flag_.load(std::memory_order_acquire);
+    return size_.load(std::memory_order_acquire) > 0 || closed_flag_.load(std::memory_order_acquire);
   };
   spin_until(ready, WorkerPool::kSpinNanoseconds);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -160,8 +172,7 @@ int64_t IndexQueue::try_pop(int32_t* out, int64_t max_count) {
 int64_t IndexQueue::pop_locked(int32_t* out, int64_t max_count) {
   const auto capacity = static_cast<int64_t>(ring_.size());
   const int64_t size = size_.load(std::memory_order_relaxed);
-  const int64_t share = (size + num_consumers_ - 1) / num_consumers_;
-  const int64_t take = std::min(std::min(share, max_count), size);
+  const int64_t take = std::min(max_count, size);
   for (int64_t i = 0; i < take; ++i) {
     out[i] = ring_[static_cast<size_t>(head_)];
     if (++head_ == capacity) head_ = 0;
