@@ -45,13 +45,26 @@ TEST(WorkerPoolTest, ParallelForCoversEveryIndexOnceInContiguousChunks) {
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
         std::sort(chunks.begin(), chunks.end());
         const bool inline_run = threads == 1 || chunk >= n;
-        ASSERT_EQ(static_cast<int64_t>(chunks.size()), inline_run ? 1 : (n + chunk - 1) / chunk);
-        if (!inline_run) {
-          for (size_t c = 0; c < chunks.size(); ++c) {
-            EXPECT_EQ(chunks[c].first, static_cast<int64_t>(c) * chunk);
-            EXPECT_EQ(chunks[c].second, std::min(n, static_cast<int64_t>(c + 1) * chunk));
+        if (inline_run) {
+          ASSERT_EQ(chunks.size(), 1u);
+          EXPECT_EQ(chunks[0], std::make_pair(int64_t{0}, n));
+          continue;
+        }
+        // The chunks tile [0, n), none longer than asked, at most one short chunk per thread.
+        EXPECT_EQ(chunks.front().first, 0);
+        EXPECT_EQ(chunks.back().second, n);
+        for (size_t c = 0; c < chunks.size(); ++c) {
+          EXPECT_GT(chunks[c].second, chunks[c].first);
+          EXPECT_LE(chunks[c].second - chunks[c].first, chunk);
+          if (c > 0) {
+            EXPECT_EQ(chunks[c].first, chunks[c - 1].second);
+          }
+          // With n >= 16 per thread and chunks of 16, every chunk starts on a 16-item boundary.
+          if (chunk == 16 && n >= 16 * threads) {
+            EXPECT_EQ(chunks[c].first % 16, 0) << chunks[c].first;
           }
         }
+        EXPECT_LE(static_cast<int64_t>(chunks.size()), (n + chunk - 1) / chunk + threads - 1);
       }
     }
   }
