@@ -220,6 +220,36 @@ TEST(IndexQueueTest, FifoOrderUpToTheCallersMaximum) {
   EXPECT_EQ(queue.try_pop(out, 16), 0);
 }
 
+TEST(IndexQueueTest, PopWaitsForItsMinimum) {
+  IndexQueue queue(16);
+  const int32_t ids[] = {1, 2, 3, 4, 5};
+  queue.push(ids, 3);
+  std::atomic<int64_t> popped{-1};
+  std::thread consumer([&] {
+    int32_t out[16];
+    popped.store(queue.pop(out, 16, 5));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(popped.load(), -1);  // Three ids wait, five are needed.
+  queue.push(ids + 3, 2);
+  consumer.join();
+  EXPECT_EQ(popped.load(), 5);
+}
+
+TEST(IndexQueueTest, StalledForMeasuresTimeWithoutPops) {
+  IndexQueue queue(8);
+  EXPECT_EQ(queue.stalled_for().count(), 0);  // Empty.
+  const int32_t ids[] = {1, 2, 3};
+  queue.push(ids, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(queue.stalled_for(), std::chrono::milliseconds(5));
+  int32_t out[8];
+  ASSERT_EQ(queue.try_pop(out, 1), 1);
+  EXPECT_LT(queue.stalled_for(), std::chrono::milliseconds(5));  // A pop restarts the clock.
+  ASSERT_EQ(queue.try_pop(out, 8), 2);
+  EXPECT_EQ(queue.stalled_for().count(), 0);
+}
+
 TEST(IndexQueueTest, WrapsAroundAndRejectsOverflow) {
   IndexQueue queue(4);
   int32_t out[4];

@@ -117,15 +117,20 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
   has_pending_seed_ = detail::AlignedArray<uint8_t>(n);
   in_flight_ = detail::AlignedArray<uint8_t>(n);
   owner_ids_.resize(static_cast<size_t>(n));
-  queue_ = std::make_unique<IndexQueue>(n);
+  for (int64_t t = 0; t < threads; ++t) {
+    queues_.push_back(std::make_unique<IndexQueue>(n));
+    staged_.emplace_back();
+    staged_.back().reserve(static_cast<size_t>(n));
+  }
   pool_ = std::make_unique<WorkerPool>(c.num_threads);
-  // Every helper runs the service loop until the destructor closes the queue.
+  // Task t serves queue t + 1 until the destructor closes the queues.
   pool_->submit(
-      threads - 1, [](void* self, int64_t) { static_cast<VectorEnv*>(self)->service_loop(); }, this);
+      threads - 1,
+      [](void* self, int64_t task) { static_cast<VectorEnv*>(self)->service_loop(static_cast<int>(task) + 1); }, this);
 }
 
 VectorEnv::~VectorEnv() {
-  if (queue_) queue_->close();
+  for (auto& queue : queues_) queue->close();
   try {
     pool_->wait();
   } catch (...) {
@@ -184,7 +189,7 @@ void VectorEnv::reset_one(int32_t env, std::optional<uint64_t> seed, Block& out,
 
 int64_t VectorEnv::grain() const {
   if (config_.chunk_size > 0) return config_.chunk_size;
-  const int64_t cost = std::max<int64_t>(1, step_cost_ps_.load(std::memory_order_relaxed));
+  const int64_t cost = std::max<int64_t>(1, step_cost_.picoseconds.load(std::memory_order_relaxed));
   return std::max<int64_t>(1, kTargetChunkNanoseconds * 1000 / cost);
 }
 
@@ -201,12 +206,12 @@ int64_t VectorEnv::sync_chunk_size() const {
 
 void VectorEnv::record_cost(std::chrono::steady_clock::duration elapsed, int64_t steps) {
   if (steps <= 0) return;
-  const int64_t old_cost = step_cost_ps_.load(std::memory_order_relaxed);
+  const int64_t old_cost = step_cost_.picoseconds.load(std::memory_order_relaxed);
   const int64_t sample = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count() * 1000 / steps;
   // A moving average over about eight samples; a sample from a preempted thread moves it at
   // most eightfold. Concurrent updates may overwrite each other, which only drops samples.
   const int64_t clamped = std::clamp(sample, old_cost / 8, old_cost * 8 + 1);
-  step_cost_ps_.store(std::max<int64_t>(1, old_cost + (clamped - old_cost) / 8), std::memory_order_relaxed);
+  step_cost_.picoseconds.store(std::max<int64_t>(1, old_cost + (clamped - old_cost) / 8), std::memory_order_relaxed);
 }
 
 std::optional<uint64_t> VectorEnv::reset_seed(std::optional<uint64_t> seed, int64_t env) const {
@@ -339,7 +344,7 @@ void VectorEnv::async_reset(std::optional<uint64_t> seed) {
   in_flight_count_ = n;
   seeded_ = true;
   started_ = true;
-  queue_->push(owner_ids_.data(), n);
+  enqueue(owner_ids_.data(), n);
 }
 
 void VectorEnv::claim_for_send(const int32_t* env_ids, int64_t count, const char* where) {
@@ -382,7 +387,7 @@ void VectorEnv::send(const int64_t* actions, const int32_t* env_ids, int64_t cou
     discrete_actions_[env_ids[k]] = actions[k];
     pending_op_[env_ids[k]] = Op::kStep;
   }
-  queue_->push(env_ids, count);
+  enqueue(env_ids, count);
 }
 
 void VectorEnv::send(const float* actions, const int32_t* env_ids, int64_t count) {
@@ -394,7 +399,7 @@ void VectorEnv::send(const float* actions, const int32_t* env_ids, int64_t count
     std::copy_n(actions + k * act_dim_, act_dim_, box_actions_.data() + env_ids[k] * act_dim_);
     pending_op_[env_ids[k]] = Op::kStep;
   }
-  queue_->push(env_ids, count);
+  enqueue(env_ids, count);
 }
 
 template <bool kDiscrete>
@@ -443,10 +448,29 @@ void VectorEnv::process_chunk(const int32_t* ids, int64_t count) {
   record_cost(std::chrono::steady_clock::now() - start, count);
 }
 
-void VectorEnv::service_loop() {
+void VectorEnv::enqueue(const int32_t* env_ids, int64_t count) {
+  const auto threads = static_cast<int64_t>(queues_.size());
+  if (threads == 1) {
+    queues_[0]->push(env_ids, count);
+    return;
+  }
+  for (auto& staged : staged_) staged.clear();
+  for (int64_t k = 0; k < count; ++k) staged_[static_cast<size_t>(home_of(env_ids[k]))].push_back(env_ids[k]);
+  for (int64_t t = 0; t < threads; ++t) {
+    const auto& staged = staged_[static_cast<size_t>(t)];
+    if (!staged.empty()) queues_[static_cast<size_t>(t)]->push(staged.data(), static_cast<int64_t>(staged.size()));
+  }
+}
+
+void VectorEnv::service_loop(int home) {
+  IndexQueue& queue = *queues_[static_cast<size_t>(home)];
   std::vector<int32_t> ids(static_cast<size_t>(config_.num_envs));
   for (;;) {
-    const int64_t count = queue_->pop(ids.data(), grain());
+    // A helper takes only whole grains (about kTargetChunkNanoseconds of work) of its home envs;
+    // a smaller remainder is cheaper for the owner to step in recv() than to hand across cores.
+    // With cheap envs and fewer envs per thread than a grain, the helpers therefore stay idle.
+    const int64_t grain_now = grain();
+    const int64_t count = queue.pop(ids.data(), grain_now, grain_now);
     if (count == 0) return;
     if (discrete_) {
       process_chunk<true>(ids.data(), count);
@@ -454,6 +478,32 @@ void VectorEnv::service_loop() {
       process_chunk<false>(ids.data(), count);
     }
   }
+}
+
+int64_t VectorEnv::help_once() {
+  const size_t threads = queues_.size();
+  const int64_t grain_now = grain();
+  // First pass: the owner's own queue, remainders too small for their helper to take (the
+  // owner's job, or they would wait forever), and queues whose helper has not popped for a while
+  // (asleep, descheduled or stuck in a slow env). Second pass: steal from any queue. The start
+  // rotates, so that no queue the owner serves can starve behind another.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < threads; ++i) {
+      const size_t t = (help_cursor_ + i) % threads;
+      IndexQueue& queue = *queues_[t];
+      if (pass == 0 && t != 0 && queue.size() >= grain_now && queue.stalled_for() < kStealAfter) continue;
+      const int64_t count = queue.try_pop(owner_ids_.data(), grain_now);
+      if (count == 0) continue;
+      help_cursor_ = t + 1;
+      if (discrete_) {
+        process_chunk<true>(owner_ids_.data(), count);
+      } else {
+        process_chunk<false>(owner_ids_.data(), count);
+      }
+      return count;
+    }
+  }
+  return 0;
 }
 
 Batch VectorEnv::recv() {
@@ -465,17 +515,9 @@ Batch VectorEnv::recv() {
   for (;;) {
     if (failed_.load()) rethrow_error();
     if (block.filled.load(std::memory_order_acquire) == batch_size_) break;
-    // Help: step queued envs on this thread rather than wait for the helpers.
-    const int64_t count = queue_->try_pop(owner_ids_.data(), grain());
-    if (count > 0) {
-      if (discrete_) {
-        process_chunk<true>(owner_ids_.data(), count);
-      } else {
-        process_chunk<false>(owner_ids_.data(), count);
-      }
-      continue;
-    }
-    // Nothing left to help with (only the owner pushes, so the queue stays empty): wait.
+    // Help: step queued envs on this thread rather than wait.
+    if (help_once() > 0) continue;
+    // Nothing left to help with (only the owner pushes, so the queues stay empty): wait.
     const bool done = spin_until(ready, WorkerPool::kSpinNanoseconds);
     if (done) continue;
     std::unique_lock<std::mutex> lock(ready_mutex_);

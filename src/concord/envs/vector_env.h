@@ -3,15 +3,19 @@
 // VectorEnv: N copies of one environment stepped as a batch, EnvPool style.
 //
 //   sync  (batch_size == num_envs):
-//     step(actions [N]) -> parallel_for over chunks of envs (caller + helpers) -> batch rows [N]
+//     step(actions [N]) -> parallel_for over chunks of envs, each thread its home range first
+//     (caller + helpers) -> batch rows [N]
 //   async (batch_size < num_envs):
-//     send(actions, ids) -> per-env action rows + IndexQueue -> helper threads (and the caller,
-//     while it waits in recv) step chunks of envs -> slots in a ring of result blocks
-//     [batch_size rows each] -> recv() returns the oldest block once it is full
+//     send(actions, ids) -> per-env action rows + one IndexQueue per thread (env i's home is
+//     thread i * T / N) -> helpers pop whole chunks of their home envs, the caller steps its
+//     own, small remainders and stalled queues while it waits in recv -> slots in a ring of
+//     result blocks [batch_size rows each] -> recv() returns the oldest block once it is full
 //
 // Environments never see threads: each writes its observation straight into its row of a
 // preallocated, cache-line-aligned batch buffer. Later layers wrap these buffers with
-// torch::from_blob; nothing here allocates per step.
+// torch::from_blob; nothing here allocates per step. Chunks are sized adaptively to about 20 us
+// of measured env work, so cheap envs in small batches stay on the calling thread instead of
+// paying for a cross-core handoff, while slow envs are spread one by one.
 
 #include <algorithm>
 #include <atomic>
@@ -180,7 +184,11 @@ class VectorEnv {
   // Async internals.
   void claim_for_send(const int32_t* env_ids, int64_t count, const char* where);
   void enqueue(const int32_t* env_ids, int64_t count);
-  void service_loop();
+  void service_loop(int home);
+  // The owner steps one chunk of queued envs (see the rotation rule inside); returns how many.
+  int64_t help_once();
+  // The thread whose queue an env goes to: contiguous ranges of N / num_threads envs.
+  int64_t home_of(int32_t env) const { return int64_t{env} * static_cast<int64_t>(queues_.size()) / config_.num_envs; }
   template <bool kDiscrete>
   void process_chunk(const int32_t* ids, int64_t count);
   void record_error();
@@ -195,8 +203,12 @@ class VectorEnv {
   bool discrete_ = false;
   // Adaptive chunking (config.chunk_size == 0): an estimate of one env step's cost in
   // picoseconds, updated from timed chunks, sizes chunks to about kTargetChunkNanoseconds of work.
+  // On its own cache line: every thread updates it, and the fields around it are read in the hot loop.
   static constexpr int64_t kTargetChunkNanoseconds = 20'000;
-  std::atomic<int64_t> step_cost_ps_{1'000'000};
+  struct alignas(64) StepCost {
+    std::atomic<int64_t> picoseconds{1'000'000};
+  };
+  StepCost step_cost_;
   int64_t sync_steps_ = 0;
   bool seeded_ = false;
   bool started_ = false;
@@ -217,7 +229,13 @@ class VectorEnv {
   int64_t in_flight_count_ = 0;
   int64_t recv_count_ = 0;
   std::vector<int32_t> owner_ids_;
-  std::unique_ptr<IndexQueue> queue_;
+  // One queue per thread (the owner's is 0): an env is always queued to its home thread, so it
+  // stays in that core's cache; the owner also takes from the others' queues while in recv().
+  std::vector<std::unique_ptr<IndexQueue>> queues_;
+  std::vector<std::vector<int32_t>> staged_;  // Owner-only: send()'s ids split by home.
+  size_t help_cursor_ = 0;                    // Owner-only: where help_once() starts looking.
+  // The owner steps a helper's queued envs once nobody has popped from that queue for this long.
+  static constexpr std::chrono::microseconds kStealAfter{50};
   alignas(64) std::atomic<int64_t> next_slot_{0};
   alignas(64) std::mutex ready_mutex_;
   std::condition_variable ready_cv_;

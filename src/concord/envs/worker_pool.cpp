@@ -5,6 +5,14 @@
 #include <string>
 
 namespace concord::envs {
+namespace {
+
+int64_t now_nanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 WorkerPool::WorkerPool(int num_threads) {
   if (num_threads < 1) {
@@ -141,19 +149,23 @@ void IndexQueue::push(const int32_t* ids, int64_t count) {
       ring_[static_cast<size_t>(tail)] = ids[i];
       if (++tail == capacity) tail = 0;
     }
+    if (size == 0) waiting_since_ns_.store(now_nanoseconds(), std::memory_order_relaxed);
     size_.store(size + count, std::memory_order_release);
-    wake = waiting_ > 0;
+    wake = waiting_ > 0 && size + count >= wake_at_;
   }
   if (wake) cv_.notify_all();
 }
 
-int64_t IndexQueue::pop(int32_t* out, int64_t max_count) {
+int64_t IndexQueue::pop(int32_t* out, int64_t max_count, int64_t min_count) {
+  min_count = std::max<int64_t>(min_count, 1);
   auto ready = [&] {
-    return size_.load(std::memory_order_acquire) > 0 || closed_flag_.load(std::memory_order_acquire);
+    return size_.load(std::memory_order_acquire) >= min_count || closed_flag_.load(std::memory_order_acquire);
   };
   spin_until(ready, WorkerPool::kSpinNanoseconds);
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!closed_ && size_.load(std::memory_order_relaxed) == 0) {
+  while (!closed_ && size_.load(std::memory_order_relaxed) < min_count) {
+    // push() wakes the waiters only once the smallest minimum among them is met.
+    wake_at_ = waiting_ == 0 ? min_count : std::min(wake_at_, min_count);
     ++waiting_;
     cv_.wait(lock);
     --waiting_;
@@ -178,7 +190,13 @@ int64_t IndexQueue::pop_locked(int32_t* out, int64_t max_count) {
     if (++head_ == capacity) head_ = 0;
   }
   size_.store(size - take, std::memory_order_release);
+  waiting_since_ns_.store(now_nanoseconds(), std::memory_order_relaxed);
   return take;
+}
+
+std::chrono::nanoseconds IndexQueue::stalled_for() const {
+  if (size_.load(std::memory_order_relaxed) == 0) return std::chrono::nanoseconds(0);
+  return std::chrono::nanoseconds(now_nanoseconds() - waiting_since_ns_.load(std::memory_order_relaxed));
 }
 
 void IndexQueue::close() {

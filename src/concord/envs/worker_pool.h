@@ -126,14 +126,18 @@ class IndexQueue {
 
   // Appends ids[0..count). Throws std::logic_error when they do not fit.
   void push(const int32_t* ids, int64_t count);
-  // Blocks until ids are available (after a short spin) or the queue is closed; moves up to
-  // max_count (>= 1) of them into out and returns how many. Returns 0 once closed, even if ids
-  // are still waiting.
-  int64_t pop(int32_t* out, int64_t max_count);
+  // Blocks until at least min_count ids wait (after a short spin) or the queue is closed; moves
+  // up to max_count (>= 1) of them into out and returns how many. Returns 0 once closed, even if
+  // ids are still waiting. A min_count above 1 leaves small remainders to try_pop() callers.
+  int64_t pop(int32_t* out, int64_t max_count, int64_t min_count = 1);
   // Like pop() but returns 0 at once when nothing is waiting.
   int64_t try_pop(int32_t* out, int64_t max_count);
   void close();
   int64_t size() const { return size_.load(std::memory_order_relaxed); }
+  // How long ids have been waiting with nobody popping any: the time since the later of the last
+  // pop and the moment the queue stopped being empty; 0 when empty. Lets a thief spot a queue
+  // whose consumer is asleep or descheduled.
+  std::chrono::nanoseconds stalled_for() const;
 
  private:
   int64_t pop_locked(int32_t* out, int64_t max_count);
@@ -143,10 +147,12 @@ class IndexQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   int waiting_ = 0;
+  int64_t wake_at_ = 1;  // The smallest min_count among the waiting pops.
   bool closed_ = false;
   // Mirrors the count under the lock, so that consumers can poll without taking it.
   alignas(64) std::atomic<int64_t> size_{0};
   std::atomic<bool> closed_flag_{false};
+  std::atomic<int64_t> waiting_since_ns_{0};  // steady_clock time, see stalled_for().
 };
 
 // Busy-waits politely for one iteration (the CPU's pause hint).
