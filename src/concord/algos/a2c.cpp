@@ -24,13 +24,13 @@ constexpr const char* kAlgorithm = "a2c";
 constexpr const char* kLossFn = "a2c_loss";
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config,
-                                                        const nn::ActorCritic& model) {
+                                                        const nn::FlatParameters& parameters) {
   if (config.optimizer == "adam") {
     return std::make_unique<torch::optim::Adam>(
-        model->parameters(),
+        std::vector<torch::Tensor>{parameters.values()},
         torch::optim::AdamOptions(config.learning_rate).eps(config.optimizer_eps));
   }
-  return std::make_unique<torch::optim::RMSprop>(model->parameters(),
+  return std::make_unique<torch::optim::RMSprop>(std::vector<torch::Tensor>{parameters.values()},
                                                  torch::optim::RMSpropOptions(config.learning_rate)
                                                      .alpha(config.rmsprop_alpha)
                                                      .eps(config.optimizer_eps));
@@ -80,10 +80,11 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
   return out;
 }
 
-A2c::A2c(A2cConfig config)
+A2c::A2c(A2cConfig config, torch::Device device)
     : config_(validated(std::move(config))),
-      model_(config_.network),
-      optimizer_(make_optimizer(config_, model_)) {}
+      model_(nn::build_actor_critic(config_.network, device)),
+      parameters_(*model_),
+      optimizer_(make_optimizer(config_, parameters_)) {}
 
 Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
@@ -134,9 +135,9 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const nn::ActionEvaluation eval = model_->evaluate(b_obs, b_actions);
   const A2cLoss loss = a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy,
                                 config_.ent_coef, config_.vf_coef);
-  optimizer_->zero_grad();
+  parameters_.zero_grad();
   loss.loss.backward();
-  torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
+  torch::nn::utils::clip_grad_norm_(parameters_.values(), config_.max_grad_norm);
   optimizer_->step();
   ++updates_;
 
@@ -154,7 +155,7 @@ void A2c::save(core::Checkpoint& checkpoint) const {
 }
 
 void A2c::load(const core::Checkpoint& checkpoint) {
-  const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, model_);
+  const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, parameters_);
   updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch);
 }
 

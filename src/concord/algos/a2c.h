@@ -9,6 +9,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
 
 namespace concord::algos {
 
@@ -64,8 +65,9 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 // model's. Not thread-safe.
 class A2c : public Learner {
  public:
-  // Validates the config and builds the network and optimiser. Throws std::invalid_argument.
-  explicit A2c(A2cConfig config);
+  // Validates the config and builds the network on `device` and the optimiser (over the network's
+  // flat parameter buffer, see nn/flat_parameters.h). Throws std::invalid_argument.
+  explicit A2c(A2cConfig config, torch::Device device = torch::kCPU);
 
   // Throws std::invalid_argument if the rollout's T is not num_steps, if norm_adv and
   // T * B < 2, or if progress is outside [0, 1].
@@ -87,6 +89,7 @@ class A2c : public Learner {
  private:
   A2cConfig config_;
   nn::ActorCritic model_;
+  nn::FlatParameters parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t updates_ = 0;
 };

@@ -97,17 +97,17 @@ Config read_keys(const core::Config& config, const std::string& prefix) {
 
 template <typename LearnerT, typename Config, const std::vector<Field<Config>>& (*fields)()>
 std::unique_ptr<Learner> make(const core::Config& config, const std::string& prefix,
-                              nn::ActorCriticConfig network) {
+                              nn::ActorCriticConfig network, torch::Device device) {
   Config algorithm_config = read_keys<Config, fields>(config, prefix);
   algorithm_config.network = std::move(network);
-  return std::make_unique<LearnerT>(std::move(algorithm_config));
+  return std::make_unique<LearnerT>(std::move(algorithm_config), device);
 }
 
 struct Algorithm {
   const char* name;
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);
   std::unique_ptr<Learner> (*make)(const core::Config& config, const std::string& prefix,
-                                   nn::ActorCriticConfig network);
+                                   nn::ActorCriticConfig network, torch::Device device);
 };
 
 // The registry: one line per algorithm, sorted by name.
@@ -160,11 +160,11 @@ std::vector<std::string> algorithm_names() {
 
 std::unique_ptr<Learner> make_learner(const std::string& name, const core::Config& config,
                                       const envs::Space& observation_space,
-                                      const envs::Space& action_space) {
+                                      const envs::Space& action_space, torch::Device device) {
   for (const Algorithm& algorithm : kAlgorithms) {
     if (name == algorithm.name) {
       return algorithm.make(config, prefix_of(algorithm),
-                            network_config(config, observation_space, action_space));
+                            network_config(config, observation_space, action_space), device);
     }
   }
   std::string known;

@@ -4,11 +4,13 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/full_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/where.h>
 #include <c10/core/GradMode.h>
 
 #include <utility>
 
+#include "concord/algos/reverse_scan.h"
 #include "concord/algos/tensor_checks.h"
 
 namespace concord::algos {
@@ -52,12 +54,8 @@ GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Ten
 
   // A_t = delta_t + coef_t * A_{t+1}, with the recursion cut at every episode end.
   const at::Tensor coef = at::full_like(rewards, gamma * gae_lambda).masked_fill_(ended, 0.0);
-  at::Tensor advantages = at::empty_like(rewards);
-  advantages.select(0, steps - 1).copy_(delta.select(0, steps - 1));
-  for (int64_t t = steps - 2; t >= 0; --t) {
-    at::Tensor row = advantages.select(0, t);
-    at::addcmul_out(row, delta.select(0, t), coef.select(0, t), advantages.select(0, t + 1));
-  }
+  // A_{T-1} = delta_{T-1}: the recursion starts from zero after the last row.
+  at::Tensor advantages = reverse_scan(delta, coef, at::zeros_like(bootstrap_value));
   at::Tensor returns = advantages.add(values);
   return {std::move(advantages), std::move(returns)};
 }

@@ -93,10 +93,11 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
   return out;
 }
 
-Ppo::Ppo(PpoConfig config)
+Ppo::Ppo(PpoConfig config, torch::Device device)
     : config_(validated(std::move(config))),
-      model_(config_.network),
-      optimizer_(model_->parameters(), adam_options(config_)) {}
+      model_(nn::build_actor_critic(config_.network, device)),
+      parameters_(*model_),
+      optimizer_({parameters_.values()}, adam_options(config_)) {}
 
 Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
@@ -157,9 +158,9 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
                       eval.entropy, config_.clip_coef, config_.clip_vloss, config_.ent_coef,
                       config_.vf_coef);
 
-      optimizer_.zero_grad();
+      parameters_.zero_grad();
       last.loss.backward();
-      torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
+      torch::nn::utils::clip_grad_norm_(parameters_.values(), config_.max_grad_norm);
       optimizer_.step();
 
       clipfrac_sum += last.clipfrac.item<double>();
@@ -190,7 +191,7 @@ void Ppo::save(core::Checkpoint& checkpoint) const {
 }
 
 void Ppo::load(const core::Checkpoint& checkpoint) {
-  torch::optim::Adam scratch(model_->parameters(), adam_options(config_));
+  torch::optim::Adam scratch({parameters_.values()}, adam_options(config_));
   updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch);
 }
 

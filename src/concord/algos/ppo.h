@@ -7,6 +7,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
 
 namespace concord::algos {
 
@@ -78,8 +79,9 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 // Rollout tensors may live on any device; they are moved to the model's. Not thread-safe.
 class Ppo : public Learner {
  public:
-  // Validates the config and builds the network and optimiser. Throws std::invalid_argument.
-  explicit Ppo(PpoConfig config);
+  // Validates the config and builds the network on `device` and the optimiser (over the network's
+  // flat parameter buffer, see nn/flat_parameters.h). Throws std::invalid_argument.
+  explicit Ppo(PpoConfig config, torch::Device device = torch::kCPU);
 
   // Throws std::invalid_argument if the rollout's T is not num_steps, if T * B cannot fill
   // num_minibatches minibatches (of at least 2 samples when norm_adv), or if progress is outside
@@ -102,6 +104,7 @@ class Ppo : public Learner {
  private:
   PpoConfig config_;
   nn::ActorCritic model_;
+  nn::FlatParameters parameters_;
   torch::optim::Adam optimizer_;
   int64_t updates_ = 0;
 };

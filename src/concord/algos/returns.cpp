@@ -5,6 +5,7 @@
 #include <ATen/ops/full_like.h>
 #include <c10/core/GradMode.h>
 
+#include "concord/algos/reverse_scan.h"
 #include "concord/algos/tensor_checks.h"
 
 namespace concord::algos {
@@ -43,14 +44,7 @@ at::Tensor n_step_returns(const at::Tensor& rewards, const at::Tensor& terminate
   }
   const at::Tensor coef = at::full_like(rewards, gamma).masked_fill_(ended, 0.0);
 
-  at::Tensor returns = at::empty_like(rewards);
-  at::Tensor next = bootstrap_value;
-  for (int64_t t = rewards.size(0) - 1; t >= 0; --t) {
-    at::Tensor row = returns.select(0, t);
-    at::addcmul_out(row, base.select(0, t), coef.select(0, t), next);
-    next = row;
-  }
-  return returns;
+  return reverse_scan(base, coef, bootstrap_value);
 }
 
 }  // namespace concord::algos

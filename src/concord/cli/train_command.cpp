@@ -72,8 +72,7 @@ void run_train(const TrainFlags& flags) {
   envs::VectorEnv env(vector_env_config(config));
   const std::string algo = config.get_string("train.algo");
   std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, env.spec().observation_space, env.spec().action_space);
-  learner->model()->to(device);
+      algos::make_learner(algo, config, env.spec().observation_space, env.spec().action_space, device);
   policies::SinglePolicy policy(env, *learner, device);
 
   policies::TrainingState state;

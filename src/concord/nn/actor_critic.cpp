@@ -210,4 +210,10 @@ ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs,
   return result;
 }
 
+ActorCritic build_actor_critic(const ActorCriticConfig& config, torch::Device device) {
+  ActorCritic model(config);
+  model->to(device);
+  return model;
+}
+
 }  // namespace concord::nn

@@ -163,4 +163,8 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
 };
 TORCH_MODULE(ActorCritic);
 
+// Builds an ActorCritic directly on `device` (the learners' single place of device placement:
+// their parameters are flattened right after, see flat_parameters.h).
+ActorCritic build_actor_critic(const ActorCriticConfig& config, torch::Device device);
+
 }  // namespace concord::nn

@@ -27,6 +27,8 @@ struct TrainingCallbacks {
   std::function<void(const TrainingState&)> on_checkpoint;
   // Polled between steps; returning true stops the loop cleanly (e.g. on SIGINT).
   std::function<bool()> should_stop;
+  // When an episode ends, with its return and length (benchmarks time the first solved window).
+  std::function<void(double episode_return, int64_t episode_length)> on_episode;
 };
 
 // The `single` distribution policy: one thread steps a synchronous VectorEnv, the learner's
@@ -39,7 +41,9 @@ struct TrainingCallbacks {
 //
 // Continuous actions are clipped to the action space's bounds at the environment boundary
 // (what Gymnasium's ClipAction wrapper does); the rollout stores the unclipped sample. All
-// tensors live on `device`. Not thread-safe.
+// tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
+// time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
+// loop started), so a benchmark can tell which side bounds throughput. Not thread-safe.
 class SinglePolicy {
  public:
   SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device);
