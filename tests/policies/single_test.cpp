@@ -58,6 +58,9 @@ class RecordingLearner final : public algos::Learner {
   }
   nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return rollout_length_; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  int64_t gradient_steps_per_update() const override { return 1; }
+  std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
   void save(core::Checkpoint&) const override {}
   void load(const core::Checkpoint&) override {}
 
@@ -68,6 +71,7 @@ class RecordingLearner final : public algos::Learner {
  private:
   int64_t rollout_length_;
   nn::ActorCritic model_;
+  nn::FlatParameters parameters_{*model_};
 };
 
 envs::VectorEnvConfig counting_config(int num_envs) {

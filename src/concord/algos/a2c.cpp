@@ -13,6 +13,7 @@
 #include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
+#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/returns.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
@@ -85,6 +86,16 @@ A2c::A2c(A2cConfig config, torch::Device device)
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_(make_optimizer(config_, parameters_)) {}
+
+A2c::A2c(A2c& primary)
+    : config_(primary.config_),
+      model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
+      parameters_(*model_, primary.parameters_),
+      optimizer_(make_optimizer(config_, parameters_)) {
+  share_optimizer_state(*optimizer_, *primary.optimizer_);
+}
+
+std::unique_ptr<Learner> A2c::make_shared_replica() { return std::unique_ptr<Learner>(new A2c(*this)); }
 
 Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();

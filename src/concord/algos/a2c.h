@@ -74,6 +74,9 @@ class A2c : public Learner {
   Metrics update(const Rollout& rollout, double progress) override;
   nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return config_.num_steps; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  int64_t gradient_steps_per_update() const override { return 1; }
+  std::unique_ptr<Learner> make_shared_replica() override;
 
   // Tensors "model/<parameter name>" and "optimizer" (the optimiser's state, LibTorch-serialised
   // into a uint8 tensor); metadata "algorithm" = "a2c" and "updates".
@@ -87,6 +90,9 @@ class A2c : public Learner {
   int64_t updates() const { return updates_; }
 
  private:
+  // A replica sharing primary's parameters and optimiser statistics (see make_shared_replica).
+  explicit A2c(A2c& primary);
+
   A2cConfig config_;
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "concord/algos/rollout.h"
 #include "concord/core/checkpoint.h"
 #include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
 
 namespace concord::algos {
 
@@ -27,6 +29,18 @@ class Learner {
   virtual nn::ActorCritic model() = 0;
   // Steps of one environment per update (T of the Rollout it expects).
   virtual int64_t rollout_length() const = 0;
+  // The model's parameters as one flat buffer (and their flat gradient), for policies that copy,
+  // publish or share them as a whole.
+  virtual nn::FlatParameters& flat_parameters() = 0;
+  // Optimiser steps one update() takes (PPO: epochs x minibatches). Policies that apply each
+  // update lock-free to shared parameters (hogwild) need exactly 1.
+  virtual int64_t gradient_steps_per_update() const = 0;
+
+  // A learner with the same config whose parameters and optimiser statistics are this one's
+  // (shared storage) but whose gradient buffer is its own: its update() changes this learner's
+  // parameters in place, without locks (Hogwild!, A3C's shared RMSProp). Call before training
+  // starts. Throws std::logic_error if the learner cannot share its optimiser state.
+  virtual std::unique_ptr<Learner> make_shared_replica() = 0;
 
   // Parameters, optimiser state and counters into / out of a checkpoint.
   virtual void save(core::Checkpoint& checkpoint) const = 0;

@@ -12,6 +12,7 @@
 #include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
+#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 
@@ -98,6 +99,16 @@ Ppo::Ppo(PpoConfig config, torch::Device device)
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_({parameters_.values()}, adam_options(config_)) {}
+
+Ppo::Ppo(Ppo& primary)
+    : config_(primary.config_),
+      model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
+      parameters_(*model_, primary.parameters_),
+      optimizer_({parameters_.values()}, adam_options(config_)) {
+  share_optimizer_state(optimizer_, primary.optimizer_);
+}
+
+std::unique_ptr<Learner> Ppo::make_shared_replica() { return std::unique_ptr<Learner>(new Ppo(*this)); }
 
 Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();

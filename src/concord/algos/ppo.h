@@ -89,6 +89,11 @@ class Ppo : public Learner {
   Metrics update(const Rollout& rollout, double progress) override;
   nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return config_.num_steps; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  int64_t gradient_steps_per_update() const override {
+    return config_.update_epochs * config_.num_minibatches;
+  }
+  std::unique_ptr<Learner> make_shared_replica() override;
 
   // Tensors "model/<parameter name>" and "optimizer" (Adam's state, LibTorch-serialised into a
   // uint8 tensor); metadata "algorithm" = "ppo" and "updates".
@@ -102,6 +107,9 @@ class Ppo : public Learner {
   int64_t updates() const { return updates_; }
 
  private:
+  // A replica sharing primary's parameters and Adam moments (see make_shared_replica).
+  explicit Ppo(Ppo& primary);
+
   PpoConfig config_;
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;

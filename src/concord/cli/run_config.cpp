@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 
@@ -32,9 +33,12 @@ core::ConfigSchema concord_schema() {
                  "LibTorch intra-op threads (small networks run fastest on one)");
 
   schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
+  schema.declare("train.policy", std::string("single"),
+                 "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C)");
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   algos::declare_algorithm_keys(schema);
+  policies::declare_policy_keys(schema);
 
   schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
 

@@ -18,7 +18,8 @@
 #include "concord/core/device.h"
 #include "concord/core/progress_bar.h"
 #include "concord/envs/vector_env.h"
-#include "concord/policies/single.h"
+#include "concord/envs/registry.h"
+#include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 struct TrainFlags {
   RunFlags run;
   std::string algo;
+  std::string policy;
   int64_t total_timesteps = 0;
   std::string resume;
 };
@@ -38,11 +40,12 @@ core::Config training_config(const TrainFlags& flags) {
   if (flags.resume.empty()) {
     core::Config config = resolve_config(flags.run);
     if (!flags.algo.empty()) config.set("train.algo", flags.algo, "--algo");
+    if (!flags.policy.empty()) config.set("train.policy", flags.policy, "--policy");
     if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
     return config;
   }
   // A resumed run keeps its own config; only the length of training may change.
-  if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || !flags.algo.empty() ||
+  if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || !flags.algo.empty() || !flags.policy.empty() ||
       !flags.run.env_id.empty()) {
     throw core::ConfigError("--resume continues a run with its own config.toml; only --total-timesteps may change");
   }
@@ -69,11 +72,14 @@ void run_train(const TrainFlags& flags) {
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
   // Everything that can reject the config is built before the run directory exists.
-  envs::VectorEnv env(vector_env_config(config));
+  const envs::VectorEnvConfig env_config = vector_env_config(config);
+  const envs::EnvSpec env_spec = envs::make_env(env_config.env_id)->spec();
   const std::string algo = config.get_string("train.algo");
+  const std::string policy_name = config.get_string("train.policy");
   std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, env.spec().observation_space, env.spec().action_space, device);
-  policies::SinglePolicy policy(env, *learner, device);
+      algos::make_learner(algo, config, env_spec.observation_space, env_spec.action_space, device);
+  std::unique_ptr<policies::Policy> policy =
+      policies::make_policy(policy_name, policies::PolicyContext{config, env_config, *learner, device});
 
   policies::TrainingState state;
   if (!flags.resume.empty()) {
@@ -84,10 +90,10 @@ void run_train(const TrainFlags& flags) {
   }
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
-  spdlog::info("training {} on {} for {} steps ({} envs, device {})", algo, env.spec().id, total_steps,
-               env.num_envs(), device.str());
+  spdlog::info("training {} on {} for {} steps ({} envs, policy {}, device {})", algo, env_spec.id, total_steps,
+               env_config.num_envs, policy_name, device.str());
 
-  auto progress = run.make_progress_bar(total_steps, env.spec().id + " " + algo);
+  auto progress = run.make_progress_bar(total_steps, env_spec.id + " " + algo);
   stop_requested = false;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -105,7 +111,7 @@ void run_train(const TrainFlags& flags) {
   callbacks.should_stop = [] { return stop_requested.load(); };
 
   core::Stopwatch clock;
-  policy.train(state, total_steps, checkpoint_interval, callbacks);
+  policy->train(state, total_steps, checkpoint_interval, callbacks);
   save_training_checkpoint(run.run_dir, *learner, state, run.config);
   if (progress) progress->finish();
   std::signal(SIGINT, SIG_DFL);
@@ -127,6 +133,8 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   add_run_flags(*command, flags->run);
   command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo or a2c");
+  command->add_option("--policy", flags->policy,
+                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference");
   command->add_option("--total-timesteps", flags->total_timesteps, "Environment steps to train for (train.total_timesteps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
   command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");

@@ -6,8 +6,9 @@
 
 namespace concord::nn {
 
-FlatParameters::FlatParameters(torch::nn::Module& module) {
-  std::vector<torch::Tensor> parameters = module.parameters();
+namespace {
+
+int64_t checked_total(const std::vector<torch::Tensor>& parameters) {
   if (parameters.empty()) throw std::invalid_argument("FlatParameters: the module has no parameters");
   const torch::TensorOptions options = parameters.front().options();
   int64_t total = 0;
@@ -17,16 +18,43 @@ FlatParameters::FlatParameters(torch::nn::Module& module) {
     }
     total += parameter.numel();
   }
+  return total;
+}
 
+}  // namespace
+
+FlatParameters::FlatParameters(torch::nn::Module& module) {
+  const std::vector<torch::Tensor> parameters = module.parameters();
+  const int64_t total = checked_total(parameters);
   c10::NoGradGuard no_grad;
-  values_ = torch::empty({total}, options.requires_grad(false));
-  gradient_ = torch::zeros({total}, options.requires_grad(false));
+  torch::Tensor storage = torch::empty({total}, parameters.front().options().requires_grad(false));
   int64_t offset = 0;
-  for (torch::Tensor& parameter : parameters) {
+  for (const torch::Tensor& parameter : parameters) {
+    storage.narrow(0, offset, parameter.numel()).view(parameter.sizes()).copy_(parameter);
+    offset += parameter.numel();
+  }
+  bind(module, storage);
+}
+
+FlatParameters::FlatParameters(torch::nn::Module& module, const FlatParameters& shared) {
+  const std::vector<torch::Tensor> parameters = module.parameters();
+  const int64_t total = checked_total(parameters);
+  if (!shared.values_.defined() || shared.values_.numel() != total ||
+      shared.values_.device() != parameters.front().device() ||
+      shared.values_.scalar_type() != parameters.front().scalar_type()) {
+    throw std::invalid_argument("FlatParameters: the shared buffer does not match the module's parameters");
+  }
+  bind(module, shared.values_.detach());
+}
+
+void FlatParameters::bind(torch::nn::Module& module, const torch::Tensor& storage) {
+  c10::NoGradGuard no_grad;
+  values_ = storage;
+  gradient_ = torch::zeros_like(storage);
+  int64_t offset = 0;
+  for (torch::Tensor& parameter : module.parameters()) {
     const int64_t count = parameter.numel();
-    torch::Tensor value_slice = values_.narrow(0, offset, count).view(parameter.sizes());
-    value_slice.copy_(parameter);
-    parameter.set_data(value_slice);
+    parameter.set_data(values_.narrow(0, offset, count).view(parameter.sizes()));
     parameter.mutable_grad() = gradient_.narrow(0, offset, count).view(parameter.sizes());
     offset += count;
   }

@@ -28,6 +28,11 @@ class FlatParameters {
  public:
   FlatParameters() = default;
   explicit FlatParameters(torch::nn::Module& module);
+  // Flattens `module` (of the same architecture as shared's) onto shared's value storage instead
+  // of a new buffer: both modules then read and write the same parameters (its values are
+  // overwritten), while each keeps its own gradient. Throws std::invalid_argument on a size,
+  // device or dtype mismatch.
+  FlatParameters(torch::nn::Module& module, const FlatParameters& shared);
 
   // The flat parameter (a leaf tensor whose grad() is gradient()).
   const torch::Tensor& values() const { return values_; }
@@ -38,6 +43,9 @@ class FlatParameters {
   int64_t numel() const { return values_.defined() ? values_.numel() : 0; }
 
  private:
+  // Points every parameter of `module` at its slice of `storage` and of a new gradient buffer.
+  void bind(torch::nn::Module& module, const torch::Tensor& storage);
+
   torch::Tensor values_;
   torch::Tensor gradient_;
 };

@@ -3,33 +3,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <torch/types.h>
 
-#include "concord/algos/learner.h"
-#include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
 
 namespace concord::policies {
-
-// Where the training loop stands; saved in every checkpoint and restored on resume.
-struct TrainingState {
-  int64_t global_step = 0;  // environment steps taken, summed over all envs
-  int64_t updates = 0;      // learner updates done
-};
-
-// What the loop reports to its owner (the CLI): progress, metrics and checkpoint requests.
-struct TrainingCallbacks {
-  // After every update, with the learner's metrics plus charts/* from the loop.
-  std::function<void(const TrainingState&, const algos::Metrics&, const core::EpisodeStats&)> on_update;
-  // When a checkpoint is due (every checkpoint_interval_steps) and at the end.
-  std::function<void(const TrainingState&)> on_checkpoint;
-  // Polled between steps; returning true stops the loop cleanly (e.g. on SIGINT).
-  std::function<bool()> should_stop;
-  // When an episode ends, with its return and length (benchmarks time the first solved window).
-  std::function<void(double episode_return, int64_t episode_length)> on_episode;
-};
 
 // The `single` distribution policy: one thread steps a synchronous VectorEnv, the learner's
 // network acts as the Actor fragment, and every rollout_length() steps the Rollout goes to
@@ -44,19 +26,19 @@ struct TrainingCallbacks {
 // tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
 // time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
 // loop started), so a benchmark can tell which side bounds throughput. Not thread-safe.
-class SinglePolicy {
+class SinglePolicy : public Policy {
  public:
   SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device);
+  // The same, owning its environments.
+  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device);
 
   // Trains until state.global_step >= total_steps or callbacks.should_stop() says so.
   // Throws std::runtime_error naming the update and step if a loss becomes NaN or infinite.
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
-             const TrainingCallbacks& callbacks);
+             const TrainingCallbacks& callbacks) override;
 
  private:
-  torch::Tensor observation_tensor(const float* rows) const;
-  torch::Tensor env_actions(const torch::Tensor& actions) const;
-
+  std::unique_ptr<envs::VectorEnv> owned_env_;
   envs::VectorEnv& env_;
   algos::Learner& learner_;
   torch::Device device_;

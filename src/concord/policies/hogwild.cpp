@@ -1,0 +1,112 @@
+#include "concord/policies/hogwild.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "concord/core/rng.h"
+#include "concord/core/timer.h"
+#include "concord/policies/rollout_collector.h"
+
+namespace concord::policies {
+
+HogwildPolicy::HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device,
+                             int workers)
+    : learner_(learner), device_(device) {
+  if (workers < 1) throw std::invalid_argument("policy 'hogwild': workers must be >= 1, got " + std::to_string(workers));
+  if (learner.gradient_steps_per_update() != 1) {
+    throw std::invalid_argument(
+        "policy 'hogwild' applies each update lock-free as one gradient step, but the algorithm takes " +
+        std::to_string(learner.gradient_steps_per_update()) +
+        " per update (for ppo set update_epochs = 1 and num_minibatches = 1, or use another policy)");
+  }
+  if (env_config.num_envs % workers != 0) {
+    throw std::invalid_argument("policy 'hogwild': env.num_envs = " + std::to_string(env_config.num_envs) +
+                                " must be divisible by its " + std::to_string(workers) + " workers");
+  }
+  if (env_config.num_threads != 1 || env_config.batch_size != 0) {
+    throw std::invalid_argument(
+        "policy 'hogwild' gives each worker thread its own synchronous envs: set env.num_threads = 1 and "
+        "env.batch_size = 0");
+  }
+  for (int w = 0; w < workers; ++w) {
+    envs::VectorEnvConfig worker_env = env_config;
+    worker_env.num_envs = env_config.num_envs / workers;
+    worker_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(w));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(worker_env));
+    replicas_.push_back(learner.make_shared_replica());
+  }
+}
+
+void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                          const TrainingCallbacks& callbacks) {
+  const int workers = static_cast<int>(replicas_.size());
+  std::atomic<int64_t> steps_claimed{state.global_step};
+  std::atomic<bool> stop{false};
+  std::shared_mutex pause;    // shared: a replica updating; exclusive: a checkpoint
+  std::mutex report;          // callbacks, episode statistics and `state`, one thread at a time
+  std::exception_ptr failure;
+  core::EpisodeStats episodes;
+  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
+  const int64_t steps_at_start = state.global_step;
+  core::Stopwatch clock;
+
+  auto worker = [&](int w) {
+    try {
+      RolloutCollector collector(*envs_[static_cast<size_t>(w)], replicas_[static_cast<size_t>(w)]->rollout_length(),
+                                 device_);
+      algos::Learner& replica = *replicas_[static_cast<size_t>(w)];
+      nn::ActorCritic model = replica.model();
+      const auto on_episode = [&](double episode_return, int64_t episode_length) {
+        std::lock_guard<std::mutex> lock(report);
+        episodes.add(episode_return, episode_length);
+        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+      };
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
+        if (claimed >= total_steps) break;
+        const algos::Rollout& rollout = collector.collect(model, on_episode);
+        const int64_t steps = claimed + collector.env_steps_per_rollout();
+        const double progress = std::min(1.0, static_cast<double>(steps) / static_cast<double>(total_steps));
+        algos::Metrics metrics;
+        {
+          std::shared_lock<std::shared_mutex> updating(pause);
+          metrics = replica.update(rollout, progress);
+        }
+
+        std::lock_guard<std::mutex> lock(report);
+        state.global_step = std::max(state.global_step, steps);
+        ++state.updates;
+        check_finite(metrics, state);
+        metrics["charts/SPS"] =
+            static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+        metrics["charts/worker"] = w;
+        if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
+        if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
+        if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
+        if (state.global_step >= next_checkpoint_step && callbacks.on_checkpoint) {
+          std::unique_lock<std::shared_mutex> paused(pause);
+          callbacks.on_checkpoint(state);
+          next_checkpoint_step += checkpoint_interval_steps;
+        }
+        if (callbacks.should_stop && callbacks.should_stop()) stop = true;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(report);
+      if (!failure) failure = std::current_exception();
+      stop = true;
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) threads.emplace_back(worker, w);
+  for (std::thread& thread : threads) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace concord::policies

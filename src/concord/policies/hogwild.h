@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+
+namespace concord::policies {
+
+// The `hogwild` distribution policy (A3C, Mnih et al., 2016): W actor-learner threads, each with
+// its own environments and its own replica of the learner. Every replica's parameters and
+// optimiser statistics are the primary learner's (shared storage, A3C's shared RMSProp); only
+// gradients are per thread. Each thread loops, without locks around the parameters:
+//
+//   rollout = collect T steps of its envs with the shared parameters (as they are right now)
+//   replica.update(rollout)   -> gradient into its own buffer, optimiser step on the shared ones
+//
+// Parameter reads and writes race by design (Hogwild!, Niu et al., 2011); they are plain float
+// stores, never torn structures. The only lock is a pause for checkpoints: a thread holds it
+// shared while updating, a checkpoint holds it exclusively, so a saved state is consistent.
+//
+// Requirements, checked at construction (std::invalid_argument naming the problem): a learner
+// that takes exactly one gradient step per update (PPO's epochs x minibatches must be 1), whose
+// optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
+// num_envs / W envs seeded from derive_seed(seed, w).
+class HogwildPolicy : public Policy {
+ public:
+  HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device, int workers);
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+ private:
+  algos::Learner& learner_;
+  torch::Device device_;
+  std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
+  std::vector<std::unique_ptr<algos::Learner>> replicas_;
+};
+
+}  // namespace concord::policies

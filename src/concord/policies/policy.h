@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "concord/algos/learner.h"
+#include "concord/core/episode_stats.h"
+
+namespace concord::policies {
+
+// Where the training loop stands; saved in every checkpoint and restored on resume.
+struct TrainingState {
+  int64_t global_step = 0;  // environment steps taken, summed over all envs
+  int64_t updates = 0;      // learner updates done
+};
+
+// What a policy reports to its owner (the CLI, a benchmark). Whatever threads a policy runs,
+// it calls these one at a time and never while the learner is updating, so a checkpoint taken
+// in on_checkpoint is consistent.
+struct TrainingCallbacks {
+  // After every update, with the learner's metrics plus charts/* and time/* from the policy.
+  std::function<void(const TrainingState&, const algos::Metrics&, const core::EpisodeStats&)> on_update;
+  // When a checkpoint is due (every checkpoint_interval_steps); the owner saves one at the end.
+  std::function<void(const TrainingState&)> on_checkpoint;
+  // Polled regularly; returning true stops the run cleanly (e.g. on SIGINT).
+  std::function<bool()> should_stop;
+  // When an episode ends, with its return and length (benchmarks time the first solved window).
+  std::function<void(double episode_return, int64_t episode_length)> on_episode;
+};
+
+// A distribution policy: owns the executors (threads), the environments, the queues and where
+// inference runs, and drives the algorithm's fragments (the Learner and its model as Actor).
+// The algorithm code is the same under every policy; see policy_registry.h for the names.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  // Trains until state.global_step >= total_steps or callbacks.should_stop() says so. Throws
+  // std::runtime_error naming the update and step if a loss becomes NaN or infinite, and
+  // whatever a worker thread threw (after stopping and joining every thread).
+  virtual void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                     const TrainingCallbacks& callbacks) = 0;
+};
+
+// Throws std::runtime_error naming the first metric that is NaN or infinite.
+void check_finite(const algos::Metrics& metrics, const TrainingState& state);
+
+}  // namespace concord::policies

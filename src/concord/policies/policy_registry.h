@@ -1,0 +1,45 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "concord/algos/learner.h"
+#include "concord/core/config.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+
+namespace concord::policies {
+
+// The distribution policies a run can name (train.policy / --policy), one registry line each in
+// policy_registry.cpp, with their config keys policy.<name>.<key>:
+//
+//   single             one thread steps all envs and updates (the reference)
+//   sync_vector        PAAC: the same loop with env.num_threads threads stepping the envs
+//   hogwild            A3C: policy.hogwild.workers actor-learner threads, lock-free shared
+//                      parameters and optimiser statistics
+//
+// env.num_envs is always the total number of environments of the run.
+
+// Everything a policy is built from.
+struct PolicyContext {
+  const core::Config& config;        // policy.* keys (and anything else the policy reads)
+  envs::VectorEnvConfig env_config;  // the [env] section and run.seed
+  algos::Learner& learner;           // the algorithm; its model is the Actor fragment
+  torch::Device device;              // where models and rollouts live (core::resolve_device)
+};
+
+// Declares every policy's keys. Throws std::logic_error if one is already declared.
+void declare_policy_keys(core::ConfigSchema& schema);
+
+// The names make_policy accepts, in registry order.
+std::vector<std::string> policy_names();
+
+// Builds the named policy, checking at once that it can run this algorithm with this config.
+// Throws std::invalid_argument for an unknown name ("unknown policy 'x' (known: ...)") or a
+// combination that cannot work, with a message naming the setting to change.
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context);
+
+}  // namespace concord::policies

@@ -1,0 +1,108 @@
+#include "concord/policies/rollout_collector.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+namespace concord::policies {
+
+RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollout, torch::Device device)
+    : env_(env),
+      steps_(steps_per_rollout),
+      device_(device),
+      num_envs_(env.num_envs()),
+      obs_dim_(env.obs_dim()),
+      discrete_(env.spec().action_space.is_discrete()) {
+  if (env_.is_async()) {
+    throw std::invalid_argument("this policy steps all environments together: set env.batch_size = 0 (got " +
+                                std::to_string(env_.batch_size()) + ")");
+  }
+  if (!discrete_) {
+    action_low_ = torch::tensor(env_.spec().action_space.low()).to(device_);
+    action_high_ = torch::tensor(env_.spec().action_space.high()).to(device_);
+  }
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  const auto on_host = torch::TensorOptions().dtype(torch::kFloat32);
+  host_observations_ = torch::zeros({steps_ + 1, num_envs_, obs_dim_}, on_host);
+  host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
+  host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
+  host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
+  rollout_.actions = discrete_ ? torch::zeros({steps_, num_envs_}, on_device.dtype(torch::kInt64))
+                               : torch::zeros({steps_, num_envs_, env_.act_dim()}, on_device);
+  rollout_.log_probs = torch::zeros({steps_, num_envs_}, on_device);
+  rollout_.values = torch::zeros({steps_, num_envs_}, on_device);
+  rollout_.truncation_values = torch::zeros({steps_, num_envs_}, on_device);
+  // Views of every row, made once: indexing a tensor per step costs more than the env step.
+  for (int64_t t = 0; t <= steps_; ++t) observation_rows_.push_back(host_observations_[t]);
+  for (int64_t t = 0; t < steps_; ++t) {
+    action_rows_.push_back(rollout_.actions[t]);
+    log_prob_rows_.push_back(rollout_.log_probs[t]);
+    value_rows_.push_back(rollout_.values[t]);
+  }
+  const envs::Batch batch = env_.reset();
+  std::memcpy(host_observations_.data_ptr<float>(), batch.observations,
+              static_cast<size_t>(num_envs_ * obs_dim_) * sizeof(float));
+}
+
+torch::Tensor RolloutCollector::observation_tensor(const float* rows) const {
+  // from_blob views the engine's buffer; copy because the engine overwrites it next step.
+  auto view = torch::from_blob(const_cast<float*>(rows), {num_envs_, obs_dim_}, torch::kFloat32);
+  return view.to(device_, /*non_blocking=*/false, /*copy=*/true);
+}
+
+torch::Tensor RolloutCollector::env_actions(const torch::Tensor& actions) const {
+  if (discrete_) return actions.to(torch::kCPU, torch::kInt64).contiguous();
+  return torch::max(torch::min(actions, action_high_), action_low_).to(torch::kCPU, torch::kFloat32).contiguous();
+}
+
+const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
+  float* observations = host_observations_.data_ptr<float>();
+  float* rewards = host_rewards_.data_ptr<float>();
+  float* terminated = host_terminated_.data_ptr<float>();
+  float* truncated = host_truncated_.data_ptr<float>();
+  const int64_t row_floats = num_envs_ * obs_dim_;
+  const size_t row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
+  // The last rollout's o_T is this one's o_0.
+  if (rollout_.observations.defined()) std::memcpy(observations, observations + steps_ * row_floats, row_bytes);
+
+  {
+    c10::InferenceMode inference;
+    rollout_.truncation_values.zero_();
+    for (int64_t t = 0; t < steps_; ++t) {
+      nn::ActResult act = model->act(observation_rows_[t].to(device_));
+      action_rows_[t].copy_(act.action);
+      log_prob_rows_[t].copy_(act.log_prob);
+      value_rows_[t].copy_(act.value);
+
+      const torch::Tensor actions = env_actions(act.action);
+      const envs::Batch batch =
+          discrete_ ? env_.step(actions.data_ptr<int64_t>()) : env_.step(actions.data_ptr<float>());
+
+      std::memcpy(observations + (t + 1) * row_floats, batch.observations, row_bytes);
+      bool any_truncated = false;
+      for (int64_t row = 0; row < num_envs_; ++row) {
+        rewards[t * num_envs_ + row] = batch.rewards[row];
+        terminated[t * num_envs_ + row] = batch.terminated[row];
+        truncated[t * num_envs_ + row] = batch.truncated[row];
+        any_truncated = any_truncated || batch.truncated[row];
+        if (batch.has_final[row] && on_episode) on_episode(batch.episode_returns[row], batch.episode_lengths[row]);
+      }
+      // Bootstrap a time-limited episode from its own last observation, not the next episode's first.
+      if (any_truncated) {
+        const torch::Tensor final_values = model->value(observation_tensor(batch.final_observations));
+        rollout_.truncation_values[t].copy_(final_values * host_truncated_[t].to(device_));
+      }
+    }
+    rollout_.bootstrap_value = model->value(observation_rows_[steps_].to(device_)).clone();
+  }
+  rollout_.observations = host_observations_.narrow(0, 0, steps_).to(device_);
+  rollout_.rewards = host_rewards_.to(device_);
+  rollout_.terminated = host_terminated_.to(device_);
+  rollout_.truncated = host_truncated_.to(device_);
+  return rollout_;
+}
+
+}  // namespace concord::policies
