@@ -15,6 +15,7 @@
 #include "concord/cli/training_checkpoint.h"
 #include "concord/core/checkpoint.h"
 #include "concord/envs/vector_env.h"
+#include "concord/policies/evaluation.h"
 
 namespace concord::cli {
 namespace {
@@ -25,45 +26,6 @@ struct EvalFlags {
   int64_t seed = -1;
   bool stochastic = false;
 };
-
-// One episode from each of `count` fresh envs, so that short episodes are not over-counted.
-std::vector<double> evaluate_episodes(const core::Config& config, nn::ActorCritic model, int64_t count,
-                                      uint64_t seed, bool stochastic) {
-  envs::VectorEnvConfig env_config = vector_env_config(config);
-  env_config.num_envs = static_cast<int>(count);
-  env_config.batch_size = 0;
-  env_config.seed = seed;
-  envs::VectorEnv env(env_config);
-  const envs::Space& action_space = env.spec().action_space;
-  const auto device = model->parameters().front().device();
-  std::vector<double> returns(count, 0.0);
-  std::vector<bool> done(count, false);
-  int64_t remaining = count;
-  envs::Batch batch = env.reset();
-  torch::NoGradGuard no_grad;
-  while (remaining > 0) {
-    auto observations = torch::from_blob(const_cast<float*>(batch.observations), {count, env.obs_dim()}).to(device);
-    torch::Tensor actions = model->act(observations, /*deterministic=*/!stochastic).action;
-    if (action_space.is_discrete()) {
-      actions = actions.to(torch::kCPU, torch::kInt64).contiguous();
-      batch = env.step(actions.data_ptr<int64_t>());
-    } else {
-      actions = torch::max(torch::min(actions, torch::tensor(action_space.high()).to(device)),
-                           torch::tensor(action_space.low()).to(device))
-                    .to(torch::kCPU, torch::kFloat32)
-                    .contiguous();
-      batch = env.step(actions.data_ptr<float>());
-    }
-    for (int64_t row = 0; row < count; ++row) {
-      if (!done[row] && batch.has_final[row]) {
-        returns[row] = batch.episode_returns[row];
-        done[row] = true;
-        --remaining;
-      }
-    }
-  }
-  return returns;
-}
 
 void run_eval(const EvalFlags& flags) {
   const std::filesystem::path checkpoint_file = resolve_checkpoint(flags.path);
@@ -84,7 +46,7 @@ void run_eval(const EvalFlags& flags) {
       config.get_string("train.algo"), config, probe.spec().observation_space, probe.spec().action_space);
   learner->load(checkpoint);
 
-  const std::vector<double> returns = evaluate_episodes(config, learner->model(), episodes, seed, flags.stochastic);
+  const std::vector<double> returns = policies::evaluate_episodes(vector_env_config(config), learner->model(), episodes, seed, flags.stochastic);
   double mean = 0.0;
   for (double r : returns) mean += r;
   mean /= static_cast<double>(returns.size());

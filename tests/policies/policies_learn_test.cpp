@@ -1,0 +1,130 @@
+// The same algorithm code under every distribution policy that can run it: each short run must
+// learn CartPole-v1 (deterministic evaluation well above a random policy's ~22). Also the
+// registry's refusals, which must name the setting to change.
+#include <numeric>
+#include <ostream>
+#include <string>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "concord/algos/algorithm_registry.h"
+#include "concord/policies/evaluation.h"
+#include "concord/policies/policy_registry.h"
+
+namespace concord::policies {
+namespace {
+
+core::ConfigSchema schema() {
+  core::ConfigSchema result;
+  algos::declare_algorithm_keys(result);
+  declare_policy_keys(result);
+  return result;
+}
+
+// Settings that learn CartPole in seconds: PPO with few, large-step epochs; A2C with 5-step
+// rollouts (the algorithms' own tuned values are in configs/).
+core::Config fast_config(const std::string& algo) {
+  core::Config config(schema());
+  if (algo == "ppo") {
+    config.apply_override("algo.ppo.num_steps=32");
+    config.apply_override("algo.ppo.num_minibatches=2");
+    config.apply_override("algo.ppo.update_epochs=4");
+    config.apply_override("algo.ppo.learning_rate=3e-3");
+    config.apply_override("algo.ppo.gamma=0.98");
+    config.apply_override("algo.ppo.gae_lambda=0.8");
+    config.apply_override("algo.ppo.ent_coef=0.0");
+  }
+  return config;
+}
+
+envs::VectorEnvConfig cartpole(int num_envs, int threads) {
+  envs::VectorEnvConfig env;
+  env.env_id = "CartPole-v1";
+  env.num_envs = num_envs;
+  env.num_threads = threads;
+  env.seed = 7;
+  return env;
+}
+
+struct Case {
+  std::string policy;
+  std::string algo;
+  int num_envs;
+  int env_threads;
+  int64_t steps;
+  std::vector<std::string> overrides;
+};
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
+
+class PoliciesLearn : public testing::TestWithParam<Case> {};
+
+TEST_P(PoliciesLearn, ReturnRisesWellAboveRandom) {
+  const Case& c = GetParam();
+  torch::manual_seed(7);
+  core::Config config = fast_config(c.algo);
+  for (const std::string& assignment : c.overrides) config.apply_override(assignment);
+  const envs::VectorEnvConfig env = cartpole(c.num_envs, c.env_threads);
+  const envs::Space observations = envs::Space::box({4}, -1.0f, 1.0f);
+  std::unique_ptr<algos::Learner> learner =
+      algos::make_learner(c.algo, config, observations, envs::Space::discrete(2));
+  std::unique_ptr<Policy> policy = make_policy(c.policy, PolicyContext{config, env, *learner, torch::kCPU});
+
+  TrainingState state;
+  int64_t episodes = 0;
+  TrainingCallbacks callbacks;
+  callbacks.on_episode = [&](double, int64_t) { ++episodes; };
+  policy->train(state, c.steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, callbacks);
+  EXPECT_GE(state.global_step, c.steps);
+  EXPECT_GT(state.updates, 0);
+  EXPECT_GT(episodes, 0);
+
+  const std::vector<double> returns = evaluate_episodes(env, learner->model(), 10, /*seed=*/99);
+  const double mean = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+  EXPECT_GT(mean, 150.0) << c.policy << " / " << c.algo;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryCompatiblePair, PoliciesLearn,
+    testing::Values(Case{"single", "ppo", 16, 1, 60'000, {}}, Case{"sync_vector", "ppo", 16, 2, 60'000, {}},
+                    Case{"single", "a2c", 16, 1, 150'000, {}}, Case{"sync_vector", "a2c", 16, 2, 150'000, {}},
+                    Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}},
+                    Case{"hogwild", "ppo", 16, 1, 100'000,
+                         {"policy.hogwild.workers=2", "algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}}),
+    [](const testing::TestParamInfo<Case>& param_info) {
+      return param_info.param.policy + "_" + param_info.param.algo;
+    });
+
+std::string refusal(const std::string& policy, const std::string& algo, const envs::VectorEnvConfig& env,
+                    const std::vector<std::string>& overrides = {}) {
+  core::Config config = fast_config(algo);
+  for (const std::string& assignment : overrides) config.apply_override(assignment);
+  std::unique_ptr<algos::Learner> learner =
+      algos::make_learner(algo, config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+  try {
+    make_policy(policy, PolicyContext{config, env, *learner, torch::kCPU});
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
+  EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
+            "unknown policy 'gossip' (known: single, sync_vector, hogwild)");
+  EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
+  // PPO's default update is 4 epochs x 4 minibatches: not one lock-free step.
+  EXPECT_NE(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}).find("takes 16 per update"),
+            std::string::npos);
+  EXPECT_NE(refusal("hogwild", "a2c", cartpole(5, 1)).find("must be divisible"), std::string::npos);
+  EXPECT_EQ(refusal("hogwild", "a2c", cartpole(4, 1)), "");
+}
+
+TEST(PolicyRegistry, NamesAreTheRegistryLines) {
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild"}));
+}
+
+}  // namespace
+}  // namespace concord::policies
