@@ -1,4 +1,7 @@
 // `concord train` and `concord eval` end to end: learning, checkpoints, resume, bad checkpoints.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -100,6 +103,8 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("train --set algo.ppo.clip_coeff=0.1 --run-root " + root.string(), "algo.ppo.clip_coeff");
   expect_error("eval " + (root / "missing").string(), "no such file");
   expect_error("train --resume " + (root / "missing").string(), "does not exist");
+  expect_error("train --policy gossip --run-root " + root.string(), "unknown policy 'gossip'");
+  expect_error("train --policy hogwild --run-root " + root.string(), "policy 'hogwild' applies each update");
 
   // A training run, then its checkpoint truncated and corrupted.
   ASSERT_EQ(run_concord("train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off --run-root " +
@@ -114,6 +119,31 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("train --resume " + run_dir.string(), "truncated");
   std::ofstream(checkpoint, std::ios::binary) << "not a checkpoint at all";
   expect_error("eval " + checkpoint.string(), "not a Concord checkpoint");
+}
+
+// SIGTERM (as Ctrl-C's SIGINT) ends a threaded run cleanly: every thread joins, the exit status
+// is 0 and the checkpoint holds the step reached, which eval and --resume accept.
+TEST(Train, SigtermStopsAThreadedRunAndLeavesAValidCheckpoint) {
+  const auto root = fresh_dir("sigterm");
+  const std::string command = "timeout --preserve-status -s TERM 4 " + std::string(CONCORD_BINARY) +
+                              " train --algo a2c --policy hogwild --num-envs 8 --total-timesteps 100000000 "
+                              "--progress off --run-root " + root.string() + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, read);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+  EXPECT_THAT(output, ::testing::HasSubstr("stopped by signal"));
+  const auto run_dir = only_run_dir(root);
+  const auto header = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  const int64_t step = header.at("metadata").at("global_step").get<int64_t>();
+  EXPECT_GT(step, 0);
+  EXPECT_LT(step, 100000000);
+  const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 3");
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
 }
 
 }  // namespace

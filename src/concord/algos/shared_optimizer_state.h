@@ -9,8 +9,8 @@ namespace concord::algos {
 // shared set of statistics in place: the shared RMSProp of A3C (Mnih et al., 2016). Both must
 // be the same optimiser type over one flat parameter each. Statistics that do not exist yet are
 // created by a step with a zero gradient, which leaves the parameters unchanged (eps must be
-// positive, or 0 / 0 makes them NaN; for Adam it
-// advances the step count by one). Throws std::logic_error for other optimiser types.
+// positive, or 0 / 0 makes them NaN; for Adam it advances the step count by one). Throws
+// std::logic_error for other optimiser types.
 void share_optimizer_state(torch::optim::Optimizer& replica, torch::optim::Optimizer& primary);
 
 }  // namespace concord::algos
