@@ -62,15 +62,18 @@ Setup cleanrl_setup() {
 Setup fast_setup() {
   Setup setup = cleanrl_setup();
   setup.name = "fast";
-  setup.num_envs = 8;
-  setup.total_steps = 200'000;
+  // RL Zoo's CartPole gamma, lambda and entropy; fewer, larger steps than its 20 epochs of
+  // lr 1e-3, because wall time, not samples, is the measure here (chosen by a sweep with
+  // --fast-* flags, recorded in bench/RESULTS.md).
+  setup.num_envs = 16;
+  setup.total_steps = 300'000;
   setup.stop_when_solved = true;
   setup.ppo.num_steps = 32;
-  setup.ppo.num_minibatches = 1;
-  setup.ppo.update_epochs = 20;
+  setup.ppo.num_minibatches = 2;
+  setup.ppo.update_epochs = 4;
   setup.ppo.gamma = 0.98;
   setup.ppo.gae_lambda = 0.8;
-  setup.ppo.learning_rate = 1e-3;
+  setup.ppo.learning_rate = 3e-3;
   setup.ppo.ent_coef = 0.0;
   return setup;
 }

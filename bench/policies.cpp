@@ -1,0 +1,126 @@
+// policies: the same A2C code under each distribution policy on CartPole-v1.
+//
+// For every policy and seed: env steps/s, learner updates/s, wall time until the mean return of
+// the last 20 finished episodes first reaches 475 ("solved"; the run stops there or at the step
+// budget) and the deterministic evaluation return of the final policy over 20 episodes.
+// Baseline: the `single` policy, measured in the same run.
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "concord/algos/algorithm_registry.h"
+#include "concord/core/timer.h"
+#include "concord/policies/evaluation.h"
+#include "concord/policies/policy_registry.h"
+
+namespace {
+
+using namespace concord;
+
+constexpr double kSolvedReturn = 475.0;
+constexpr size_t kSolvedWindow = 20;
+
+struct Outcome {
+  int64_t steps = 0;
+  int64_t updates = 0;
+  double seconds = 0.0;
+  std::optional<double> solved_seconds;
+  double eval_return = 0.0;
+};
+
+Outcome run(const std::string& policy_name, const std::vector<std::string>& overrides, int num_envs, int env_threads,
+            int64_t max_steps, uint64_t seed) {
+  torch::manual_seed(seed);
+  core::ConfigSchema schema;
+  algos::declare_algorithm_keys(schema);
+  policies::declare_policy_keys(schema);
+  core::Config config(schema);
+  for (const std::string& assignment : overrides) config.apply_override(assignment);
+  envs::VectorEnvConfig env;
+  env.env_id = "CartPole-v1";
+  env.num_envs = num_envs;
+  env.num_threads = env_threads;
+  env.seed = seed;
+  std::unique_ptr<algos::Learner> learner =
+      algos::make_learner("a2c", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+  std::unique_ptr<policies::Policy> policy =
+      policies::make_policy(policy_name, policies::PolicyContext{config, env, *learner, torch::kCPU});
+
+  Outcome outcome;
+  std::deque<double> recent;
+  core::Stopwatch clock;
+  policies::TrainingCallbacks callbacks;
+  callbacks.on_episode = [&](double episode_return, int64_t) {
+    recent.push_back(episode_return);
+    if (recent.size() > kSolvedWindow) recent.pop_front();
+    const double mean = std::accumulate(recent.begin(), recent.end(), 0.0) / static_cast<double>(recent.size());
+    if (!outcome.solved_seconds && recent.size() == kSolvedWindow && mean >= kSolvedReturn) {
+      outcome.solved_seconds = clock.elapsed_seconds();
+    }
+  };
+  callbacks.should_stop = [&] { return outcome.solved_seconds.has_value(); };
+  policies::TrainingState state;
+  policy->train(state, max_steps, /*checkpoint_interval_steps=*/int64_t{1} << 60, callbacks);
+  outcome.seconds = clock.elapsed_seconds();
+  outcome.steps = state.global_step;
+  outcome.updates = state.updates;
+  const std::vector<double> returns = policies::evaluate_episodes(env, learner->model(), 20, seed + 1000);
+  outcome.eval_return = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+  return outcome;
+}
+
+struct PolicyCase {
+  std::string label;
+  std::string policy;
+  int env_threads;
+  std::vector<std::string> overrides;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"A2C on CartPole-v1 under every distribution policy"};
+  int seeds = 3;
+  int num_envs = 16;
+  int64_t max_steps = 1'000'000;
+  app.add_option("--seeds", seeds, "Seeds per policy")->check(CLI::Range(1, 100));
+  app.add_option("--num-envs", num_envs, "Total environments")->check(CLI::Range(1, 4096));
+  app.add_option("--max-steps", max_steps, "Step budget per run (the run stops when solved)")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  torch::set_num_threads(1);
+
+  const std::vector<PolicyCase> cases = {
+      {"single", "single", 1, {}},
+      {"sync_vector", "sync_vector", 2, {}},
+      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}},
+      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
+  };
+  std::printf("policies: A2C (defaults: 5-step rollouts, RMSprop 7e-4) on CartPole-v1, %d envs in total, %d seeds, "
+              "budget %lld steps; solved = 20-episode mean >= 475\n",
+              num_envs, seeds, static_cast<long long>(max_steps));
+  std::printf("%-12s %4s %9s %8s %9s %10s %10s %9s\n", "policy", "seed", "steps", "seconds", "steps/s", "updates/s",
+              "solved at", "eval ret");
+  for (const PolicyCase& c : cases) {
+    std::vector<double> rates;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      const Outcome o = run(c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
+      rates.push_back(static_cast<double>(o.steps) / o.seconds);
+      char solved[32] = "not reached";
+      if (o.solved_seconds) std::snprintf(solved, sizeof solved, "%.2f s", *o.solved_seconds);
+      std::printf("%-12s %4d %9lld %8.2f %9.0f %10.0f %10s %9.1f\n", c.label.c_str(), seed,
+                  static_cast<long long>(o.steps), o.seconds, rates.back(), static_cast<double>(o.updates) / o.seconds,
+                  solved, o.eval_return);
+      std::fflush(stdout);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::printf("%-12s median steps/s %.0f\n", c.label.c_str(), rates[rates.size() / 2]);
+  }
+  return 0;
+}
