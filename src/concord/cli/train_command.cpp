@@ -78,9 +78,8 @@ void run_train(const TrainFlags& flags) {
   const std::string policy_name = config.get_string("train.policy");
   std::unique_ptr<algos::Learner> learner =
       algos::make_learner(algo, config, env_spec.observation_space, env_spec.action_space, device);
-  std::unique_ptr<policies::Policy> policy =
-      policies::make_policy(policy_name, policies::PolicyContext{config, env_config, *learner, device});
-
+  // Restored before the policy is built: policies copy or share the learner's parameters and
+  // optimiser statistics when they start (hogwild's replicas alias them).
   policies::TrainingState state;
   if (!flags.resume.empty()) {
     const core::Checkpoint checkpoint = core::load_checkpoint(checkpoint_path(flags.resume));
@@ -88,6 +87,8 @@ void run_train(const TrainFlags& flags) {
     state.global_step = checkpoint.metadata.at("global_step").get<int64_t>();
     state.updates = checkpoint.metadata.at("updates").get<int64_t>();
   }
+  std::unique_ptr<policies::Policy> policy =
+      policies::make_policy(policy_name, policies::PolicyContext{config, env_config, *learner, device});
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
   spdlog::info("training {} on {} for {} steps ({} envs, policy {}, device {})", algo, env_spec.id, total_steps,
