@@ -9,13 +9,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
@@ -25,7 +25,7 @@ namespace {
 using namespace concord;
 
 constexpr double kSolvedReturn = 475.0;
-constexpr size_t kSolvedWindow = 20;
+constexpr int kSolvedWindow = 20;
 
 struct Outcome {
   int64_t steps = 0;
@@ -54,14 +54,12 @@ Outcome run(const std::string& policy_name, const std::vector<std::string>& over
       policies::make_policy(policy_name, policies::PolicyContext{config, env, *learner, torch::kCPU});
 
   Outcome outcome;
-  std::deque<double> recent;
+  concord::core::EpisodeStats recent(kSolvedWindow);
   core::Stopwatch clock;
   policies::TrainingCallbacks callbacks;
-  callbacks.on_episode = [&](double episode_return, int64_t) {
-    recent.push_back(episode_return);
-    if (recent.size() > kSolvedWindow) recent.pop_front();
-    const double mean = std::accumulate(recent.begin(), recent.end(), 0.0) / static_cast<double>(recent.size());
-    if (!outcome.solved_seconds && recent.size() == kSolvedWindow && mean >= kSolvedReturn) {
+  callbacks.on_episode = [&](double episode_return, int64_t episode_length) {
+    recent.add(episode_return, episode_length);
+    if (!outcome.solved_seconds && recent.count() >= kSolvedWindow && *recent.recent_mean_return() >= kSolvedReturn) {
       outcome.solved_seconds = clock.elapsed_seconds();
     }
   };

@@ -15,13 +15,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "concord/algos/ppo.h"
+#include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
 #include "concord/envs/vector_env.h"
 #include "concord/policies/single.h"
@@ -32,7 +32,7 @@ using concord::algos::Ppo;
 using concord::algos::PpoConfig;
 
 constexpr double kSolvedReturn = 475.0;
-constexpr size_t kSolvedWindow = 20;
+constexpr int kSolvedWindow = 20;
 
 struct Setup {
   std::string name;
@@ -90,14 +90,12 @@ Outcome run(const Setup& setup, uint64_t seed) {
 
   Outcome outcome;
   concord::policies::TrainingState state;
-  std::deque<double> recent;
+  concord::core::EpisodeStats recent(kSolvedWindow);
   concord::core::Stopwatch clock;
   concord::policies::TrainingCallbacks callbacks;
-  callbacks.on_episode = [&](double episode_return, int64_t) {
-    recent.push_back(episode_return);
-    if (recent.size() > kSolvedWindow) recent.pop_front();
-    const double mean = std::accumulate(recent.begin(), recent.end(), 0.0) / static_cast<double>(recent.size());
-    if (!outcome.solved_seconds && recent.size() == kSolvedWindow && mean >= kSolvedReturn) {
+  callbacks.on_episode = [&](double episode_return, int64_t episode_length) {
+    recent.add(episode_return, episode_length);
+    if (!outcome.solved_seconds && recent.count() >= kSolvedWindow && *recent.recent_mean_return() >= kSolvedReturn) {
       outcome.solved_seconds = clock.elapsed_seconds();
       outcome.solved_steps = state.global_step;
     }
@@ -110,8 +108,7 @@ Outcome run(const Setup& setup, uint64_t seed) {
   policy.train(state, setup.total_steps, /*checkpoint_interval_steps=*/int64_t{1} << 60, callbacks);
   outcome.seconds = clock.elapsed_seconds();
   outcome.steps = state.global_step;
-  outcome.final_return =
-      recent.empty() ? 0.0 : std::accumulate(recent.begin(), recent.end(), 0.0) / static_cast<double>(recent.size());
+  outcome.final_return = recent.recent_mean_return().value_or(0.0);
   return outcome;
 }
 
