@@ -454,14 +454,16 @@ double deterministic_return(nn::ActorCritic model, int episodes) {
   return sum / episodes;
 }
 
-// A uniformly random policy averages about 22 on CartPole-v1.
+// A uniformly random policy averages about 22 on CartPole-v1. About 5 s on 2 shared cores; seeds
+// 1-4 all passed (training returns 200-420 at the end), a learning rate of 2e-3 collapsed.
 TEST(CentralInference, A2cLearnsCartPole) {
   torch::manual_seed(1);
   algos::A2cConfig a2c;
   a2c.network = small_network(4, 2);
   a2c.network.hidden_sizes = {64, 64};
   a2c.optimizer = "adam";
-  a2c.learning_rate = 2e-3;
+  a2c.learning_rate = 1e-3;
+  a2c.anneal_lr = true;
   a2c.num_steps = 16;
   a2c.gae_lambda = 1.0;
   a2c.ent_coef = 0.0;
@@ -470,6 +472,7 @@ TEST(CentralInference, A2cLearnsCartPole) {
   CentralInferenceConfig config;
   config.agents = 8;
   config.training_batch = 2;
+  config.queue_capacity = 8;  // backpressure on the agents keeps the policy lag near 10 updates
   envs::VectorEnvConfig envs = env_config("CartPole-v1", 16);
   CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
   TrainingState state;

@@ -18,7 +18,8 @@ struct CentralInferenceConfig {
   int trainers = 1;                      // trainer threads, each batching segments for the learner
   int prediction_batch = 128;            // most observations one forward pass takes
   int training_batch = 4;                // segments (of T steps x num_envs / agents envs) per update
-  int queue_capacity = 64;               // capacity of the prediction and the training queue
+  int queue_capacity = 16;               // capacity of the prediction and the training queue; a
+                                         //   small one holds agents back and the policy lag down
   double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
   bool dynamic_adjustment = false;       // GA3C's random walk over the three thread counts
   double adjust_interval_seconds = 2.0;  // how long each configuration is measured
