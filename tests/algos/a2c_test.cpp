@@ -1,6 +1,7 @@
 #include "concord/algos/a2c.h"
 
 #include <ATen/Context.h>
+#include <ATen/ops/allclose.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randn.h>
@@ -120,6 +121,72 @@ TEST(A2cTest, AnnealsWhenAsked) {
   EXPECT_DOUBLE_EQ(a2c.update(synthetic_rollout(model, 5, 2), 0.5).at("charts/learning_rate"),
                    3.5e-4);
   EXPECT_THROW(a2c.update(synthetic_rollout(model, 4, 2), 0.0), std::invalid_argument);
+}
+
+// On-policy (log-probs and values of the rollout from the current model, rho_bar = c_bar = 1),
+// V-trace's targets are the n-step returns and its advantages return - V: the same update.
+TEST(A2cVtraceTest, OnPolicyBatchGivesTheSameUpdateAsNStepReturns) {
+  A2cConfig plain_config = small_config();
+  A2cConfig vtrace_config = plain_config;
+  vtrace_config.vtrace = true;
+  at::manual_seed(3);
+  A2c plain(plain_config);
+  at::manual_seed(3);
+  A2c corrected(vtrace_config);
+  nn::ActorCritic model = plain.model();
+  const Rollout rollout = synthetic_rollout(model, 5, 3);
+
+  const Metrics plain_metrics = plain.update(rollout, 0.0);
+  const Metrics vtrace_metrics = corrected.update(rollout, 0.0);
+  for (const auto& [name, value] : plain_metrics) EXPECT_NEAR(vtrace_metrics.at(name), value, 1e-5) << name;
+  EXPECT_TRUE(at::allclose(plain.flat_parameters().values(), corrected.flat_parameters().values(), 1e-5, 1e-7));
+}
+
+// One step, pi / mu = 0.5 (the behaviour policy made the action twice as likely), reward 1,
+// bootstrap 0.5, gamma 0.99, V = V(o_0) of the current critic:
+//   rho = min(1, 0.5) = 0.5;  delta = 0.5 * (1 + 0.99 * 0.5 - V)
+//   v_0 = V + delta           -> value_loss  = (v_0 - V)^2 = delta^2
+//   pg_advantage = delta      -> policy_loss = -delta * log pi(a_0 | o_0)
+TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
+  A2cConfig config = small_config();
+  config.num_steps = 1;
+  config.vtrace = true;
+  at::manual_seed(4);
+  A2c a2c(config);
+  nn::ActorCritic model = a2c.model();
+  Rollout rollout = test_util::random_rollout(model, 1, 1, /*terminated_at=*/0, /*truncated_at=*/0);
+  rollout.terminated.zero_();
+  rollout.truncated.zero_();
+  rollout.truncation_values.zero_();
+  rollout.rewards.fill_(1.0);
+  rollout.bootstrap_value.fill_(0.5);
+  rollout.log_probs = rollout.log_probs + std::log(2.0);
+
+  double value = 0.0;
+  double log_pi = 0.0;
+  {
+    c10::NoGradGuard no_grad;
+    const nn::ActionEvaluation eval = model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
+    value = eval.value.item<double>();
+    log_pi = eval.log_prob.item<double>();
+  }
+  const double delta = 0.5 * (1.0 + 0.99 * 0.5 - value);
+  const Metrics metrics = a2c.update(rollout, 0.0);
+  EXPECT_NEAR(metrics.at("losses/value_loss"), delta * delta, 1e-5);
+  EXPECT_NEAR(metrics.at("losses/policy_loss"), -delta * log_pi, 1e-5);
+}
+
+TEST(A2cVtraceTest, NeedsLambdaOne) {
+  A2cConfig config = small_config();
+  config.vtrace = true;
+  config.gae_lambda = 0.95;
+  try {
+    config.validate();
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("gae_lambda=0.95 must be 1 when vtrace is on"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(A2cCheckpointTest, SaveLoadRestoresParametersAndOptimiserState) {

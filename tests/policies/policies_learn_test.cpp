@@ -91,8 +91,18 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Case{"single", "ppo", 16, 1, 60'000, {}}, Case{"sync_vector", "ppo", 16, 2, 60'000, {}},
                     Case{"single", "a2c", 16, 1, 150'000, {}}, Case{"sync_vector", "a2c", 16, 2, 150'000, {}},
                     Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}},
-                    Case{"hogwild", "ppo", 16, 1, 100'000,
-                         {"policy.hogwild.workers=2", "algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}}),
+                    Case{"hogwild", "ppo", 16, 1, 300'000,
+                         {"policy.hogwild.workers=2", "algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}},
+                    // Lagged experience: V-trace corrects A2C; backpressure (a short training queue)
+                    // keeps the lag near 10 updates.
+                    Case{"central_inference", "a2c", 16, 1, 120'000,
+                         {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+                          "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true",
+                          "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16",
+                          "algo.a2c.ent_coef=0.0"}},
+                    Case{"central_inference", "ppo", 16, 1, 100'000,
+                         {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+                          "policy.central_inference.queue_capacity=8"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return param_info.param.policy + "_" + param_info.param.algo;
     });
@@ -113,7 +123,7 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
 
 TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
   EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
-            "unknown policy 'gossip' (known: single, sync_vector, hogwild)");
+            "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference)");
   EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
   // PPO's default update is 4 epochs x 4 minibatches: not one lock-free step.
   EXPECT_NE(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}).find("takes 16 per update"),
@@ -123,7 +133,7 @@ TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
 }
 
 TEST(PolicyRegistry, NamesAreTheRegistryLines) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference"}));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "concord/algos/returns.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/algos/vtrace.h"
 
 namespace concord::algos {
 namespace {
@@ -53,6 +54,9 @@ void A2cConfig::validate() const {
   problems.check(ent_coef >= 0.0, "ent_coef", ent_coef, ">= 0");
   problems.check(vf_coef >= 0.0, "vf_coef", vf_coef, ">= 0");
   problems.check(max_grad_norm > 0.0, "max_grad_norm", max_grad_norm, "> 0");
+  problems.check(vtrace_rho_bar > 0.0, "vtrace_rho_bar", vtrace_rho_bar, "> 0");
+  problems.check(vtrace_c_bar > 0.0, "vtrace_c_bar", vtrace_c_bar, "> 0");
+  problems.check(!vtrace || gae_lambda == 1.0, "gae_lambda", gae_lambda, "1 when vtrace is on (V-trace has lambda = 1)");
   problems.throw_if_any("A2cConfig");
 }
 
@@ -116,8 +120,6 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
       config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 
-  // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
-  // from truncation_values; advantage = return - value when acting.
   const at::Tensor values = rollout.values.detach().to(device);
   const at::Tensor rewards = rollout.rewards.to(device);
   const at::Tensor terminated = rollout.terminated.to(device);
@@ -125,25 +127,50 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const at::Tensor bootstrap_value = rollout.bootstrap_value.detach().to(device);
   std::optional<at::Tensor> truncation_values;
   if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
-  const at::Tensor returns = config_.gae_lambda == 1.0
-                                 ? n_step_returns(rewards, terminated, truncated, values,
-                                                  bootstrap_value, truncation_values, config_.gamma)
-                                 : gae(rewards, values, terminated, truncated, bootstrap_value,
-                                       truncation_values, config_.gamma, config_.gae_lambda)
-                                       .returns;
 
   // Flatten the batch: [T, B, ...] -> [T * B, ...].
   const at::Tensor b_obs = rollout.observations.to(device).flatten(0, 1);
   const at::Tensor b_actions = rollout.actions.to(device).flatten(0, 1);
-  const at::Tensor b_returns = returns.reshape(-1);
-  const at::Tensor b_values = values.reshape(-1);
-  at::Tensor b_advantages = b_returns - b_values;
+  const nn::ActionEvaluation eval = model_->evaluate(b_obs, b_actions);
+
+  at::Tensor b_returns;
+  at::Tensor b_values;
+  at::Tensor b_advantages;
+  if (config_.vtrace) {
+    // Off-policy correction: importance-weighted targets from the current policy and critic.
+    const auto shape = rewards.sizes();
+    const at::Tensor current_values = eval.value.detach().reshape(shape);
+    at::Tensor step_rewards = rewards;
+    at::Tensor discounts = config_.gamma * (1.0 - terminated);
+    if (truncation_values) {
+      // A truncated step ends its episode here: bootstrap from V(final observation), not o_{t+1}.
+      step_rewards = rewards + config_.gamma * truncated * *truncation_values;
+      discounts = discounts * (1.0 - truncated);
+    }
+    const VTraceResult targets =
+        vtrace(rollout.log_probs.detach().to(device), eval.log_prob.detach().reshape(shape), step_rewards,
+               current_values, bootstrap_value, discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
+    b_returns = targets.vs.reshape(-1);
+    b_values = current_values.reshape(-1);
+    b_advantages = targets.pg_advantages.reshape(-1);
+  } else {
+    // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
+    // from truncation_values; advantage = return - value when acting.
+    const at::Tensor returns = config_.gae_lambda == 1.0
+                                   ? n_step_returns(rewards, terminated, truncated, values,
+                                                    bootstrap_value, truncation_values, config_.gamma)
+                                   : gae(rewards, values, terminated, truncated, bootstrap_value,
+                                         truncation_values, config_.gamma, config_.gae_lambda)
+                                         .returns;
+    b_returns = returns.reshape(-1);
+    b_values = values.reshape(-1);
+    b_advantages = b_returns - b_values;
+  }
   if (config_.norm_adv) {
     b_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8);
   }
 
   // One gradient step on the whole batch.
-  const nn::ActionEvaluation eval = model_->evaluate(b_obs, b_actions);
   const A2cLoss loss = a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy,
                                 config_.ent_coef, config_.vf_coef);
   parameters_.zero_grad();

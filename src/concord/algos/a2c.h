@@ -29,6 +29,10 @@ struct A2cConfig {
   double ent_coef = 0.01;             // entropy bonus coefficient (PAAC / A3C's beta)
   double vf_coef = 0.5;               // value loss coefficient
   double max_grad_norm = 0.5;         // global gradient-norm clipping threshold
+  bool vtrace = false;                // V-trace targets and advantages (IMPALA), for policy lag
+  double vtrace_rho_bar = 1.0;        // V-trace: clip of the importance ratio in delta and the
+                                      //   policy gradient
+  double vtrace_c_bar = 1.0;          // V-trace: clip of the trace-cutting ratio c
   nn::ActorCriticConfig network;      // the actor-critic: separate 64-64 tanh MLPs by default;
                                       // obs_shape and action_* come from the env's spaces
 
@@ -57,7 +61,16 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 //     lr = (1 - progress) * learning_rate                (if anneal_lr)
 //     returns = n_step_returns(rollout)                  (gae_lambda = 1; else GAE's returns)
 //     advantages = returns - rollout.values
+//       or, with vtrace (for rollouts acted by older parameters, e.g. central_inference):
+//     returns, advantages = vtrace(rollout.log_probs, log pi_current, V_current, ...)
 //     one gradient step on a2c_loss over all T * B samples, gradient norm clipped
+//
+// V-trace (Espeholt et al., 2018, see vtrace.h) corrects for the lag between the behaviour
+// policy that chose the rollout's actions (rollout.log_probs) and the current one: values are
+// the current critic's, the bootstrap value is the rollout's, and a truncated step bootstraps
+// from its truncation value by folding gamma * V(final observation) into its reward. On an
+// on-policy rollout (rollout.log_probs and values from the current model, rho_bar, c_bar >= 1)
+// it gives exactly the n-step returns and advantages. It needs gae_lambda = 1.
 //
 // Truncated episodes bootstrap from truncation_values when the rollout has them. Metrics:
 // losses/value_loss, losses/policy_loss, losses/entropy, losses/explained_variance (as PPO's)

@@ -58,6 +58,10 @@ const std::vector<Field<A2cConfig>>& a2c_fields() {
       {"ent_coef", &A2cConfig::ent_coef, "Entropy bonus coefficient"},
       {"vf_coef", &A2cConfig::vf_coef, "Value loss coefficient"},
       {"max_grad_norm", &A2cConfig::max_grad_norm, "Gradient-norm clipping threshold"},
+      {"vtrace", &A2cConfig::vtrace,
+       "V-trace targets and advantages, correcting for policy lag (e.g. central_inference)"},
+      {"vtrace_rho_bar", &A2cConfig::vtrace_rho_bar, "V-trace importance-ratio clip (rho bar)"},
+      {"vtrace_c_bar", &A2cConfig::vtrace_c_bar, "V-trace trace-cutting clip (c bar)"},
   };
   return fields;
 }

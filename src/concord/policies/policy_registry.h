@@ -20,6 +20,8 @@ namespace concord::policies {
 //   sync_vector        PAAC: the same loop with env.num_threads threads stepping the envs
 //   hogwild            A3C: policy.hogwild.workers actor-learner threads, lock-free shared
 //                      parameters and optimiser statistics
+//   central_inference  GA3C: agent threads step envs, predictor threads batch their inference,
+//                      trainer threads batch finished segments into learner updates
 //
 // env.num_envs is always the total number of environments of the run.
 

@@ -1,0 +1,191 @@
+// ga3c_inference: predictions per second (PPS) of central batched inference (GA3C) against every
+// agent running its own batch-1 inference (the A3C way), on CartPole-v1, one env per agent.
+//
+//   central  the `central_inference` policy itself, with 1 predictor (prediction_batch 128) and a
+//            learner that does nothing, so only stepping and inference cost time; PPS is the
+//            policy's own charts/PPS (observations acted on per second)
+//   own      N threads, each with its own copy of the network and its own env: act() on one
+//            observation, step, repeat; PPS = all their act() calls per second
+//
+// for N in --agents and for a 64-64 and a 256-256 network (tanh MLPs, separate actor and critic
+// torsos). LibTorch runs single-threaded (torch::set_num_threads(1)) in both columns, so the
+// comparison is of batching, not of intra-op parallelism. With --sweep it also measures TPS of a
+// few static (agents, predictors, trainers) configurations against the dynamic adjustment.
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include "concord/algos/a2c.h"
+#include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
+#include "concord/policies/central_inference.h"
+
+namespace {
+
+using concord::policies::CentralInferenceConfig;
+using concord::policies::CentralInferencePolicy;
+using Clock = std::chrono::steady_clock;
+
+concord::nn::ActorCriticConfig cartpole_network(int64_t width) {
+  concord::nn::ActorCriticConfig config;
+  config.obs_shape = {4};
+  config.action_dim = 2;
+  config.hidden_sizes = {width, width};
+  return config;
+}
+
+// A learner that learns nothing: central_inference's trainers cost (almost) no time.
+class NullLearner final : public concord::algos::Learner {
+ public:
+  NullLearner(int64_t rollout_length, const concord::nn::ActorCriticConfig& network, int64_t sleep_us)
+      : rollout_length_(rollout_length), sleep_us_(sleep_us), model_(network) {}
+  concord::algos::Metrics update(const concord::algos::Rollout&, double) override {
+    if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+    return {};
+  }
+  concord::nn::ActorCritic model() override { return model_; }
+  int64_t rollout_length() const override { return rollout_length_; }
+  concord::nn::FlatParameters& flat_parameters() override { return parameters_; }
+  int64_t gradient_steps_per_update() const override { return 1; }
+  std::unique_ptr<concord::algos::Learner> make_shared_replica() override { return nullptr; }
+  void save(concord::core::Checkpoint&) const override {}
+  void load(const concord::core::Checkpoint&) override {}
+
+ private:
+  int64_t rollout_length_;
+  int64_t sleep_us_;
+  concord::nn::ActorCritic model_;
+  concord::nn::FlatParameters parameters_{*model_};
+};
+
+concord::envs::VectorEnvConfig cartpole_envs(int num_envs) {
+  concord::envs::VectorEnvConfig config;
+  config.env_id = "CartPole-v1";
+  config.num_envs = num_envs;
+  config.seed = 1;
+  return config;
+}
+
+// Runs the policy for `seconds` and returns the last update's metrics.
+concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner,
+                                   int num_envs, double seconds) {
+  CentralInferencePolicy policy(config, cartpole_envs(num_envs), learner, torch::kCPU);
+  concord::policies::TrainingState state;
+  concord::algos::Metrics last;
+  concord::policies::TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const concord::policies::TrainingState&, const concord::algos::Metrics& metrics,
+                            const concord::core::EpisodeStats&) { last = metrics; };
+  const auto start = Clock::now();
+  callbacks.should_stop = [&] { return std::chrono::duration<double>(Clock::now() - start).count() > seconds; };
+  policy.train(state, int64_t{1} << 50, int64_t{1} << 50, callbacks);
+  return last;
+}
+
+double central_pps(int agents, int64_t width, double seconds) {
+  NullLearner learner(5, cartpole_network(width), 0);
+  CentralInferenceConfig config;
+  config.agents = agents;
+  config.training_batch = 1;
+  config.queue_capacity = 2 * agents;
+  return run_policy(config, learner, agents, seconds).at("charts/PPS");
+}
+
+double own_inference_pps(int agents, int64_t width, double seconds) {
+  const concord::nn::ActorCritic reference(cartpole_network(width));
+  std::atomic<int64_t> predictions{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int a = 0; a < agents; ++a) {
+    auto model = std::dynamic_pointer_cast<concord::nn::ActorCriticImpl>(reference->clone());
+    threads.emplace_back([&, model, a] {
+      concord::envs::VectorEnvConfig config = cartpole_envs(1);
+      config.seed = static_cast<uint64_t>(a);
+      concord::envs::VectorEnv env(config);
+      concord::envs::Batch batch = env.reset();
+      int64_t count = 0;
+      c10::InferenceMode inference;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const auto observation = torch::from_blob(const_cast<float*>(batch.observations), {1, 4});
+        const torch::Tensor action = model->act(observation).action.contiguous();
+        batch = env.step(action.data_ptr<int64_t>());
+        ++count;
+      }
+      predictions += count;
+    });
+  }
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  return static_cast<double>(predictions.load()) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void sweep(double seconds) {
+  // A learner update that takes 2 ms, so trainers and predictors compete for the cores.
+  std::printf("\nTPS (trainings/s) of static configurations vs dynamic adjustment, 64-64 net, 32 envs, T = 5,\n"
+              "training_batch 4, a learner update that sleeps 2 ms, %.0f s each\n\n", seconds);
+  std::printf("| agents | predictors | trainers | TPS | PPS |\n|---:|---:|---:|---:|---:|\n");
+  for (const auto& [agents, predictors, trainers] :
+       std::vector<std::tuple<int, int, int>>{{2, 1, 1}, {4, 1, 1}, {8, 1, 1}, {8, 2, 1}, {8, 1, 2}, {16, 2, 2}}) {
+    NullLearner learner(5, cartpole_network(64), 2000);
+    CentralInferenceConfig config;
+    config.agents = agents;
+    config.predictors = predictors;
+    config.trainers = trainers;
+    const auto metrics = run_policy(config, learner, 32, seconds);
+    std::printf("| %d | %d | %d | %.1f | %.0f |\n", agents, predictors, trainers, metrics.at("charts/TPS"),
+                metrics.at("charts/PPS"));
+  }
+  NullLearner learner(5, cartpole_network(64), 2000);
+  CentralInferenceConfig config;
+  config.agents = 16;
+  config.predictors = 2;
+  config.trainers = 2;
+  config.dynamic_adjustment = true;
+  config.adjust_interval_seconds = 1.0;
+  const auto metrics = run_policy(config, learner, 32, 3.0 * seconds);
+  std::printf("| dynamic (max 16, 2, 2), settled at %.0f, %.0f, %.0f | | | %.1f | %.0f |\n",
+              metrics.at("charts/active_agents"), metrics.at("charts/active_predictors"),
+              metrics.at("charts/active_trainers"), metrics.at("charts/TPS"), metrics.at("charts/PPS"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("ga3c_inference: PPS of central batched inference vs per-agent batch-1 inference");
+  std::vector<int> agent_counts = {8, 32, 64};
+  std::vector<int64_t> widths = {64, 256};
+  double seconds = 3.0;
+  bool with_sweep = false;
+  app.add_option("--agents", agent_counts, "Agent counts to measure");
+  app.add_option("--widths", widths, "Hidden width of the 2-layer MLPs");
+  app.add_option("--seconds", seconds, "Wall time per cell");
+  app.add_flag("--sweep", with_sweep, "Also compare static thread configurations with dynamic adjustment (TPS)");
+  CLI11_PARSE(app, argc, argv);
+  torch::set_num_threads(1);
+
+  std::printf("PPS on CartPole-v1, one env per agent, %.1f s per cell\n\n", seconds);
+  std::printf("| net | agents | central batched PPS | own batch-1 PPS (A3C) | ratio |\n|---|---:|---:|---:|---:|\n");
+  for (int64_t width : widths) {
+    for (int agents : agent_counts) {
+      const double central = central_pps(agents, width, seconds);
+      const double own = own_inference_pps(agents, width, seconds);
+      std::printf("| %lldx%lld | %d | %.0f | %.0f | %.2fx |\n", static_cast<long long>(width),
+                  static_cast<long long>(width), agents, central, own, central / own);
+      std::fflush(stdout);
+    }
+  }
+  if (with_sweep) sweep(seconds);
+  return 0;
+}

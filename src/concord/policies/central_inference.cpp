@@ -1,0 +1,521 @@
+#include "concord/policies/central_inference.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include "concord/algos/config_validation.h"
+#include "concord/core/rng.h"
+#include "concord/core/timer.h"
+#include "concord/nn/flat_parameters.h"
+#include "concord/policies/active_threads.h"
+#include "concord/policies/bounded_queue.h"
+#include "concord/policies/dynamic_adjustment.h"
+
+namespace concord::policies {
+
+void CentralInferenceConfig::validate() const {
+  algos::ConfigProblems problems;
+  problems.check(agents >= 1, "agents", agents, ">= 1");
+  problems.check(predictors >= 1, "predictors", predictors, ">= 1");
+  problems.check(trainers >= 1, "trainers", trainers, ">= 1");
+  problems.check(prediction_batch >= 1, "prediction_batch", prediction_batch, ">= 1");
+  problems.check(training_batch >= 1, "training_batch", training_batch, ">= 1");
+  problems.check(queue_capacity >= 1, "queue_capacity", queue_capacity, ">= 1");
+  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
+  problems.check(adjust_interval_seconds > 0.0, "adjust_interval_seconds", adjust_interval_seconds, "> 0");
+  problems.throw_if_any("policy.central_inference config");
+}
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Thrown inside a thread when the run is shutting down under it; the thread just exits.
+struct RunStopped {};
+
+// One agent's request: rows [0, num_envs) are its envs' observations to act on; any further rows
+// are final observations of episodes truncated at its last step, which only need a value.
+struct PredictionRequest {
+  int agent = 0;
+  torch::Tensor observations;  // [rows, obs_dim] float, on the CPU
+};
+
+// The predictor's answer, row for row, on the CPU.
+struct Prediction {
+  torch::Tensor actions;    // int64 [rows] or float [rows, d]
+  torch::Tensor log_probs;  // [rows]
+  torch::Tensor values;     // [rows]
+  int64_t version = 0;      // parameter version that chose the actions
+};
+
+// T steps of one agent's envs, and what the trainer reports when it trains them.
+struct Segment {
+  algos::Rollout rollout;  // [T, num_envs / agents], on the CPU
+  int64_t version = 0;     // parameter version of its first action
+  std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
+};
+
+// The predictors' copy of the learner's parameters: a separate network whose flat buffer a
+// trainer overwrites after each update, never while a predictor reads it.
+class ActorParameters {
+ public:
+  explicit ActorParameters(algos::Learner& learner)
+      : model_(std::dynamic_pointer_cast<nn::ActorCriticImpl>(learner.model()->clone())), parameters_(*model_) {
+    if (parameters_.numel() != learner.flat_parameters().numel()) {
+      throw std::logic_error("central_inference: the actor copy has " + std::to_string(parameters_.numel()) +
+                             " parameters but the learner " + std::to_string(learner.flat_parameters().numel()));
+    }
+  }
+
+  void publish(const nn::FlatParameters& source, int64_t version) {
+    std::unique_lock<std::shared_mutex> writing(mutex_);
+    torch::NoGradGuard no_grad;
+    parameters_.values().copy_(source.values());
+    version_ = version;
+  }
+
+  Prediction act(const torch::Tensor& observations, torch::Device device) {
+    std::shared_lock<std::shared_mutex> reading(mutex_);
+    c10::InferenceMode inference;
+    const nn::ActResult result = model_->act(observations.to(device));
+    return Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU), result.value.to(torch::kCPU),
+                      version_};
+  }
+
+ private:
+  std::shared_mutex mutex_;  // shared: a forward pass; exclusive: a publish
+  nn::ActorCritic model_;
+  nn::FlatParameters parameters_;
+  int64_t version_ = 0;
+};
+
+torch::Tensor concat(const std::vector<Segment>& segments, torch::Tensor algos::Rollout::*field, int64_t dim) {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(segments.size());
+  for (const Segment& segment : segments) parts.push_back(segment.rollout.*field);
+  return torch::cat(parts, dim);
+}
+
+// Segments side by side along B: one Rollout [T, sum of B].
+algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
+  algos::Rollout rollout;
+  for (auto field : {&algos::Rollout::observations, &algos::Rollout::actions, &algos::Rollout::log_probs,
+                     &algos::Rollout::values, &algos::Rollout::rewards, &algos::Rollout::terminated,
+                     &algos::Rollout::truncated, &algos::Rollout::truncation_values}) {
+    rollout.*field = concat(segments, field, 1);
+  }
+  rollout.bootstrap_value = concat(segments, &algos::Rollout::bootstrap_value, 0);
+  return rollout;
+}
+
+// One call of train(): the queues, the threads and their shared counters, wired in one place.
+class Run {
+ public:
+  Run(const CentralInferenceConfig& config, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
+      algos::Learner& learner, torch::Device device, uint64_t seed, TrainingState& state, int64_t total_steps,
+      int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks)
+      : config_(config),
+        envs_(envs),
+        learner_(learner),
+        device_(device),
+        seed_(seed),
+        state_(state),
+        total_steps_(total_steps),
+        checkpoint_interval_steps_(checkpoint_interval_steps),
+        callbacks_(callbacks),
+        timeout_(std::chrono::duration_cast<SteadyClock::duration>(
+            std::chrono::duration<double>(config.wait_timeout_seconds))),
+        actor_(learner),
+        predictions_(static_cast<size_t>(config.queue_capacity), "prediction queue"),
+        training_(static_cast<size_t>(config.queue_capacity), "training queue"),
+        agents_(config.agents, config.agents, "agents"),
+        predictors_(config.predictors, config.predictors, "predictors"),
+        trainers_(config.trainers, config.trainers, "trainers"),
+        steps_claimed_(state.global_step),
+        agents_alive_(config.agents),
+        next_checkpoint_step_((state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps),
+        steps_at_start_(state.global_step) {
+    for (int a = 0; a < config.agents; ++a) {
+      replies_.push_back(std::make_unique<BoundedQueue<Prediction>>(1, "agent " + std::to_string(a) + " reply"));
+    }
+    actor_.publish(learner_.flat_parameters(), state.updates);
+  }
+
+  void run() {
+    const int total_threads = config_.agents + config_.predictors + config_.trainers;
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(total_threads));
+    for (int a = 0; a < config_.agents; ++a) threads.emplace_back([this, a] { guarded([&] { agent(a); }); });
+    for (int p = 0; p < config_.predictors; ++p) threads.emplace_back([this, p] { guarded([&] { predictor(p); }); });
+    for (int t = 0; t < config_.trainers; ++t) threads.emplace_back([this, t] { guarded([&] { trainer(t); }); });
+    supervise(total_threads);
+    for (std::thread& thread : threads) thread.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  // Runs a thread's body; records the first exception of any thread and stops the run.
+  template <typename Body>
+  void guarded(Body&& body) {
+    try {
+      body();
+    } catch (const RunStopped&) {
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(failure_mutex_);
+        if (!failure_) failure_ = std::current_exception();
+      }
+      abort();
+    }
+    {
+      std::lock_guard<std::mutex> lock(exited_mutex_);
+      ++exited_;
+    }
+    exited_changed_.notify_all();
+  }
+
+  // Stops everything now: queues close, parked threads are released, waiters wake up.
+  void abort() {
+    stopping_ = true;
+    predictions_.close();
+    training_.close();
+    for (auto& replies : replies_) replies->close();
+    agents_.close();
+    predictors_.close();
+    trainers_.close();
+  }
+
+  // The thread that called train(): polls should_stop, adjusts thread counts, waits for the end.
+  void supervise(int total_threads) {
+    const auto interval = std::chrono::duration_cast<SteadyClock::duration>(
+        std::chrono::duration<double>(config_.adjust_interval_seconds));
+    std::unique_ptr<DynamicAdjustment> adjustment;
+    if (config_.dynamic_adjustment) {
+      const ThreadCounts configured{config_.agents, config_.predictors, config_.trainers};
+      adjustment = std::make_unique<DynamicAdjustment>(configured, configured, core::derive_seed(seed_, 0xADu));
+    }
+    auto interval_start = SteadyClock::now();
+    int64_t updates_at_interval_start = updates_done_.load();
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(exited_mutex_);
+        if (exited_changed_.wait_for(lock, std::chrono::milliseconds(20), [&] { return exited_ == total_threads; })) {
+          return;
+        }
+      }
+      if (!stopping_ && callbacks_.should_stop) {
+        std::lock_guard<std::mutex> lock(learner_mutex_);
+        if (callbacks_.should_stop()) abort();
+      }
+      const auto now = SteadyClock::now();
+      if (adjustment && !stopping_ && !finishing_ && now - interval_start >= interval) {
+        const int64_t updates = updates_done_.load();
+        const double seconds = std::chrono::duration<double>(now - interval_start).count();
+        const ThreadCounts next = adjustment->next(static_cast<double>(updates - updates_at_interval_start) / seconds);
+        agents_.set_active(next.agents);
+        predictors_.set_active(next.predictors);
+        trainers_.set_active(next.trainers);
+        adjustments_ = adjustment->decisions();
+        interval_start = now;
+        updates_at_interval_start = updates;
+      }
+    }
+  }
+
+  // Sends observations to the predictors and waits for the answer.
+  Prediction predict(int agent, torch::Tensor observations) {
+    switch (predictions_.push(PredictionRequest{agent, std::move(observations)}, timeout_)) {
+      case QueueStatus::kOk: break;
+      case QueueStatus::kClosed: throw RunStopped{};
+      case QueueStatus::kTimedOut: throw_timeout("agent " + std::to_string(agent), predictions_.name(), "to make room");
+    }
+    Prediction prediction;
+    switch (replies_[static_cast<size_t>(agent)]->pop(prediction, timeout_)) {
+      case QueueStatus::kOk: return prediction;
+      case QueueStatus::kClosed: throw RunStopped{};
+      case QueueStatus::kTimedOut: break;
+    }
+    throw_timeout("agent " + std::to_string(agent), predictions_.name(), "to answer");
+  }
+
+  [[noreturn]] void throw_timeout(const std::string& who, const std::string& queue, const std::string& what) {
+    if (stopping_) throw RunStopped{};
+    throw std::runtime_error("policy 'central_inference': " + who + " waited " +
+                             std::to_string(config_.wait_timeout_seconds) + " s for the " + queue + " " + what +
+                             " (raise policy.central_inference.wait_timeout_seconds if the machine is just slow)");
+  }
+
+  void agent_exited() {
+    if (agents_alive_.fetch_sub(1) == 1) {
+      // No more requests or segments will come: predictors and trainers drain and exit.
+      finishing_ = true;
+      predictions_.close();
+      training_.close();
+      predictors_.close();
+      trainers_.close();
+    }
+  }
+
+  void agent(int a) {
+    struct Exit {
+      Run& run;
+      ~Exit() { run.agent_exited(); }
+    } exit{*this};
+    envs::VectorEnv& env = *envs_[static_cast<size_t>(a)];
+    const int64_t n = env.num_envs();
+    const int64_t obs_dim = env.obs_dim();
+    const int64_t steps = learner_.rollout_length();
+    const envs::Space& action_space = env.spec().action_space;
+    const bool discrete = action_space.is_discrete();
+    torch::Tensor low, high;
+    if (!discrete) {
+      low = torch::tensor(action_space.low());
+      high = torch::tensor(action_space.high());
+    }
+    const auto host_rows = [&](const float* rows, int64_t count) {
+      return torch::from_blob(const_cast<float*>(rows), {count, obs_dim}, torch::kFloat32).clone();
+    };
+
+    envs::Batch batch = env.reset();
+    torch::Tensor observations = host_rows(batch.observations, n);
+    Prediction prediction = predict(a, observations);
+    std::vector<int64_t> truncated_rows;
+    while (agents_.wait_until_active(a) && !stopping_) {
+      if (steps_claimed_.fetch_add(steps * n) >= total_steps_) {
+        agents_.close();  // parked agents have nothing left to do either
+        return;
+      }
+      Segment segment;
+      segment.version = prediction.version;
+      algos::Rollout& rollout = segment.rollout;
+      const auto floats = torch::TensorOptions().dtype(torch::kFloat32);
+      rollout.observations = torch::empty({steps, n, obs_dim}, floats);
+      rollout.actions = discrete ? torch::empty({steps, n}, floats.dtype(torch::kInt64))
+                                 : torch::empty({steps, n, env.act_dim()}, floats);
+      rollout.log_probs = torch::empty({steps, n}, floats);
+      rollout.values = torch::empty({steps, n}, floats);
+      rollout.rewards = torch::empty({steps, n}, floats);
+      rollout.terminated = torch::empty({steps, n}, floats);
+      rollout.truncated = torch::empty({steps, n}, floats);
+      rollout.truncation_values = torch::zeros({steps, n}, floats);
+      float* rewards = rollout.rewards.data_ptr<float>();
+      float* terminated = rollout.terminated.data_ptr<float>();
+      float* truncated = rollout.truncated.data_ptr<float>();
+
+      for (int64_t t = 0; t < steps; ++t) {
+        rollout.observations[t].copy_(observations);
+        rollout.actions[t].copy_(prediction.actions.narrow(0, 0, n));
+        rollout.log_probs[t].copy_(prediction.log_probs.narrow(0, 0, n));
+        rollout.values[t].copy_(prediction.values.narrow(0, 0, n));
+
+        if (discrete) {
+          const torch::Tensor actions = prediction.actions.narrow(0, 0, n).to(torch::kInt64).contiguous();
+          batch = env.step(actions.data_ptr<int64_t>());
+        } else {
+          const torch::Tensor actions =
+              torch::max(torch::min(prediction.actions.narrow(0, 0, n), high), low).to(torch::kFloat32).contiguous();
+          batch = env.step(actions.data_ptr<float>());
+        }
+        truncated_rows.clear();
+        for (int64_t row = 0; row < n; ++row) {
+          rewards[t * n + row] = batch.rewards[row];
+          terminated[t * n + row] = batch.terminated[row];
+          truncated[t * n + row] = batch.truncated[row];
+          if (batch.truncated[row]) truncated_rows.push_back(row);
+          if (batch.has_final[row]) segment.episodes.emplace_back(batch.episode_returns[row], batch.episode_lengths[row]);
+        }
+        observations = host_rows(batch.observations, n);
+        if (truncated_rows.empty()) {
+          prediction = predict(a, observations);
+        } else {
+          // Bootstrap a time-limited episode from its own last observation, not the next
+          // episode's first: its value rides along with the next request.
+          const auto rows = torch::tensor(truncated_rows, torch::kInt64);
+          const torch::Tensor finals = host_rows(batch.final_observations, n).index_select(0, rows);
+          prediction = predict(a, torch::cat({observations, finals}));
+          rollout.truncation_values[t].index_copy_(0, rows,
+                                                   prediction.values.narrow(0, n, static_cast<int64_t>(rows.numel())));
+        }
+      }
+      rollout.bootstrap_value = prediction.values.narrow(0, 0, n).clone();
+      switch (training_.push(std::move(segment), timeout_)) {
+        case QueueStatus::kOk: break;
+        case QueueStatus::kClosed: throw RunStopped{};
+        case QueueStatus::kTimedOut: throw_timeout("agent " + std::to_string(a), training_.name(), "to make room");
+      }
+    }
+  }
+
+  void predictor(int p) {
+    // Requests are batched whole: as many agents as fit in prediction_batch observations.
+    const int64_t envs_per_agent = envs_.front()->num_envs();
+    const size_t max_requests = static_cast<size_t>(std::max<int64_t>(1, config_.prediction_batch / envs_per_agent));
+    std::vector<PredictionRequest> requests;
+    std::vector<torch::Tensor> rows;
+    while (predictors_.wait_until_active(p)) {
+      requests.clear();
+      const QueueStatus status = predictions_.pop_batch(requests, max_requests, timeout_);
+      if (status == QueueStatus::kClosed) return;
+      if (status == QueueStatus::kTimedOut) continue;  // an idle spare predictor is fine
+      rows.clear();
+      for (const PredictionRequest& request : requests) rows.push_back(request.observations);
+      const Prediction all = actor_.act(torch::cat(rows), device_);
+      int64_t offset = 0;
+      for (const PredictionRequest& request : requests) {
+        const int64_t count = request.observations.size(0);
+        Prediction mine{all.actions.narrow(0, offset, count), all.log_probs.narrow(0, offset, count),
+                        all.values.narrow(0, offset, count), all.version};
+        offset += count;
+        // Each agent has one request in flight, so its reply slot is free.
+        if (replies_[static_cast<size_t>(request.agent)]->push(std::move(mine), timeout_) == QueueStatus::kClosed) {
+          throw RunStopped{};
+        }
+      }
+      predicted_rows_ += offset;
+      forward_passes_ += 1;
+    }
+  }
+
+  void trainer(int t) {
+    std::vector<Segment> batch;
+    while (batch.empty() ? trainers_.wait_until_active(t) : true) {
+      if (stopping_) return;
+      Segment segment;
+      const QueueStatus status = training_.pop(segment, timeout_);
+      if (status == QueueStatus::kTimedOut) continue;  // an idle spare trainer is fine
+      if (status == QueueStatus::kOk) {
+        batch.push_back(std::move(segment));
+        if (batch.size() < static_cast<size_t>(config_.training_batch)) continue;
+      }
+      // A full batch, or the run's last segments.
+      if (!batch.empty()) train(batch);
+      batch.clear();
+      if (status == QueueStatus::kClosed) return;
+    }
+  }
+
+  void train(const std::vector<Segment>& segments) {
+    const algos::Rollout rollout = concat_along_envs(segments);
+    const int64_t steps = rollout.num_steps() * rollout.num_envs();
+    std::lock_guard<std::mutex> lock(learner_mutex_);
+    if (stopping_) return;
+    double lag = 0.0;
+    for (const Segment& segment : segments) lag += static_cast<double>(state_.updates - segment.version);
+    const double progress =
+        std::min(1.0, static_cast<double>(state_.global_step + steps) / static_cast<double>(total_steps_));
+    algos::Metrics metrics = learner_.update(rollout, progress);
+    state_.global_step += steps;
+    ++state_.updates;
+    actor_.publish(learner_.flat_parameters(), state_.updates);
+    updates_done_ += 1;
+
+    for (const Segment& segment : segments) {
+      for (const auto& [episode_return, episode_length] : segment.episodes) {
+        episodes_.add(episode_return, episode_length);
+        if (callbacks_.on_episode) callbacks_.on_episode(episode_return, episode_length);
+      }
+    }
+    check_finite(metrics, state_);
+    const double seconds = std::max(clock_.elapsed_seconds(), 1e-9);
+    metrics["charts/SPS"] = static_cast<double>(state_.global_step - steps_at_start_) / seconds;
+    metrics["charts/PPS"] = static_cast<double>(predicted_rows_.load()) / seconds;
+    metrics["charts/TPS"] = static_cast<double>(updates_done_.load()) / seconds;
+    metrics["charts/policy_lag"] = lag / static_cast<double>(segments.size());
+    metrics["charts/prediction_batch_size"] =
+        static_cast<double>(predicted_rows_.load()) / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
+    metrics["charts/prediction_queue_length"] = static_cast<double>(predictions_.size());
+    metrics["charts/training_queue_length"] = static_cast<double>(training_.size());
+    metrics["charts/active_agents"] = agents_.active();
+    metrics["charts/active_predictors"] = predictors_.active();
+    metrics["charts/active_trainers"] = trainers_.active();
+    if (config_.dynamic_adjustment) metrics["charts/adjustments"] = static_cast<double>(adjustments_.load());
+    if (auto recent = episodes_.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
+    if (auto recent = episodes_.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
+    if (callbacks_.on_update) callbacks_.on_update(state_, metrics, episodes_);
+    if (state_.global_step >= next_checkpoint_step_ && callbacks_.on_checkpoint) {
+      callbacks_.on_checkpoint(state_);
+      next_checkpoint_step_ += checkpoint_interval_steps_;
+    }
+  }
+
+  const CentralInferenceConfig& config_;
+  std::vector<std::unique_ptr<envs::VectorEnv>>& envs_;
+  algos::Learner& learner_;
+  torch::Device device_;
+  uint64_t seed_;
+  TrainingState& state_;
+  const int64_t total_steps_;
+  const int64_t checkpoint_interval_steps_;
+  const TrainingCallbacks& callbacks_;
+  const SteadyClock::duration timeout_;
+
+  ActorParameters actor_;
+  BoundedQueue<PredictionRequest> predictions_;
+  BoundedQueue<Segment> training_;
+  std::vector<std::unique_ptr<BoundedQueue<Prediction>>> replies_;  // one slot per agent
+  ActiveThreads agents_, predictors_, trainers_;
+
+  std::atomic<bool> stopping_{false};   // aborting: should_stop, or a thread failed
+  std::atomic<bool> finishing_{false};  // every agent is done; the rest drain
+  std::atomic<int64_t> steps_claimed_;
+  std::atomic<int> agents_alive_;
+  std::atomic<int64_t> predicted_rows_{0}, forward_passes_{0}, updates_done_{0}, adjustments_{0};
+
+  std::mutex learner_mutex_;  // learner updates, state_, episodes_ and every callback
+  core::EpisodeStats episodes_;
+  int64_t next_checkpoint_step_;
+  const int64_t steps_at_start_;
+  core::Stopwatch clock_;
+
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;
+  std::mutex exited_mutex_;
+  std::condition_variable exited_changed_;
+  int exited_ = 0;
+};
+
+}  // namespace
+
+CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
+                                               const envs::VectorEnvConfig& env_config, algos::Learner& learner,
+                                               torch::Device device)
+    : config_(algos::validated(config)), seed_(env_config.seed), learner_(learner), device_(device) {
+  if (env_config.batch_size != 0 || env_config.num_threads != 1) {
+    throw std::invalid_argument(
+        "policy 'central_inference' gives each agent thread its own synchronous envs: set env.batch_size = 0 and "
+        "env.num_threads = 1 (got " +
+        std::to_string(env_config.batch_size) + " and " + std::to_string(env_config.num_threads) + ")");
+  }
+  if (env_config.num_envs % config_.agents != 0) {
+    throw std::invalid_argument("policy 'central_inference': env.num_envs = " + std::to_string(env_config.num_envs) +
+                                " must be divisible by its " + std::to_string(config_.agents) + " agents");
+  }
+  for (int a = 0; a < config_.agents; ++a) {
+    envs::VectorEnvConfig agent_env = env_config;
+    agent_env.num_envs = env_config.num_envs / config_.agents;
+    agent_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(a));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(agent_env));
+  }
+}
+
+void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                   const TrainingCallbacks& callbacks) {
+  if (state.global_step >= total_steps) return;
+  Run run(config_, envs_, learner_, device_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
+  run.run();
+}
+
+}  // namespace concord::policies

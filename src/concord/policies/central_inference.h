@@ -1,0 +1,84 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+
+namespace concord::policies {
+
+// How the `central_inference` policy is laid out (keys policy.central_inference.<field>).
+struct CentralInferenceConfig {
+  int agents = 8;                        // agent threads; env.num_envs is split among them
+  int predictors = 1;                    // predictor threads, each running batched forward passes
+  int trainers = 1;                      // trainer threads, each batching segments for the learner
+  int prediction_batch = 128;            // most observations one forward pass takes
+  int training_batch = 4;                // segments (of T steps x num_envs / agents envs) per update
+  int queue_capacity = 16;               // capacity of the prediction and the training queue; a
+                                         //   small one holds agents back and the policy lag down
+  double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
+  bool dynamic_adjustment = false;       // GA3C's random walk over the three thread counts
+  double adjust_interval_seconds = 2.0;  // how long each configuration is measured
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+};
+
+// The `central_inference` distribution policy (GA3C, Babaeizadeh et al., 2017): agents only step
+// environments, predictors run every agent's inference as one batched forward pass, and trainers
+// feed batches of finished segments to the learner.
+//
+//   agent a (own envs) --observations--> prediction queue --> predictor: one act() on up to
+//     ^                                                         prediction_batch rows, with the
+//     +-------------- actions, log-probs, values <--------------+ actor copy of the parameters
+//   agent a --segment of T steps--> training queue --> trainer: concatenate training_batch
+//     segments along B, learner.update() under a mutex, publish parameters to the actor copy
+//
+// The learner is never read by inference: predictors act with a separate ActorCritic whose flat
+// parameters a trainer overwrites with one copy_ after each update, under a shared_mutex that
+// predictors hold (shared) during their forward pass, so no forward reads a half-written copy.
+// Each segment remembers the parameter version its first action was chosen with; the difference
+// to the version it is trained against is the policy lag (charts/policy_lag). A2C can correct it
+// with V-trace (algo.a2c.vtrace); PPO's clipping tolerates it.
+//
+// A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
+// including truncation_values (the final observations of truncated episodes ride along in the
+// next prediction request) and bootstrap_value (the values of the prediction for o_T, whose
+// actions start the next segment). Episode returns travel with the segments, so every callback
+// is called by a trainer or by the thread that called train(), one at a time, under the lock
+// that serialises learner updates: never concurrently with an update.
+//
+// Dynamic adjustment (off by default): every adjust_interval_seconds the numbers of active
+// agents, predictors and trainers each move by a random -1, 0 or +1 within [1, configured], and
+// the move is kept only if trainings per second rose. Threads are all created up front and park
+// while inactive (see active_threads.h).
+//
+// Requirements, checked at construction (std::invalid_argument naming the setting): a valid
+// config, env.batch_size = 0, env.num_threads = 1 (each agent steps its own envs) and
+// env.num_envs divisible by agents. Agent a steps num_envs / agents envs seeded from
+// derive_seed(seed, a). train() stops at total_steps (counted when segments are claimed, as in
+// `hogwild`), at should_stop(), or at the first exception of any thread, which it rethrows after
+// closing every queue and joining every thread.
+class CentralInferencePolicy : public Policy {
+ public:
+  CentralInferencePolicy(const CentralInferenceConfig& config, const envs::VectorEnvConfig& env_config,
+                         algos::Learner& learner, torch::Device device);
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+  const CentralInferenceConfig& config() const { return config_; }
+
+ private:
+  CentralInferenceConfig config_;
+  uint64_t seed_;
+  algos::Learner& learner_;
+  torch::Device device_;
+  std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
+};
+
+}  // namespace concord::policies

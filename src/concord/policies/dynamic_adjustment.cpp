@@ -1,0 +1,56 @@
+#include "concord/policies/dynamic_adjustment.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+namespace concord::policies {
+
+std::string ThreadCounts::to_string() const {
+  return std::to_string(agents) + " agents, " + std::to_string(predictors) + " predictors, " +
+         std::to_string(trainers) + " trainers";
+}
+
+DynamicAdjustment::DynamicAdjustment(ThreadCounts maximum, ThreadCounts start, uint64_t seed)
+    : maximum_(maximum), current_(start), baseline_(start), rng_(seed) {
+  const auto in_range = [](int count, int most) { return count >= 1 && count <= most; };
+  if (!in_range(start.agents, maximum.agents) || !in_range(start.predictors, maximum.predictors) ||
+      !in_range(start.trainers, maximum.trainers)) {
+    throw std::invalid_argument("dynamic adjustment: start (" + start.to_string() + ") must lie in [1, maximum (" +
+                                maximum.to_string() + ")]");
+  }
+}
+
+int DynamicAdjustment::step(int count, int maximum) {
+  const int delta = static_cast<int>(core::uniform_index(rng_, 3)) - 1;
+  return std::clamp(count + delta, 1, maximum);
+}
+
+ThreadCounts DynamicAdjustment::next(double tps) {
+  if (measuring_trial_) {
+    ++decisions_;
+    if (tps > baseline_tps_) {
+      ++kept_;
+      spdlog::info("central_inference: keeping {} ({:.1f} trainings/s, was {:.1f} with {})", current_.to_string(), tps,
+                   baseline_tps_, baseline_.to_string());
+      baseline_ = current_;
+      baseline_tps_ = tps;
+    } else {
+      spdlog::info("central_inference: reverting {} ({:.1f} trainings/s) to {} ({:.1f})", current_.to_string(), tps,
+                   baseline_.to_string(), baseline_tps_);
+      current_ = baseline_;
+      measuring_trial_ = false;  // measure the reverted counts afresh before the next move
+      return current_;
+    }
+  } else {
+    baseline_ = current_;
+    baseline_tps_ = tps;
+  }
+  current_ = ThreadCounts{step(baseline_.agents, maximum_.agents), step(baseline_.predictors, maximum_.predictors),
+                          step(baseline_.trainers, maximum_.trainers)};
+  measuring_trial_ = true;
+  return current_;
+}
+
+}  // namespace concord::policies
