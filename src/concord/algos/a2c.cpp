@@ -83,7 +83,9 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 A2c::A2c(A2cConfig config)
     : config_(validated(std::move(config))),
       model_(config_.network),
-      optimizer_(make_optimizer(config_, model_)) {}
+      optimizer_(make_optimizer(config_, model_)),
+      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
+                                             : std::nullopt) {}
 
 Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
@@ -105,9 +107,12 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 
   // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
-  // from truncation_values; advantage = return - value when acting.
+  // from truncation_values; advantage = return - value when acting. Rewards are scaled by the
+  // running std of the discounted return, if asked.
   const at::Tensor values = rollout.values.detach().to(device);
-  const at::Tensor rewards = rollout.rewards.to(device);
+  const at::Tensor rewards =
+      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
+                     : rollout.rewards.to(device);
   const at::Tensor terminated = rollout.terminated.to(device);
   const at::Tensor truncated = rollout.truncated.to(device);
   const at::Tensor bootstrap_value = rollout.bootstrap_value.detach().to(device);
@@ -140,6 +145,9 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   optimizer_->step();
   ++updates_;
 
+  // Only now may the observation statistics move: the step above saw the rollout as it was acted on.
+  model_->update_observation_stats(b_obs);
+
   return {
       {"charts/learning_rate", lr},
       {"losses/value_loss", loss.value_loss.item<double>()},
@@ -150,12 +158,14 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
 }
 
 void A2c::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, updates_);
+  save_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, updates_,
+                     reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 void A2c::load(const core::Checkpoint& checkpoint) {
   const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, model_);
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch);
+  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch,
+                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos

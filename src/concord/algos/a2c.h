@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "concord/algos/learner.h"
+#include "concord/algos/reward_scaler.h"
 #include "concord/nn/actor_critic.h"
 
 namespace concord::algos {
@@ -28,8 +30,11 @@ struct A2cConfig {
   double ent_coef = 0.01;             // entropy bonus coefficient (PAAC / A3C's beta)
   double vf_coef = 0.5;               // value loss coefficient
   double max_grad_norm = 0.5;         // global gradient-norm clipping threshold
+  bool normalize_reward = false;      // scale rewards by the running std of the discounted
+                                      // return (RewardScaler, Gymnasium's NormalizeReward)
   nn::ActorCriticConfig network;      // the actor-critic: separate 64-64 tanh MLPs by default;
-                                      // obs_shape and action_* come from the env's spaces
+                                      // obs_shape and action_* come from the env's spaces;
+                                      // network.normalize_observations normalises its inputs
 
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).
@@ -54,9 +59,11 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 //
 //   update(rollout [T = num_steps, B], progress):
 //     lr = (1 - progress) * learning_rate                (if anneal_lr)
-//     returns = n_step_returns(rollout)                  (gae_lambda = 1; else GAE's returns)
+//     rewards = reward_scaler.scale(rollout.rewards)     (if normalize_reward)
+//     returns = n_step_returns(rollout, rewards)         (gae_lambda = 1; else GAE's returns)
 //     advantages = returns - rollout.values
 //     one gradient step on a2c_loss over all T * B samples, gradient norm clipped
+//     model.update_observation_stats(rollout.observations)   (a no-op unless it normalises them)
 //
 // Truncated episodes bootstrap from truncation_values when the rollout has them. Metrics:
 // losses/value_loss, losses/policy_loss, losses/entropy, losses/explained_variance (as PPO's)
@@ -73,8 +80,9 @@ class A2c : public Learner {
   nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return config_.num_steps; }
 
-  // Tensors "model/<parameter name>" and "optimizer" (the optimiser's state, LibTorch-serialised
-  // into a uint8 tensor); metadata "algorithm" = "a2c" and "updates".
+  // Tensors "model/<parameter or buffer name>", "optimizer" (the optimiser's state,
+  // LibTorch-serialised into a uint8 tensor) and, with normalize_reward, "reward_scaler/...";
+  // metadata "algorithm" = "a2c" and "updates" (see learner_checkpoint.h).
   void save(core::Checkpoint& checkpoint) const override;
   // Checks everything before changing anything; throws core::CheckpointError naming a missing,
   // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
@@ -88,6 +96,7 @@ class A2c : public Learner {
   A2cConfig config_;
   nn::ActorCritic model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<RewardScaler> reward_scaler_;  // set when config_.normalize_reward
   int64_t updates_ = 0;
 };
 

@@ -96,7 +96,9 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 Ppo::Ppo(PpoConfig config)
     : config_(validated(std::move(config))),
       model_(config_.network),
-      optimizer_(model_->parameters(), adam_options(config_)) {}
+      optimizer_(model_->parameters(), adam_options(config_)),
+      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
+                                             : std::nullopt) {}
 
 Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
@@ -119,12 +121,17 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
 
+  // Rewards scaled by the running std of the discounted return, if asked.
+  const at::Tensor rewards =
+      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
+                     : rollout.rewards.to(device);
+
   // Bootstrap value if not done: GAE, truncated episodes bootstrapping from truncation_values.
   const at::Tensor values = rollout.values.detach().to(device);
   std::optional<at::Tensor> truncation_values;
   if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
   const GaeResult gae_result =
-      gae(rollout.rewards.to(device), values, rollout.terminated.to(device),
+      gae(rewards, values, rollout.terminated.to(device),
           rollout.truncated.to(device), rollout.bootstrap_value.detach().to(device),
           truncation_values, config_.gamma, config_.gae_lambda);
 
@@ -172,6 +179,9 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   }
   ++updates_;
 
+  // Only now may the observation statistics move: every epoch above saw the rollout as it was acted on.
+  model_->update_observation_stats(b_obs);
+
   return {
       {"charts/learning_rate", lr},
       {"charts/update_epochs", static_cast<double>(epochs_run)},
@@ -186,12 +196,14 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
 }
 
 void Ppo::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_);
+  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_,
+                     reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 void Ppo::load(const core::Checkpoint& checkpoint) {
   torch::optim::Adam scratch(model_->parameters(), adam_options(config_));
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch);
+  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch,
+                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos
