@@ -1,9 +1,7 @@
 // concord eval: runs a trained policy deterministically (the distribution's mode) and prints the
 // mean and standard deviation of the return over K episodes.
-#include <cmath>
 #include <cstdio>
 #include <memory>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -15,6 +13,7 @@
 #include "concord/cli/training_checkpoint.h"
 #include "concord/core/checkpoint.h"
 #include "concord/envs/vector_env.h"
+#include "concord/policies/evaluation.h"
 
 namespace concord::cli {
 namespace {
@@ -26,45 +25,6 @@ struct EvalFlags {
   bool stochastic = false;
 };
 
-// One episode from each of `count` fresh envs, so that short episodes are not over-counted.
-std::vector<double> evaluate_episodes(const core::Config& config, nn::ActorCritic model, int64_t count,
-                                      uint64_t seed, bool stochastic) {
-  envs::VectorEnvConfig env_config = vector_env_config(config);
-  env_config.num_envs = static_cast<int>(count);
-  env_config.batch_size = 0;
-  env_config.seed = seed;
-  envs::VectorEnv env(env_config);
-  const envs::Space& action_space = env.spec().action_space;
-  const auto device = model->parameters().front().device();
-  std::vector<double> returns(count, 0.0);
-  std::vector<bool> done(count, false);
-  int64_t remaining = count;
-  envs::Batch batch = env.reset();
-  torch::NoGradGuard no_grad;
-  while (remaining > 0) {
-    auto observations = torch::from_blob(const_cast<float*>(batch.observations), {count, env.obs_dim()}).to(device);
-    torch::Tensor actions = model->act(observations, /*deterministic=*/!stochastic).action;
-    if (action_space.is_discrete()) {
-      actions = actions.to(torch::kCPU, torch::kInt64).contiguous();
-      batch = env.step(actions.data_ptr<int64_t>());
-    } else {
-      actions = torch::max(torch::min(actions, torch::tensor(action_space.high()).to(device)),
-                           torch::tensor(action_space.low()).to(device))
-                    .to(torch::kCPU, torch::kFloat32)
-                    .contiguous();
-      batch = env.step(actions.data_ptr<float>());
-    }
-    for (int64_t row = 0; row < count; ++row) {
-      if (!done[row] && batch.has_final[row]) {
-        returns[row] = batch.episode_returns[row];
-        done[row] = true;
-        --remaining;
-      }
-    }
-  }
-  return returns;
-}
-
 void run_eval(const EvalFlags& flags) {
   const std::filesystem::path checkpoint_file = resolve_checkpoint(flags.path);
   const core::Checkpoint checkpoint = core::load_checkpoint(checkpoint_file);
@@ -75,7 +35,8 @@ void run_eval(const EvalFlags& flags) {
   core::Config config(concord_schema());
   config.merge_toml(checkpoint.metadata.at("config").get<std::string>(), "'" + checkpoint_file.string() + "'");
   const int64_t episodes = flags.episodes > 0 ? flags.episodes : config.get_int("eval.episodes");
-  const uint64_t seed = static_cast<uint64_t>(flags.seed >= 0 ? flags.seed : config.get_int("run.seed") + 1000);
+  const uint64_t seed = static_cast<uint64_t>(flags.seed >= 0 ? flags.seed
+                                                              : config.get_int("run.seed") + policies::kEvalSeedOffset);
   torch::manual_seed(seed);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
@@ -84,16 +45,13 @@ void run_eval(const EvalFlags& flags) {
       config.get_string("train.algo"), config, probe.spec().observation_space, probe.spec().action_space);
   learner->load(checkpoint);
 
-  const std::vector<double> returns = evaluate_episodes(config, learner->model(), episodes, seed, flags.stochastic);
-  double mean = 0.0;
-  for (double r : returns) mean += r;
-  mean /= static_cast<double>(returns.size());
-  double variance = 0.0;
-  for (double r : returns) variance += (r - mean) * (r - mean);
-  const double std_dev = std::sqrt(variance / static_cast<double>(returns.size()));
+  envs::VectorEnvConfig env_config = vector_env_config(config);
+  env_config.seed = seed;
+  const policies::ReturnSummary returns = policies::summarize_returns(
+      policies::evaluate_episodes(learner->model(), env_config, episodes, flags.stochastic));
   std::printf("%s %s after %lld steps: return %.2f +- %.2f over %lld episodes (%s)\n",
               config.get_string("train.algo").c_str(), config.get_string("env.id").c_str(),
-              static_cast<long long>(checkpoint.metadata.value("global_step", int64_t{0})), mean, std_dev,
+              static_cast<long long>(checkpoint.metadata.value("global_step", int64_t{0})), returns.mean, returns.std,
               static_cast<long long>(episodes), flags.stochastic ? "stochastic" : "deterministic");
 }
 

@@ -7,15 +7,13 @@
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
 
-#include "concord/algos/algorithm_registry.h"
 #include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/training_checkpoint.h"
+#include "concord/cli/training_run.h"
 #include "concord/core/checkpoint.h"
-#include "concord/core/device.h"
 #include "concord/core/progress_bar.h"
 #include "concord/envs/vector_env.h"
 #include "concord/policies/single.h"
@@ -58,37 +56,25 @@ void run_train(const TrainFlags& flags) {
     throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
   }
   core::Config config = training_config(flags);
-  const int64_t total_steps = config.get_int("train.total_timesteps");
-  const int64_t checkpoint_interval = config.get_int("train.checkpoint_interval_steps");
-  if (total_steps < 1) throw core::ConfigError("train.total_timesteps must be at least 1, got " + std::to_string(total_steps));
-  if (checkpoint_interval < 1) {
-    throw core::ConfigError("train.checkpoint_interval_steps must be at least 1, got " + std::to_string(checkpoint_interval));
-  }
-  const torch::Device device = core::resolve_device(config.get_string("run.device"));
-  torch::manual_seed(static_cast<uint64_t>(config.get_int("run.seed")));
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
-
   // Everything that can reject the config is built before the run directory exists.
-  envs::VectorEnv env(vector_env_config(config));
-  const std::string algo = config.get_string("train.algo");
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, env.spec().observation_space, env.spec().action_space);
-  learner->model()->to(device);
-  policies::SinglePolicy policy(env, *learner, device);
+  TrainingRun training(config);
+  algos::Learner& learner = training.learner();
+  const std::string& algo = training.algo();
 
   policies::TrainingState state;
   if (!flags.resume.empty()) {
     const core::Checkpoint checkpoint = core::load_checkpoint(checkpoint_path(flags.resume));
-    learner->load(checkpoint);
+    learner.load(checkpoint);
     state.global_step = checkpoint.metadata.at("global_step").get<int64_t>();
     state.updates = checkpoint.metadata.at("updates").get<int64_t>();
   }
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
-  spdlog::info("training {} on {} for {} steps ({} envs, device {})", algo, env.spec().id, total_steps,
-               env.num_envs(), device.str());
+  const envs::VectorEnv& env = training.env();
+  spdlog::info("training {} on {} for {} steps ({} envs, device {})", algo, env.spec().id, training.total_steps(),
+               env.num_envs(), training.device().str());
 
-  auto progress = run.make_progress_bar(total_steps, env.spec().id + " " + algo);
+  auto progress = run.make_progress_bar(training.total_steps(), env.spec().id + " " + algo);
   stop_requested = false;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -100,14 +86,14 @@ void run_train(const TrainFlags& flags) {
     run.metrics->log(now.global_step, metrics);
   };
   callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
-    save_training_checkpoint(run.run_dir, *learner, now, run.config);
+    save_training_checkpoint(run.run_dir, learner, now, run.config);
     spdlog::debug("checkpoint at step {}", now.global_step);
   };
   callbacks.should_stop = [] { return stop_requested.load(); };
 
   core::Stopwatch clock;
-  policy.train(state, total_steps, checkpoint_interval, callbacks);
-  save_training_checkpoint(run.run_dir, *learner, state, run.config);
+  training.train(state, callbacks);
+  save_training_checkpoint(run.run_dir, learner, state, run.config);
   if (progress) progress->finish();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
