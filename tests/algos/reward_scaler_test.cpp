@@ -100,11 +100,10 @@ TEST(RewardScalerTest, CheckpointRoundTripAndMissingState) {
   scaler.scale(rows({{1, 2}, {3, 0}, {1, 4}}), rows({{0, 0}, {1, 0}, {0, 0}}), rows({{0, 1}, {0, 0}, {0, 0}}));
   core::Checkpoint checkpoint;
   scaler.save(checkpoint);
-  EXPECT_THAT(checkpoint.tensors,
-              ::testing::ElementsAre(::testing::Key("reward_scaler/return_rms.count"),
-                                     ::testing::Key("reward_scaler/return_rms.mean"),
-                                     ::testing::Key("reward_scaler/return_rms.var"),
-                                     ::testing::Key("reward_scaler/returns")));
+  EXPECT_THAT(checkpoint.tensors, ::testing::ElementsAre(::testing::Key("reward_scaler/return_rms.count"),
+                                                         ::testing::Key("reward_scaler/return_rms.mean"),
+                                                         ::testing::Key("reward_scaler/return_rms.var"),
+                                                         ::testing::Key("reward_scaler/returns")));
   EXPECT_TRUE(RewardScaler::in_checkpoint(checkpoint));
   EXPECT_FALSE(RewardScaler::in_checkpoint(core::Checkpoint{}));
 
@@ -137,8 +136,11 @@ TEST(RewardScalerTest, RejectsBadConfigsAndShapes) {
   config.clip = 0.0;
   expect_invalid_argument([&] { RewardScaler scaler(config); }, {"gamma=1.5", "clip=0"});
   RewardScaler scaler(half_discount());
-  expect_invalid_argument([&] { scaler.scale(rows({{1, 2}}), at::zeros({1, 3}), at::zeros({1, 2})); },
-                          {"RewardScaler::scale", "terminated"});
+  expect_invalid_argument(
+      [&] {
+        scaler.scale(rows({{1, 2}}), at::zeros({1, 3}), at::zeros({1, 2}));
+      },
+      {"RewardScaler::scale", "terminated"});
 }
 
 }  // namespace

@@ -19,8 +19,7 @@ class PayActionEnv final : public envs::Env {
  public:
   explicit PayActionEnv(bool continuous)
       : Env(envs::EnvSpec{"PayAction", envs::Space::box({1}, -10.0f, 10.0f),
-                          continuous ? envs::Space::box({1}, -1.0f, 1.0f) : envs::Space::discrete(2), 0,
-                          std::nullopt}),
+                          continuous ? envs::Space::box({1}, -1.0f, 1.0f) : envs::Space::discrete(2), 0, std::nullopt}),
         continuous_(continuous) {}
 
  private:

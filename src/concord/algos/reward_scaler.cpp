@@ -59,8 +59,7 @@ RewardScaler::RewardScaler(RewardScalerConfig config)
       returns_(at::zeros({0}, at::kDouble)),
       return_stats_(make_return_stats(config_)) {}
 
-at::Tensor RewardScaler::scale(const at::Tensor& rewards, const at::Tensor& terminated,
-                               const at::Tensor& truncated) {
+at::Tensor RewardScaler::scale(const at::Tensor& rewards, const at::Tensor& terminated, const at::Tensor& truncated) {
   tensor_checks::check_rewards(kFn, rewards);
   tensor_checks::check_like_rewards(kFn, "terminated", terminated, rewards, /*is_flag=*/true);
   tensor_checks::check_like_rewards(kFn, "truncated", truncated, rewards, /*is_flag=*/true);

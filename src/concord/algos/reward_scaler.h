@@ -10,9 +10,9 @@ namespace concord::algos {
 // How a RewardScaler scales. The defaults are Gymnasium's NormalizeReward with Stable-Baselines3
 // VecNormalize's clip (CleanRL clips to the same +-10 with a TransformReward wrapper).
 struct RewardScalerConfig {
-  double gamma = 0.99;     // discount of the running return whose std scales rewards: the learner's
-  double epsilon = 1e-8;   // added to the return's variance under the square root
-  double clip = 10.0;      // scaled rewards are clamped to [-clip, clip]
+  double gamma = 0.99;    // discount of the running return whose std scales rewards: the learner's
+  double epsilon = 1e-8;  // added to the return's variance under the square root
+  double clip = 10.0;     // scaled rewards are clamped to [-clip, clip]
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;

@@ -10,7 +10,9 @@ namespace concord::policies {
 
 std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
                                       bool stochastic, const envs::Registry& registry) {
-  if (episodes < 1) throw std::invalid_argument("evaluate_episodes: episodes must be >= 1, got " + std::to_string(episodes));
+  if (episodes < 1) {
+    throw std::invalid_argument("evaluate_episodes: episodes must be >= 1, got " + std::to_string(episodes));
+  }
   env_config.num_envs = static_cast<int>(episodes);
   env_config.batch_size = 0;
   envs::VectorEnv env(env_config, registry);

@@ -23,7 +23,8 @@ inline constexpr int64_t kEvalSeedOffset = 1000;
 // Observations go to the model raw: a model that normalises them does so with its own saved
 // statistics. Grad mode is off inside. Throws what VectorEnv's constructor throws.
 std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
-                                      bool stochastic = false, const envs::Registry& registry = envs::Registry::global());
+                                      bool stochastic = false,
+                                      const envs::Registry& registry = envs::Registry::global());
 
 // Mean and population standard deviation of a list of returns (0 and 0 for an empty list).
 struct ReturnSummary {
