@@ -9,6 +9,7 @@
 #include <string>
 
 #include "algos/tensor_test_util.h"
+#include "core/temp_dir.h"
 
 namespace concord::algos {
 namespace {
@@ -128,6 +129,27 @@ TEST(RewardScalerTest, CheckpointRoundTripAndMissingState) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("reward_scaler/return_rms.var"));
   }
   EXPECT_EQ(untouched.returns().numel(), 0);
+}
+
+// Saved before its first rollout (a checkpoint at step 0), the scaler has no accumulators yet:
+// an empty [0] tensor, which must survive the file format too.
+class RewardScalerFileTest : public test::TempDirTest {
+ protected:
+  RewardScalerFileTest() : TempDirTest("reward_scaler_test_") {}
+};
+
+TEST_F(RewardScalerFileTest, FreshScalerSurvivesACheckpointFile) {
+  RewardScaler fresh(half_discount());
+  core::Checkpoint checkpoint;
+  fresh.save(checkpoint);
+  core::save_checkpoint(dir_ / "fresh.ckpt", checkpoint);
+  RewardScaler restored(half_discount());
+  restored.load(core::load_checkpoint(dir_ / "fresh.ckpt"));
+  EXPECT_EQ(restored.returns().numel(), 0);
+  EXPECT_DOUBLE_EQ(restored.return_stats()->count(), kPriorCount);
+  // Its first rollout then starts the accumulators at zero.
+  restored.scale(rows({{1, 2}}), at::zeros({1, 2}), at::zeros({1, 2}));
+  EXPECT_TRUE(restored.returns().equal(at::tensor({1.0, 2.0}, at::kDouble)));
 }
 
 TEST(RewardScalerTest, RejectsBadConfigsAndShapes) {
