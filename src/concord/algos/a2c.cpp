@@ -85,7 +85,7 @@ A2c::A2c(A2cConfig config)
       model_(config_.network),
       optimizer_(make_optimizer(config_, model_)),
       reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
-                                             : std::nullopt) {}
+                                              : std::nullopt) {}
 
 Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();

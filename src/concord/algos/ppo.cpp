@@ -98,7 +98,7 @@ Ppo::Ppo(PpoConfig config)
       model_(config_.network),
       optimizer_(model_->parameters(), adam_options(config_)),
       reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
-                                             : std::nullopt) {}
+                                              : std::nullopt) {}
 
 Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
