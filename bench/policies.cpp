@@ -69,7 +69,9 @@ Outcome run(const std::string& policy_name, const std::vector<std::string>& over
   outcome.seconds = clock.elapsed_seconds();
   outcome.steps = state.global_step;
   outcome.updates = state.updates;
-  const std::vector<double> returns = policies::evaluate_episodes(env, learner->model(), 20, seed + 1000);
+  envs::VectorEnvConfig eval_env = env;
+  eval_env.seed = seed + policies::kEvalSeedOffset;
+  const std::vector<double> returns = policies::evaluate_episodes(learner->model(), eval_env, 20);
   outcome.eval_return = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
   return outcome;
 }

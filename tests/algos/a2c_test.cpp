@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "concord/algos/returns.h"
+#include "concord/algos/reward_scaler.h"
 #include "concord/core/checkpoint.h"
 
 #include "algos/tensor_test_util.h"
@@ -222,6 +223,47 @@ TEST(A2cCheckpointTest, SaveLoadRestoresParametersAndOptimiserState) {
     EXPECT_NE(std::string(error.what()).find("model/actor_torso.fc0.weight"), std::string::npos)
         << error.what();
   }
+}
+
+// A2C with both normalisations is A2C without them, handed rewards scaled by a RewardScaler and
+// a model whose inputs are normalised: the rewards are scaled before the returns, and the
+// observation statistics take in each rollout only after the gradient step.
+TEST(A2cNormalizationTest, ScalesRewardsFirstAndUpdatesObservationStatisticsLast) {
+  A2cConfig normalised_config = small_config();
+  normalised_config.normalize_reward = true;
+  normalised_config.network.normalize_observations = true;
+  at::manual_seed(6);
+  A2c normalised(normalised_config);
+  at::manual_seed(6);
+  A2c plain(small_config());
+  nn::ActorCritic normalised_model = normalised.model();
+  nn::ActorCritic plain_model = plain.model();
+
+  RewardScaler by_hand(RewardScalerConfig{small_config().gamma});
+  for (int update = 0; update < 2; ++update) {
+    const Rollout rollout = test_util::random_rollout(normalised_model, 5, 4, 1, 3, /*obs_scale=*/5.0,
+                                                      /*obs_shift=*/3.0);
+    // The plain learner sees what the normalised one computes from: normalised observations (by
+    // the statistics before this update) and scaled rewards.
+    Rollout prepared = rollout;
+    prepared.observations = normalised_model->observation_stats()->normalize(rollout.observations);
+    prepared.rewards = by_hand.scale(rollout.rewards, rollout.terminated, rollout.truncated);
+    normalised.update(rollout, 0.0);
+    plain.update(prepared, 0.0);
+    const std::vector<at::Tensor> a = normalised_model->parameters();
+    const std::vector<at::Tensor> b = plain_model->parameters();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].allclose(b[i], 1e-5, 1e-6)) << "update " << update;
+    EXPECT_NEAR(normalised_model->observation_stats()->count(), 20.0 * (update + 1) + 1e-4, 1e-9);
+  }
+
+  core::Checkpoint checkpoint;
+  normalised.save(checkpoint);
+  EXPECT_EQ(checkpoint.tensors.count("model/obs_rms.mean"), 1u);
+  EXPECT_EQ(checkpoint.tensors.count("reward_scaler/returns"), 1u);
+  A2c restored(normalised_config);
+  restored.load(checkpoint);
+  EXPECT_TRUE(restored.model()->observation_stats()->var().equal(normalised_model->observation_stats()->var()));
 }
 
 // The one-step bandit of ppo_test.cpp: action 1 pays 1. A2C's single step per update is slower

@@ -36,6 +36,10 @@ TEST(AlgorithmRegistryTest, DeclaresKeysWithTheConfigStructDefaults) {
   EXPECT_EQ(config.get_int("algo.a2c.num_steps"), 5);
   EXPECT_EQ(config.get_string("algo.a2c.optimizer"), "rmsprop");
   EXPECT_DOUBLE_EQ(config.get_double("algo.a2c.gae_lambda"), 1.0);
+  EXPECT_DOUBLE_EQ(config.get_double("algo.init_log_std"), 0.0);
+  EXPECT_FALSE(config.get_bool("algo.normalize_observations"));
+  EXPECT_FALSE(config.get_bool("algo.ppo.normalize_reward"));
+  EXPECT_FALSE(config.get_bool("algo.a2c.normalize_reward"));
 
   // Every algorithm key has a doc; no key outside algo.
   for (const auto& [key, entry] : schema.entries()) {
@@ -71,16 +75,23 @@ TEST(AlgorithmRegistryTest, BuildsPpoFromConfigAndSpaces) {
 TEST(AlgorithmRegistryTest, BuildsA2cWithContinuousActions) {
   core::Config config = algorithm_config();
   config.apply_override("algo.a2c.optimizer=adam");
+  config.apply_override("algo.a2c.normalize_reward=true");
+  config.apply_override("algo.init_log_std=-0.5");
+  config.apply_override("algo.normalize_observations=true");
   const std::unique_ptr<Learner> learner = make_learner(
       "a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f));
   const auto* a2c = dynamic_cast<const A2c*>(learner.get());
   ASSERT_NE(a2c, nullptr);
   EXPECT_EQ(a2c->config().optimizer, "adam");
+  EXPECT_TRUE(a2c->config().normalize_reward);
   EXPECT_EQ(learner->rollout_length(), 5);
   const nn::ActorCriticConfig& network = learner->model()->config();
   EXPECT_EQ(network.obs_shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(network.action_kind, nn::ActionKind::kContinuous);
   EXPECT_EQ(network.action_dim, 1);
+  EXPECT_DOUBLE_EQ(network.init_log_std, -0.5);
+  EXPECT_TRUE(network.normalize_observations);
+  EXPECT_TRUE(learner->model()->observation_stats());
 }
 
 TEST(AlgorithmRegistryTest, RejectsUnknownNamesBadValuesAndDiscreteObservations) {

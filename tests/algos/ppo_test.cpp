@@ -8,6 +8,7 @@
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "concord/algos/reward_scaler.h"
 #include "concord/core/checkpoint.h"
 
 #include "algos/tensor_test_util.h"
@@ -296,6 +298,186 @@ TEST(PpoCheckpointTest, LoadNamesWhatIsMissingOrMismatched) {
   // Nothing was changed by the failed loads.
   const std::vector<at::Tensor> after = other_model->parameters();
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(before[i].equal(after[i]));
+}
+
+// small_config() with observation normalisation, one epoch of one minibatch: every sample of the
+// rollout is evaluated once, in the first and only minibatch.
+PpoConfig one_minibatch_config(bool normalize_observations) {
+  PpoConfig config = small_config();
+  config.network.normalize_observations = normalize_observations;
+  config.update_epochs = 1;
+  config.num_minibatches = 1;
+  return config;
+}
+
+// A policy sensitive to its inputs: the actor head's CleanRL gain of 0.01 makes the initial
+// policy nearly uniform whatever the observations; 100 times that makes it depend on them.
+void sharpen_policy(nn::ActorCritic& model) {
+  c10::NoGradGuard no_grad;
+  model->named_parameters()["actor_head.weight"].mul_(100.0);
+}
+
+// Observations with mean 3 and std 5: their statistics differ from the initial (0, 1).
+Rollout offset_rollout(nn::ActorCritic& model) {
+  return test_util::random_rollout(model, 8, 4, /*terminated_at=*/2, /*truncated_at=*/4, /*obs_scale=*/5.0,
+                                   /*obs_shift=*/3.0);
+}
+
+TEST(PpoNormalizationTest, ObservationStatisticsMoveAfterTheEpochsSoTheFirstRatioIsOne) {
+  at::manual_seed(21);
+  Ppo ppo(one_minibatch_config(/*normalize_observations=*/true));
+  nn::ActorCritic model = ppo.model();
+  sharpen_policy(model);
+  const Rollout rollout = offset_rollout(model);
+  const Metrics metrics = ppo.update(rollout, 0.0);
+  // The only minibatch is evaluated with the statistics the rollout was acted on: ratio 1.
+  EXPECT_LT(std::abs(metrics.at("losses/approx_kl")), 1e-6);
+  EXPECT_LT(std::abs(metrics.at("losses/old_approx_kl")), 1e-6);
+  // Then the rollout's raw observations joined the statistics (Gymnasium's prior count 1e-4).
+  const nn::RunningMeanStd stats = model->observation_stats();
+  EXPECT_NEAR(stats->count(), 32 + 1e-4, 1e-9);
+  const at::Tensor observed_mean = rollout.observations.flatten(0, 1).to(at::kDouble).mean(0);
+  EXPECT_TRUE(stats->mean().allclose(observed_mean * (32 / (32 + 1e-4)), 0.0, 1e-9));
+
+  // Had the statistics moved first, the same update would start off-policy.
+  at::manual_seed(21);
+  Ppo early(one_minibatch_config(true));
+  nn::ActorCritic early_model = early.model();
+  sharpen_policy(early_model);
+  const Rollout same = offset_rollout(early_model);
+  early_model->update_observation_stats(same.observations.flatten(0, 1));
+  EXPECT_GT(early.update(same, 0.0).at("losses/approx_kl"), 1e-3);
+}
+
+// Scaling inside update() is the same as handing PPO rewards scaled by RewardScaler beforehand.
+TEST(PpoNormalizationTest, RewardScalingHappensBeforeGae) {
+  PpoConfig scaled_config = small_config();
+  scaled_config.normalize_reward = true;
+  at::manual_seed(22);
+  Ppo scaled(scaled_config);
+  at::manual_seed(22);
+  Ppo plain(small_config());
+  nn::ActorCritic scaled_model = scaled.model();
+  nn::ActorCritic plain_model = plain.model();
+  ASSERT_TRUE(same_parameters(scaled_model, plain_model));
+
+  RewardScaler by_hand(RewardScalerConfig{small_config().gamma});
+  for (int update = 0; update < 2; ++update) {
+    const Rollout rollout = synthetic_rollout(scaled_model, 8, 2);
+    Rollout prescaled = rollout;
+    prescaled.rewards = by_hand.scale(rollout.rewards * 50.0, rollout.terminated, rollout.truncated);
+    Rollout raw = rollout;
+    raw.rewards = rollout.rewards * 50.0;
+    at::manual_seed(23 + update);
+    const Metrics scaled_metrics = scaled.update(raw, 0.0);
+    at::manual_seed(23 + update);
+    const Metrics plain_metrics = plain.update(prescaled, 0.0);
+    EXPECT_TRUE(same_parameters(scaled_model, plain_model)) << "update " << update;
+    EXPECT_DOUBLE_EQ(scaled_metrics.at("losses/value_loss"), plain_metrics.at("losses/value_loss"));
+  }
+}
+
+// A learner with both normalisations, after two updates, and what its checkpoint holds.
+struct NormalisedPpo {
+  static PpoConfig config() {
+    PpoConfig config = small_config();
+    config.network.normalize_observations = true;
+    config.normalize_reward = true;
+    return config;
+  }
+  Ppo ppo{config()};
+  nn::ActorCritic model = ppo.model();
+  NormalisedPpo() {
+    for (int i = 0; i < 2; ++i) ppo.update(offset_rollout(model), 0.0);
+  }
+};
+
+TEST(PpoNormalizationTest, CheckpointCarriesTheStatisticsAndActingUsesThem) {
+  at::manual_seed(24);
+  NormalisedPpo original;
+  core::Checkpoint checkpoint;
+  original.ppo.save(checkpoint);
+  for (const char* name : {"model/obs_rms.mean", "model/obs_rms.var", "model/obs_rms.count", "reward_scaler/returns",
+                           "reward_scaler/return_rms.mean", "reward_scaler/return_rms.var",
+                           "reward_scaler/return_rms.count"}) {
+    EXPECT_EQ(checkpoint.tensors.count(name), 1u) << name;
+  }
+  EXPECT_DOUBLE_EQ(checkpoint.tensors.at("model/obs_rms.count").item<double>(), 64 + 1e-4);
+
+  at::manual_seed(99);
+  Ppo restored(NormalisedPpo::config());
+  nn::ActorCritic restored_model = restored.model();
+  restored.load(checkpoint);
+  EXPECT_TRUE(restored_model->observation_stats()->mean().equal(original.model->observation_stats()->mean()));
+  EXPECT_TRUE(restored_model->observation_stats()->var().equal(original.model->observation_stats()->var()));
+  EXPECT_DOUBLE_EQ(restored_model->observation_stats()->count(), 64 + 1e-4);
+
+  // What `concord eval` does with a loaded learner: act deterministically on raw observations.
+  // The restored model acts as the original; the same parameters without the statistics do not.
+  const at::Tensor raw = at::randn({16, 4}) * 5.0 + 3.0;
+  {
+    c10::NoGradGuard no_grad;
+    EXPECT_TRUE(restored_model->act(raw, true).action.equal(original.model->act(raw, true).action));
+    EXPECT_TRUE(restored_model->value(raw).equal(original.model->value(raw)));
+    core::Checkpoint fresh_statistics = checkpoint;
+    Ppo blank(NormalisedPpo::config());
+    core::Checkpoint blank_checkpoint;
+    blank.save(blank_checkpoint);
+    for (const char* name : {"model/obs_rms.mean", "model/obs_rms.var", "model/obs_rms.count"}) {
+      fresh_statistics.tensors[name] = blank_checkpoint.tensors.at(name);
+    }
+    Ppo without(NormalisedPpo::config());
+    without.load(fresh_statistics);
+    EXPECT_FALSE(without.model()->value(raw).allclose(original.model->value(raw), 1e-3, 1e-3));
+  }
+
+  // The same next update from both: the reward scaler's accumulators and statistics came along.
+  const Rollout next = offset_rollout(original.model);
+  at::manual_seed(25);
+  original.ppo.update(next, 0.5);
+  at::manual_seed(25);
+  restored.update(next, 0.5);
+  EXPECT_TRUE(same_parameters(original.model, restored_model));
+  EXPECT_TRUE(restored_model->observation_stats()->mean().equal(original.model->observation_stats()->mean()));
+}
+
+TEST(PpoNormalizationTest, CheckpointsWithoutNormalisationStayAsTheyWere) {
+  at::manual_seed(26);
+  Ppo plain(small_config());
+  core::Checkpoint old_style;
+  plain.save(old_style);
+  // Parameters and the optimiser only: what checkpoints held before normalisation existed.
+  for (const auto& entry : old_style.tensors) {
+    EXPECT_TRUE(entry.first == "optimizer" || entry.first.rfind("model/", 0) == 0) << entry.first;
+    EXPECT_EQ(entry.first.find("obs_rms"), std::string::npos) << entry.first;
+  }
+  Ppo other(small_config());
+  EXPECT_NO_THROW(other.load(old_style));
+
+  const auto expect_error = [](Ppo& learner, const core::Checkpoint& checkpoint, core::CheckpointError::Kind kind,
+                               const std::string& needle) {
+    try {
+      learner.load(checkpoint);
+      ADD_FAILURE() << "expected a CheckpointError mentioning " << needle;
+    } catch (const core::CheckpointError& error) {
+      EXPECT_EQ(error.kind(), kind) << error.what();
+      EXPECT_THAT(error.what(), ::testing::HasSubstr(needle));
+    }
+  };
+  // Normalising learners need the statistics an old checkpoint lacks ...
+  Ppo normalising(NormalisedPpo::config());
+  expect_error(normalising, old_style, core::CheckpointError::Kind::kTensorMissing, "model/obs_rms.");
+  // ... and a learner that does not normalise refuses statistics it would ignore.
+  at::manual_seed(27);
+  NormalisedPpo normalised;
+  core::Checkpoint with_statistics;
+  normalised.ppo.save(with_statistics);
+  expect_error(other, with_statistics, core::CheckpointError::Kind::kCorrupt, "model/obs_rms.");
+  core::Checkpoint reward_state_only = old_style;
+  for (const auto& entry : with_statistics.tensors) {
+    if (entry.first.rfind("reward_scaler/", 0) == 0) reward_state_only.tensors.insert(entry);
+  }
+  expect_error(other, reward_state_only, core::CheckpointError::Kind::kCorrupt, "algo.ppo.normalize_reward");
 }
 
 // A one-step bandit with a constant observation: action 1 pays 1, action 0 pays 0. PPO must

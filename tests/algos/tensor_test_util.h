@@ -117,15 +117,16 @@ inline nn::ActorCriticConfig cartpole_network() {
   return network;
 }
 
-// T x B steps of random observations acted on by `model`, with random rewards, a termination at
-// step `terminated_at` of column 0 and a truncation at step `truncated_at` of the last column
-// (whose final observation has value 0.5).
+// T x B steps of random observations (standard normal times obs_scale plus obs_shift) acted on by
+// `model`, with random rewards, a termination at step `terminated_at` of column 0 and a truncation
+// at step `truncated_at` of the last column (whose final observation has value 0.5).
 inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs,
-                              int64_t terminated_at, int64_t truncated_at) {
+                              int64_t terminated_at, int64_t truncated_at, double obs_scale = 1.0,
+                              double obs_shift = 0.0) {
   c10::NoGradGuard no_grad;
   const int64_t obs_dim = model->config().obs_shape.front();
   Rollout rollout;
-  rollout.observations = at::randn({steps, envs, obs_dim});
+  rollout.observations = at::randn({steps, envs, obs_dim}) * obs_scale + obs_shift;
   const nn::ActResult act = model->act(rollout.observations.flatten(0, 1));
   const bool discrete = model->config().action_kind == nn::ActionKind::kDiscrete;
   rollout.actions = discrete ? act.action.reshape({steps, envs})
@@ -139,7 +140,7 @@ inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t env
   rollout.terminated[terminated_at][0] = 1.0;
   rollout.truncated[truncated_at][envs - 1] = 1.0;
   rollout.truncation_values[truncated_at][envs - 1] = 0.5;
-  rollout.bootstrap_value = model->value(at::randn({envs, obs_dim}));
+  rollout.bootstrap_value = model->value(at::randn({envs, obs_dim}) * obs_scale + obs_shift);
   return rollout;
 }
 

@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -88,6 +89,34 @@ TEST(Train, ResumeContinuesFromTheCheckpointStep) {
   int lines = 0;
   for (std::string line; std::getline(csv, line);) ++lines;
   EXPECT_EQ(lines, 1 + 20);
+}
+
+// Observation and reward normalisation end to end: the statistics go into the checkpoint, eval
+// and --resume read them back.
+TEST(Train, NormalisationStatisticsTravelInTheCheckpoint) {
+  const auto root = fresh_dir("normalise");
+  const std::string flags =
+      "--env Pendulum-v1 --num-envs 2 --set algo.ppo.num_steps=64 --set algo.normalize_observations=true "
+      "--set algo.ppo.normalize_reward=true --progress off --run-root " + root.string();
+  const CommandResult train = run_concord("train " + flags + " --total-timesteps 256");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const auto run_dir = only_run_dir(root);
+  const auto header = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  std::vector<std::string> names;
+  for (const auto& tensor : header.at("tensors")) names.push_back(tensor.at("name").get<std::string>());
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"model/obs_rms.mean", "model/obs_rms.var", "model/obs_rms.count",
+                                              "reward_scaler/returns", "reward_scaler/return_rms.var"}));
+  // 2 updates of 2 envs x 64 steps, after Gymnasium's pseudo-count of 1e-4.
+  const concord::core::Checkpoint checkpoint = concord::core::load_checkpoint(run_dir / "checkpoint.ckpt");
+  EXPECT_DOUBLE_EQ(checkpoint.tensors.at("model/obs_rms.count").item<double>(), 256 + 1e-4);
+
+  const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 2");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_THAT(eval.output, ::testing::HasSubstr("over 2 episodes"));
+  const CommandResult resumed = run_concord("train --resume " + run_dir.string() + " --total-timesteps 512 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_DOUBLE_EQ(concord::core::load_checkpoint(run_dir / "checkpoint.ckpt").tensors.at("model/obs_rms.count").item<double>(),
+                   512 + 1e-4);
 }
 
 TEST(Train, BadCheckpointsAndNamesGetOneLine) {

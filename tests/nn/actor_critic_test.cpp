@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -393,6 +394,92 @@ TEST(CnnTorsoTest, AtariActorCriticMatchesCleanRL) {
   EXPECT_EQ(act.action.sizes(), (torch::IntArrayRef{2}));
   EXPECT_EQ(act.value.sizes(), (torch::IntArrayRef{2}));
   EXPECT_EQ(model->forward(pixels).logits.sizes(), (torch::IntArrayRef{2, 6}));
+}
+
+// Observations far from zero mean and unit variance, so that normalising them matters.
+torch::Tensor offset_observations(int64_t batch, int64_t dim) { return torch::randn({batch, dim}) * 5.0 + 3.0; }
+
+// A model without normalisation holding `normalised`'s parameters: what `normalised` computes on
+// raw observations, this one must compute on observations normalised by hand.
+ActorCritic unnormalised_twin(const ActorCritic& normalised) {
+  ActorCriticConfig config = normalised->config();
+  config.normalize_observations = false;
+  ActorCritic twin(config);
+  torch::NoGradGuard no_grad;
+  for (auto& parameter : twin->named_parameters()) {
+    parameter.value().copy_(normalised->named_parameters()[parameter.key()]);
+  }
+  return twin;
+}
+
+TEST(ActorCriticNormalizationTest, EveryMethodSeesObservationsNormalisedByTheStatistics) {
+  torch::manual_seed(11);
+  ActorCriticConfig config = continuous_config();
+  config.normalize_observations = true;
+  ActorCritic model(config);
+  ASSERT_TRUE(model->observation_stats());
+  const torch::Tensor seen = offset_observations(64, 5);
+  model->update_observation_stats(seen);
+  ActorCritic twin = unnormalised_twin(model);
+
+  // By hand: Gymnasium's statistics (pseudo-count 1e-4, mean 0, var 1, then the batch), float64.
+  const torch::Tensor x = seen.to(torch::kFloat64);
+  const double n = 64.0;
+  const double total = n + 1e-4;
+  const torch::Tensor batch_mean = x.mean(0);
+  const torch::Tensor mean = batch_mean * (n / total);
+  const torch::Tensor var = (1e-4 + x.var(0, /*unbiased=*/false) * n + batch_mean.square() * (1e-4 * n / total)) / total;
+  EXPECT_TRUE(torch::allclose(model->observation_stats()->mean(), mean, 0.0, 1e-12));
+  EXPECT_TRUE(torch::allclose(model->observation_stats()->var(), var, 0.0, 1e-12));
+
+  // One observation far outside the data, to exercise the clip at 10.
+  torch::Tensor obs = offset_observations(6, 5);
+  obs[0][0] = 1000.0f;
+  const torch::Tensor by_hand = ((obs.to(torch::kFloat64) - mean) / (var + 1e-8).sqrt()).clamp(-10.0, 10.0).to(torch::kFloat32);
+  EXPECT_FLOAT_EQ(by_hand[0][0].item<float>(), 10.0f);
+
+  torch::NoGradGuard no_grad;
+  const PolicyOutput out = model->forward(obs);
+  const PolicyOutput expected = twin->forward(by_hand);
+  EXPECT_TRUE(torch::allclose(out.mean, expected.mean, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(out.value, expected.value, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(model->value(obs), twin->value(by_hand), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(model->distribution(obs).mode(), twin->distribution(by_hand).mode(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(model->act(obs, /*deterministic=*/true).action,
+                              twin->act(by_hand, /*deterministic=*/true).action, 1e-5, 1e-6));
+  const torch::Tensor actions = torch::randn({6, 3});
+  EXPECT_TRUE(torch::allclose(model->evaluate(obs, actions).log_prob, twin->evaluate(by_hand, actions).log_prob,
+                              1e-5, 1e-5));
+  // Without the statistics the raw observations would give something else.
+  EXPECT_FALSE(torch::allclose(out.value, twin->forward(obs).value, 1e-3, 1e-3));
+}
+
+TEST(ActorCriticNormalizationTest, StatisticsAreBuffersThatCloneCarries) {
+  ActorCriticConfig config = discrete_config();
+  config.normalize_observations = true;
+  ActorCritic model(config);
+  // No new parameters: the optimiser never touches the statistics.
+  EXPECT_EQ(parameter_count(*model), parameter_count(*ActorCritic(discrete_config())));
+  EXPECT_THAT(model->named_buffers().keys(),
+              ::testing::ElementsAre("obs_rms.mean", "obs_rms.var", "obs_rms.count"));
+  model->update_observation_stats(offset_observations(32, 4));
+  auto copy = std::dynamic_pointer_cast<ActorCriticImpl>(model->clone());
+  ASSERT_NE(copy, nullptr);
+  EXPECT_TRUE(torch::equal(copy->observation_stats()->mean(), model->observation_stats()->mean()));
+  model->update_observation_stats(offset_observations(32, 4));
+  EXPECT_FALSE(torch::equal(copy->observation_stats()->mean(), model->observation_stats()->mean()));
+  EXPECT_THROW(model->update_observation_stats(torch::zeros({3, 5})), std::invalid_argument);
+}
+
+TEST(ActorCriticNormalizationTest, OffByDefaultAndUpdatesAreIgnored) {
+  ActorCritic model(discrete_config());
+  EXPECT_FALSE(model->observation_stats());
+  EXPECT_TRUE(model->named_buffers().is_empty());
+  const torch::Tensor obs = offset_observations(4, 4);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor before = model->forward(obs).value;
+  model->update_observation_stats(offset_observations(32, 4));
+  EXPECT_TRUE(torch::equal(model->forward(obs).value, before));
 }
 
 }  // namespace

@@ -81,7 +81,9 @@ TEST_P(PoliciesLearn, ReturnRisesWellAboveRandom) {
   EXPECT_GT(state.updates, 0);
   EXPECT_GT(episodes, 0);
 
-  const std::vector<double> returns = evaluate_episodes(env, learner->model(), 10, /*seed=*/99);
+  envs::VectorEnvConfig eval_env = env;
+  eval_env.seed = 99;
+  const std::vector<double> returns = evaluate_episodes(learner->model(), eval_env, 10);
   const double mean = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
   EXPECT_GT(mean, 150.0) << c.policy << " / " << c.algo;
 }

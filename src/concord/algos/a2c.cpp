@@ -89,14 +89,18 @@ A2c::A2c(A2cConfig config, torch::Device device)
     : config_(validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
-      optimizer_(make_optimizer(config_, parameters_)) {}
+      optimizer_(make_optimizer(config_, parameters_)),
+      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
+                                              : std::nullopt) {}
 
 A2c::A2c(A2c& primary)
     : config_(primary.config_),
       model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
       parameters_(*model_, primary.parameters_),
-      optimizer_(make_optimizer(config_, parameters_)) {
+      optimizer_(make_optimizer(config_, parameters_)),
+      reward_scaler_(primary.reward_scaler_) {
   share_optimizer_state(*optimizer_, *primary.optimizer_);
+  share_observation_statistics(model_, primary.model_);
 }
 
 std::unique_ptr<Learner> A2c::make_shared_replica() { return std::unique_ptr<Learner>(new A2c(*this)); }
@@ -120,8 +124,13 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
       config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 
+  // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
+  // from truncation_values; advantage = return - value when acting. Rewards are scaled by the
+  // running std of the discounted return, if asked.
   const at::Tensor values = rollout.values.detach().to(device);
-  const at::Tensor rewards = rollout.rewards.to(device);
+  const at::Tensor rewards =
+      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
+                     : rollout.rewards.to(device);
   const at::Tensor terminated = rollout.terminated.to(device);
   const at::Tensor truncated = rollout.truncated.to(device);
   const at::Tensor bootstrap_value = rollout.bootstrap_value.detach().to(device);
@@ -179,6 +188,9 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   optimizer_->step();
   ++updates_;
 
+  // Only now may the observation statistics move: the step above saw the rollout as it was acted on.
+  model_->update_observation_stats(b_obs);
+
   return {
       {"charts/learning_rate", lr},
       {"losses/value_loss", loss.value_loss.item<double>()},
@@ -189,12 +201,14 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
 }
 
 void A2c::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, updates_);
+  save_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, updates_,
+                     reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 void A2c::load(const core::Checkpoint& checkpoint) {
   const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, parameters_);
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch);
+  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch,
+                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "concord/algos/learner.h"
+#include "concord/algos/reward_scaler.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -33,8 +35,11 @@ struct A2cConfig {
   double vtrace_rho_bar = 1.0;        // V-trace: clip of the importance ratio in delta and the
                                       //   policy gradient
   double vtrace_c_bar = 1.0;          // V-trace: clip of the trace-cutting ratio c
+  bool normalize_reward = false;      // scale rewards by the running std of the discounted
+                                      // return (RewardScaler, Gymnasium's NormalizeReward)
   nn::ActorCriticConfig network;      // the actor-critic: separate 64-64 tanh MLPs by default;
-                                      // obs_shape and action_* come from the env's spaces
+                                      // obs_shape and action_* come from the env's spaces;
+                                      // network.normalize_observations normalises its inputs
 
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).
@@ -59,11 +64,13 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 //
 //   update(rollout [T = num_steps, B], progress):
 //     lr = (1 - progress) * learning_rate                (if anneal_lr)
-//     returns = n_step_returns(rollout)                  (gae_lambda = 1; else GAE's returns)
+//     rewards = reward_scaler.scale(rollout.rewards)     (if normalize_reward)
+//     returns = n_step_returns(rollout, rewards)         (gae_lambda = 1; else GAE's returns)
 //     advantages = returns - rollout.values
 //       or, with vtrace (for rollouts acted by older parameters, e.g. central_inference):
 //     returns, advantages = vtrace(rollout.log_probs, log pi_current, V_current, ...)
 //     one gradient step on a2c_loss over all T * B samples, gradient norm clipped
+//     model.update_observation_stats(rollout.observations)   (a no-op unless it normalises them)
 //
 // V-trace (Espeholt et al., 2018, see vtrace.h) corrects for the lag between the behaviour
 // policy that chose the rollout's actions (rollout.log_probs) and the current one: values are
@@ -91,8 +98,9 @@ class A2c : public Learner {
   int64_t gradient_steps_per_update() const override { return 1; }
   std::unique_ptr<Learner> make_shared_replica() override;
 
-  // Tensors "model/<parameter name>" and "optimizer" (the optimiser's state, LibTorch-serialised
-  // into a uint8 tensor); metadata "algorithm" = "a2c" and "updates".
+  // Tensors "model/<parameter or buffer name>", "optimizer" (the optimiser's state,
+  // LibTorch-serialised into a uint8 tensor) and, with normalize_reward, "reward_scaler/...";
+  // metadata "algorithm" = "a2c" and "updates" (see learner_checkpoint.h).
   void save(core::Checkpoint& checkpoint) const override;
   // Checks everything before changing anything; throws core::CheckpointError naming a missing,
   // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
@@ -110,6 +118,7 @@ class A2c : public Learner {
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<RewardScaler> reward_scaler_;  // set when config_.normalize_reward
   int64_t updates_ = 0;
 };
 

@@ -39,6 +39,8 @@ const std::vector<Field<PpoConfig>>& ppo_fields() {
       {"target_kl", &PpoConfig::target_kl,
        "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
       {"adam_eps", &PpoConfig::adam_eps, "Adam epsilon"},
+      {"normalize_reward", &PpoConfig::normalize_reward,
+       "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
   };
   return fields;
 }
@@ -62,6 +64,8 @@ const std::vector<Field<A2cConfig>>& a2c_fields() {
        "V-trace targets and advantages, correcting for policy lag (e.g. central_inference)"},
       {"vtrace_rho_bar", &A2cConfig::vtrace_rho_bar, "V-trace importance-ratio clip (rho bar)"},
       {"vtrace_c_bar", &A2cConfig::vtrace_c_bar, "V-trace trace-cutting clip (c bar)"},
+      {"normalize_reward", &A2cConfig::normalize_reward,
+       "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
   };
   return fields;
 }
@@ -143,6 +147,8 @@ nn::ActorCriticConfig network_config(const core::Config& config,
   }
   network.hidden_sizes = config.get_int_list("algo.hidden_sizes");
   network.activation = config.get_string("algo.activation");
+  network.init_log_std = config.get_double("algo.init_log_std");
+  network.normalize_observations = config.get_bool("algo.normalize_observations");
   return network;
 }
 
@@ -153,6 +159,11 @@ void declare_algorithm_keys(core::ConfigSchema& schema) {
   schema.declare("algo.hidden_sizes", network.hidden_sizes,
                  "Hidden layer sizes of the actor and critic MLPs");
   schema.declare("algo.activation", network.activation, "MLP activation: tanh or relu");
+  schema.declare("algo.init_log_std", network.init_log_std,
+                 "Continuous actions: initial log standard deviation of the Gaussian policy");
+  schema.declare("algo.normalize_observations", network.normalize_observations,
+                 "Normalise observations by their running mean and std, clipped to +-10 (Gymnasium's "
+                 "NormalizeObservation); the statistics are saved in checkpoints");
   for (const Algorithm& algorithm : kAlgorithms) algorithm.declare(schema, prefix_of(algorithm));
 }
 

@@ -12,8 +12,8 @@ namespace concord::algos {
 
 // The algorithms a run can name, one registry line each (algorithm_registry.cpp), and their
 // config keys: algo.<name>.<field> for every field of the algorithm's config struct (defaults
-// taken from the struct), plus the network keys they share, algo.hidden_sizes ([64, 64]) and
-// algo.activation ("tanh").
+// taken from the struct), plus the network keys they share: algo.hidden_sizes ([64, 64]),
+// algo.activation ("tanh"), algo.init_log_std (0.0) and algo.normalize_observations (false).
 
 // Declares every algorithm's keys. Throws std::logic_error if one is already declared.
 void declare_algorithm_keys(core::ConfigSchema& schema);

@@ -98,14 +98,18 @@ Ppo::Ppo(PpoConfig config, torch::Device device)
     : config_(validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
-      optimizer_({parameters_.values()}, adam_options(config_)) {}
+      optimizer_({parameters_.values()}, adam_options(config_)),
+      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
+                                              : std::nullopt) {}
 
 Ppo::Ppo(Ppo& primary)
     : config_(primary.config_),
       model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
       parameters_(*model_, primary.parameters_),
-      optimizer_({parameters_.values()}, adam_options(config_)) {
+      optimizer_({parameters_.values()}, adam_options(config_)),
+      reward_scaler_(primary.reward_scaler_) {
   share_optimizer_state(optimizer_, primary.optimizer_);
+  share_observation_statistics(model_, primary.model_);
 }
 
 std::unique_ptr<Learner> Ppo::make_shared_replica() { return std::unique_ptr<Learner>(new Ppo(*this)); }
@@ -131,12 +135,17 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
 
+  // Rewards scaled by the running std of the discounted return, if asked.
+  const at::Tensor rewards =
+      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
+                     : rollout.rewards.to(device);
+
   // Bootstrap value if not done: GAE, truncated episodes bootstrapping from truncation_values.
   const at::Tensor values = rollout.values.detach().to(device);
   std::optional<at::Tensor> truncation_values;
   if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
   const GaeResult gae_result =
-      gae(rollout.rewards.to(device), values, rollout.terminated.to(device),
+      gae(rewards, values, rollout.terminated.to(device),
           rollout.truncated.to(device), rollout.bootstrap_value.detach().to(device),
           truncation_values, config_.gamma, config_.gae_lambda);
 
@@ -184,6 +193,9 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   }
   ++updates_;
 
+  // Only now may the observation statistics move: every epoch above saw the rollout as it was acted on.
+  model_->update_observation_stats(b_obs);
+
   return {
       {"charts/learning_rate", lr},
       {"charts/update_epochs", static_cast<double>(epochs_run)},
@@ -198,12 +210,14 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
 }
 
 void Ppo::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_);
+  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_,
+                     reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 void Ppo::load(const core::Checkpoint& checkpoint) {
   torch::optim::Adam scratch({parameters_.values()}, adam_options(config_));
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch);
+  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch,
+                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos

@@ -4,8 +4,10 @@
 #include <torch/optim/adam.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "concord/algos/learner.h"
+#include "concord/algos/reward_scaler.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -29,8 +31,11 @@ struct PpoConfig {
   double max_grad_norm = 0.5;     // global gradient-norm clipping threshold
   double target_kl = 0.0;         // stop the epochs early once approx_kl exceeds this; 0 = off
   double adam_eps = 1e-5;         // Adam epsilon
+  bool normalize_reward = false;  // scale rewards by the running std of the discounted return
+                                  // (RewardScaler, Gymnasium's NormalizeReward)
   nn::ActorCriticConfig network;  // the actor-critic: CleanRL's separate 64-64 tanh MLPs by
-                                  // default; obs_shape and action_* come from the env's spaces
+                                  // default; obs_shape and action_* come from the env's spaces;
+                                  // network.normalize_observations normalises its inputs
 
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).
@@ -60,13 +65,18 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //
 //   update(rollout [T = num_steps, B], progress):
 //     lr = (1 - progress) * learning_rate              (if anneal_lr)
-//     advantages, returns = gae(rollout)               (truncations bootstrap from
+//     rewards = reward_scaler.scale(rollout.rewards)   (if normalize_reward)
+//     advantages, returns = gae(rollout, rewards)      (truncations bootstrap from
 //                                                       truncation_values when given)
 //     flatten [T, B] -> [T * B]
 //     for epoch in update_epochs:
 //       for minibatch in shuffle(T * B) split into num_minibatches (sizes differ by at most 1):
 //         ppo_loss -> backward -> clip grad norm -> Adam step
 //       stop early if target_kl > 0 and approx_kl > target_kl
+//     model.update_observation_stats(rollout.observations)   (a no-op unless it normalises them)
+//
+// The observation statistics change only at the end, so the epochs evaluate the rollout with the
+// statistics it was collected with: the first minibatch's ratio is exactly 1.
 //
 // Metrics (CleanRL's names): losses/value_loss, losses/policy_loss, losses/entropy,
 // losses/approx_kl and losses/old_approx_kl are those of the last minibatch run, as CleanRL logs
@@ -95,8 +105,9 @@ class Ppo : public Learner {
   }
   std::unique_ptr<Learner> make_shared_replica() override;
 
-  // Tensors "model/<parameter name>" and "optimizer" (Adam's state, LibTorch-serialised into a
-  // uint8 tensor); metadata "algorithm" = "ppo" and "updates".
+  // Tensors "model/<parameter or buffer name>", "optimizer" (Adam's state, LibTorch-serialised
+  // into a uint8 tensor) and, with normalize_reward, "reward_scaler/..."; metadata "algorithm" =
+  // "ppo" and "updates" (see learner_checkpoint.h).
   void save(core::Checkpoint& checkpoint) const override;
   // Checks everything before changing anything; throws core::CheckpointError naming a missing,
   // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
@@ -114,6 +125,7 @@ class Ppo : public Learner {
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;
   torch::optim::Adam optimizer_;
+  std::optional<RewardScaler> reward_scaler_;  // set when config_.normalize_reward
   int64_t updates_ = 0;
 };
 

@@ -1,9 +1,7 @@
 // concord eval: runs a trained policy deterministically (the distribution's mode) and prints the
 // mean and standard deviation of the return over K episodes.
-#include <cmath>
 #include <cstdio>
 #include <memory>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -37,7 +35,8 @@ void run_eval(const EvalFlags& flags) {
   core::Config config(concord_schema());
   config.merge_toml(checkpoint.metadata.at("config").get<std::string>(), "'" + checkpoint_file.string() + "'");
   const int64_t episodes = flags.episodes > 0 ? flags.episodes : config.get_int("eval.episodes");
-  const uint64_t seed = static_cast<uint64_t>(flags.seed >= 0 ? flags.seed : config.get_int("run.seed") + 1000);
+  const uint64_t seed = static_cast<uint64_t>(flags.seed >= 0 ? flags.seed
+                                                              : config.get_int("run.seed") + policies::kEvalSeedOffset);
   torch::manual_seed(seed);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
@@ -46,16 +45,13 @@ void run_eval(const EvalFlags& flags) {
       config.get_string("train.algo"), config, probe.spec().observation_space, probe.spec().action_space);
   learner->load(checkpoint);
 
-  const std::vector<double> returns = policies::evaluate_episodes(vector_env_config(config), learner->model(), episodes, seed, flags.stochastic);
-  double mean = 0.0;
-  for (double r : returns) mean += r;
-  mean /= static_cast<double>(returns.size());
-  double variance = 0.0;
-  for (double r : returns) variance += (r - mean) * (r - mean);
-  const double std_dev = std::sqrt(variance / static_cast<double>(returns.size()));
+  envs::VectorEnvConfig env_config = vector_env_config(config);
+  env_config.seed = seed;
+  const policies::ReturnSummary returns = policies::summarize_returns(
+      policies::evaluate_episodes(learner->model(), env_config, episodes, flags.stochastic));
   std::printf("%s %s after %lld steps: return %.2f +- %.2f over %lld episodes (%s)\n",
               config.get_string("train.algo").c_str(), config.get_string("env.id").c_str(),
-              static_cast<long long>(checkpoint.metadata.value("global_step", int64_t{0})), mean, std_dev,
+              static_cast<long long>(checkpoint.metadata.value("global_step", int64_t{0})), returns.mean, returns.std,
               static_cast<long long>(episodes), flags.stochastic ? "stochastic" : "deterministic");
 }
 

@@ -1,25 +1,21 @@
-// concord train: trains an algorithm on an environment under the `single` distribution policy,
-// with live progress, metrics, periodic atomic checkpoints and --resume.
+// concord train: trains an algorithm on an environment under the distribution policy the config
+// names (train.policy), with live progress, metrics, periodic atomic checkpoints and --resume.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
 
-#include "concord/algos/algorithm_registry.h"
 #include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/training_checkpoint.h"
+#include "concord/cli/training_run.h"
 #include "concord/core/checkpoint.h"
-#include "concord/core/device.h"
 #include "concord/core/progress_bar.h"
-#include "concord/envs/vector_env.h"
-#include "concord/envs/registry.h"
-#include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 namespace {
@@ -61,40 +57,26 @@ void run_train(const TrainFlags& flags) {
     throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
   }
   core::Config config = training_config(flags);
-  const int64_t total_steps = config.get_int("train.total_timesteps");
-  const int64_t checkpoint_interval = config.get_int("train.checkpoint_interval_steps");
-  if (total_steps < 1) throw core::ConfigError("train.total_timesteps must be at least 1, got " + std::to_string(total_steps));
-  if (checkpoint_interval < 1) {
-    throw core::ConfigError("train.checkpoint_interval_steps must be at least 1, got " + std::to_string(checkpoint_interval));
-  }
-  const torch::Device device = core::resolve_device(config.get_string("run.device"));
-  torch::manual_seed(static_cast<uint64_t>(config.get_int("run.seed")));
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
-
-  // Everything that can reject the config is built before the run directory exists.
-  const envs::VectorEnvConfig env_config = vector_env_config(config);
-  const envs::EnvSpec env_spec = envs::make_env(env_config.env_id)->spec();
-  const std::string algo = config.get_string("train.algo");
-  const std::string policy_name = config.get_string("train.policy");
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, env_spec.observation_space, env_spec.action_space, device);
-  // Restored before the policy is built: policies copy or share the learner's parameters and
-  // optimiser statistics when they start (hogwild's replicas alias them).
+  // Everything that can reject the config (or the checkpoint) is built before the run
+  // directory exists.
   policies::TrainingState state;
+  std::optional<core::Checkpoint> checkpoint;
   if (!flags.resume.empty()) {
-    const core::Checkpoint checkpoint = core::load_checkpoint(checkpoint_path(flags.resume));
-    learner->load(checkpoint);
-    state.global_step = checkpoint.metadata.at("global_step").get<int64_t>();
-    state.updates = checkpoint.metadata.at("updates").get<int64_t>();
+    checkpoint = core::load_checkpoint(checkpoint_path(flags.resume));
+    state.global_step = checkpoint->metadata.at("global_step").get<int64_t>();
+    state.updates = checkpoint->metadata.at("updates").get<int64_t>();
   }
-  std::unique_ptr<policies::Policy> policy =
-      policies::make_policy(policy_name, policies::PolicyContext{config, env_config, *learner, device});
+  TrainingRun training(config, checkpoint ? &*checkpoint : nullptr);
+  algos::Learner& learner = training.learner();
+  const std::string& algo = training.algo();
+  const std::string& env_id = training.env_spec().id;
+
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
-  spdlog::info("training {} on {} for {} steps ({} envs, policy {}, device {})", algo, env_spec.id, total_steps,
-               env_config.num_envs, policy_name, device.str());
+  spdlog::info("training {} on {} for {} steps ({} envs, policy {}, device {})", algo, env_id, training.total_steps(),
+               training.env_config().num_envs, training.policy_name(), training.device().str());
 
-  auto progress = run.make_progress_bar(total_steps, env_spec.id + " " + algo);
+  auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo);
   stop_requested = false;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
@@ -106,14 +88,14 @@ void run_train(const TrainFlags& flags) {
     run.metrics->log(now.global_step, metrics);
   };
   callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
-    save_training_checkpoint(run.run_dir, *learner, now, run.config);
+    save_training_checkpoint(run.run_dir, learner, now, run.config);
     spdlog::debug("checkpoint at step {}", now.global_step);
   };
   callbacks.should_stop = [] { return stop_requested.load(); };
 
   core::Stopwatch clock;
-  policy->train(state, total_steps, checkpoint_interval, callbacks);
-  save_training_checkpoint(run.run_dir, *learner, state, run.config);
+  training.train(state, callbacks);
+  save_training_checkpoint(run.run_dir, learner, state, run.config);
   if (progress) progress->finish();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);

@@ -125,6 +125,13 @@ void ActorCriticImpl::reset() {
   } else {
     log_std_ = torch::Tensor();
   }
+  if (config_.normalize_observations) {
+    RunningMeanStdConfig stats;
+    stats.shape = config_.obs_shape;
+    obs_rms_ = register_module("obs_rms", RunningMeanStd(stats));
+  } else {
+    obs_rms_ = nullptr;
+  }
 }
 
 torch::Tensor ActorCriticImpl::run_torso(Torso& torso, const torch::Tensor& x) {
@@ -145,6 +152,7 @@ torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
   }
   const torch::Tensor& weight = actor_head_->weight;
   torch::Tensor x = obs.to(weight.device(), weight.scalar_type());
+  if (obs_rms_) x = obs_rms_->normalize(x);
   return config_.torso == "cnn" ? x : x.flatten(1);
 }
 
@@ -214,6 +222,15 @@ ActorCritic build_actor_critic(const ActorCriticConfig& config, torch::Device de
   ActorCritic model(config);
   model->to(device);
   return model;
+}
+
+void share_observation_statistics(ActorCritic& replica, const ActorCritic& primary) {
+  const auto from = primary->named_buffers();
+  for (auto& buffer : replica->named_buffers()) buffer.value().set_data(from[buffer.key()]);
+}
+
+void ActorCriticImpl::update_observation_stats(const torch::Tensor& obs) {
+  if (obs_rms_) obs_rms_->update(obs);
 }
 
 }  // namespace concord::nn

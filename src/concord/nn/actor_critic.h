@@ -14,6 +14,7 @@
 #include "concord/nn/cnn.h"
 #include "concord/nn/diag_gaussian.h"
 #include "concord/nn/mlp.h"
+#include "concord/nn/running_mean_std.h"
 
 namespace concord::nn {
 
@@ -47,6 +48,9 @@ struct ActorCriticConfig {
   bool cnn_scale_input = true;
   // Continuous actions only: initial value of every element of log_std.
   double init_log_std = 0.0;
+  // Normalise observations by their running mean and std (Gymnasium's NormalizeObservation,
+  // clipped to +-10) before the torsos; the learner feeds the statistics.
+  bool normalize_observations = false;
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
@@ -112,11 +116,19 @@ struct ActionEvaluation {
 // Observations are [B, *obs_shape] of any dtype on any device: every method first converts them
 // to the parameters' dtype and device, so the network follows wherever `to()` moves it, and its
 // results live there too. Grad mode is the caller's: wrap rollout calls in torch::NoGradGuard.
-// Concurrent calls are safe while no thread modifies the parameters (forward passes only read
-// them).
+// Concurrent calls are safe while no thread modifies the parameters or the observation
+// statistics (forward passes only read them).
+//
+// With config.normalize_observations, every method that reads observations (forward,
+// distribution, value, act, evaluate) first normalises them with the submodule "obs_rms", a
+// RunningMeanStd over obs_shape whose statistics are buffers: they travel with the model through
+// to(), clone() and checkpoints, so acting, evaluation and a restored model all see the same
+// inputs. The statistics change only through update_observation_stats(), which the learner calls
+// with the raw observations of each rollout once it has learned from it.
 //
 // Submodules are "actor_torso" and "critic_torso" (or one "torso" when shared), "actor_head",
-// "critic_head", and for continuous actions the parameter "log_std". clone() gives a deep copy.
+// "critic_head", "obs_rms" when observations are normalised, and for continuous actions the
+// parameter "log_std". clone() gives a deep copy.
 class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
  public:
   // Validates the config (see ActorCriticConfig::validate) and builds the network.
@@ -137,6 +149,12 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   // and V(obs), in one forward pass.
   ActionEvaluation evaluate(const torch::Tensor& obs, const torch::Tensor& actions);
 
+  // Folds raw observations [N, *obs_shape] into the normalisation statistics; does nothing when
+  // observations are not normalised.
+  void update_observation_stats(const torch::Tensor& obs);
+  // The normalisation statistics; an empty holder when observations are not normalised.
+  RunningMeanStd observation_stats() const { return obs_rms_; }
+
   const ActorCriticConfig& config() const { return config_; }
 
  private:
@@ -148,7 +166,8 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
 
   Torso make_torso(const std::string& name);
   static torch::Tensor run_torso(Torso& torso, const torch::Tensor& x);
-  // Checks obs's shape, moves it to the parameters' device and dtype, and flattens it for an MLP.
+  // Checks obs's shape, moves it to the parameters' device and dtype, normalises it when asked,
+  // and flattens it for an MLP.
   torch::Tensor prepare(const torch::Tensor& obs) const;
   torch::Tensor actor_features(const torch::Tensor& x);
   torch::Tensor critic_features(const torch::Tensor& x);
@@ -160,11 +179,16 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   torch::nn::Linear actor_head_{nullptr};
   torch::nn::Linear critic_head_{nullptr};
   torch::Tensor log_std_;  // [d], continuous actions only
+  RunningMeanStd obs_rms_{nullptr};  // config_.normalize_observations only
 };
 TORCH_MODULE(ActorCritic);
 
 // Builds an ActorCritic directly on `device` (the learners' single place of device placement:
 // their parameters are flattened right after, see flat_parameters.h).
 ActorCritic build_actor_critic(const ActorCriticConfig& config, torch::Device device);
+
+// Points the replica's buffers (the observation statistics, when normalised) at the primary's
+// storage, so that replicas updating in place (hogwild) keep one set of statistics.
+void share_observation_statistics(ActorCritic& replica, const ActorCritic& primary);
 
 }  // namespace concord::nn

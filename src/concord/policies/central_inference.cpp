@@ -80,10 +80,14 @@ class ActorParameters {
     }
   }
 
-  void publish(const nn::FlatParameters& source, int64_t version) {
+  // Parameters as one flat copy, plus the model's buffers (observation statistics, when the
+  // learner normalises observations), which live outside the flat buffer.
+  void publish(algos::Learner& learner, int64_t version) {
     std::unique_lock<std::shared_mutex> writing(mutex_);
     torch::NoGradGuard no_grad;
-    parameters_.values().copy_(source.values());
+    parameters_.values().copy_(learner.flat_parameters().values());
+    const auto source_buffers = learner.model()->named_buffers();
+    for (auto& buffer : model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
     version_ = version;
   }
 
@@ -151,7 +155,7 @@ class Run {
     for (int a = 0; a < config.agents; ++a) {
       replies_.push_back(std::make_unique<BoundedQueue<Prediction>>(1, "agent " + std::to_string(a) + " reply"));
     }
-    actor_.publish(learner_.flat_parameters(), state.updates);
+    actor_.publish(learner_, state.updates);
   }
 
   void run() {
@@ -419,7 +423,7 @@ class Run {
     algos::Metrics metrics = learner_.update(rollout, progress);
     state_.global_step += steps;
     ++state_.updates;
-    actor_.publish(learner_.flat_parameters(), state_.updates);
+    actor_.publish(learner_, state_.updates);
     updates_done_ += 1;
 
     for (const Segment& segment : segments) {

@@ -1,31 +1,37 @@
 #include "concord/policies/evaluation.h"
 
-#include <c10/core/InferenceMode.h>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
 #include <torch/torch.h>
 
 namespace concord::policies {
 
-std::vector<double> evaluate_episodes(envs::VectorEnvConfig env_config, nn::ActorCritic model, int64_t count,
-                                      uint64_t seed, bool stochastic) {
-  env_config.num_envs = static_cast<int>(count);
-  env_config.num_threads = 1;
+std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
+                                      bool stochastic, const envs::Registry& registry) {
+  if (episodes < 1) {
+    throw std::invalid_argument("evaluate_episodes: episodes must be >= 1, got " + std::to_string(episodes));
+  }
+  env_config.num_envs = static_cast<int>(episodes);
   env_config.batch_size = 0;
-  env_config.seed = seed;
-  envs::VectorEnv env(env_config);
+  envs::VectorEnv env(env_config, registry);
   const envs::Space& action_space = env.spec().action_space;
   const auto device = model->parameters().front().device();
-  std::vector<double> returns(static_cast<size_t>(count), 0.0);
-  std::vector<bool> done(static_cast<size_t>(count), false);
-  int64_t remaining = count;
-  envs::Batch batch = env.reset();
-  c10::InferenceMode inference;
-  torch::Tensor low, high;
+  torch::Tensor low;
+  torch::Tensor high;
   if (!action_space.is_discrete()) {
     low = torch::tensor(action_space.low()).to(device);
     high = torch::tensor(action_space.high()).to(device);
   }
+  std::vector<double> returns(episodes, 0.0);
+  std::vector<bool> done(episodes, false);
+  int64_t remaining = episodes;
+  envs::Batch batch = env.reset();
+  torch::NoGradGuard no_grad;
   while (remaining > 0) {
-    auto observations = torch::from_blob(const_cast<float*>(batch.observations), {count, env.obs_dim()}).to(device);
+    const auto observations =
+        torch::from_blob(const_cast<float*>(batch.observations), {episodes, env.obs_dim()}).to(device);
     torch::Tensor actions = model->act(observations, /*deterministic=*/!stochastic).action;
     if (action_space.is_discrete()) {
       actions = actions.to(torch::kCPU, torch::kInt64).contiguous();
@@ -34,16 +40,27 @@ std::vector<double> evaluate_episodes(envs::VectorEnvConfig env_config, nn::Acto
       actions = torch::max(torch::min(actions, high), low).to(torch::kCPU, torch::kFloat32).contiguous();
       batch = env.step(actions.data_ptr<float>());
     }
-    for (int64_t row = 0; row < count; ++row) {
-      const auto index = static_cast<size_t>(row);
-      if (!done[index] && batch.has_final[row]) {
-        returns[index] = batch.episode_returns[row];
-        done[index] = true;
+    for (int64_t row = 0; row < episodes; ++row) {
+      if (!done[row] && batch.has_final[row]) {
+        returns[row] = batch.episode_returns[row];
+        done[row] = true;
         --remaining;
       }
     }
   }
   return returns;
+}
+
+ReturnSummary summarize_returns(const std::vector<double>& returns) {
+  ReturnSummary summary;
+  summary.count = static_cast<int64_t>(returns.size());
+  if (returns.empty()) return summary;
+  for (double r : returns) summary.mean += r;
+  summary.mean /= static_cast<double>(returns.size());
+  double variance = 0.0;
+  for (double r : returns) variance += (r - summary.mean) * (r - summary.mean);
+  summary.std = std::sqrt(variance / static_cast<double>(returns.size()));
+  return summary;
 }
 
 }  // namespace concord::policies

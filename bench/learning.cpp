@@ -1,0 +1,205 @@
+// learning: does training reach published returns? For each config and each seed it trains in
+// this process along `concord train`'s own path (cli::TrainingRun: same config schema, seeding,
+// environments, learner and `single` policy), then evaluates the final policy deterministically
+// over K episodes as `concord eval` does (policies::evaluate_episodes, environments seeded
+// run.seed + 1000). It prints, per config, the mean +- std over seeds of the mean evaluation
+// return, each seed's return, the steps and wall time used, and the published reference.
+//
+//   learning                                   every tuned config, 3 seeds
+//   learning --configs configs/ppo_acrobot.toml --seeds 5
+//   learning --quick                           a smoke run: 1 seed, a few updates, 2 episodes
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "concord/cli/run_config.h"
+#include "concord/cli/run_context.h"
+#include "concord/cli/training_run.h"
+#include "concord/core/config.h"
+#include "concord/core/timer.h"
+#include "concord/policies/evaluation.h"
+
+namespace {
+
+using concord::core::Config;
+using concord::policies::ReturnSummary;
+
+// Published final returns of tuned agents. RL Baselines3 Zoo's benchmark.md: one trained agent
+// per row, evaluated deterministically for about 150k steps, quoted, not measured here.
+struct Reference {
+  const char* env_id;
+  const char* algo;
+  const char* text;
+};
+const Reference kReferences[] = {
+    {"CartPole-v1", "ppo", "500 (RL Zoo PPO, 100k steps)"},
+    {"CartPole-v1", "a2c", "500 (RL Zoo A2C, 500k steps)"},
+    {"Acrobot-v1", "ppo", "-73.5 (RL Zoo PPO, 1M steps)"},
+    {"Pendulum-v1", "ppo", "-172 (RL Zoo PPO + gSDE, 100k steps)"},
+    {"MountainCarContinuous-v0", "ppo", "88.3 (RL Zoo PPO + gSDE, 20k steps)"},
+    {"MountainCar-v0", "ppo", "-110 (RL Zoo PPO, normalised, 1M steps)"},
+};
+
+std::string reference_for(const std::string& env_id, const std::string& algo) {
+  for (const Reference& reference : kReferences) {
+    if (env_id == reference.env_id && algo == reference.algo) return reference.text;
+  }
+  return "-";
+}
+
+const char* const kDefaultConfigs[] = {
+    "configs/ppo_cartpole.toml",
+    "configs/a2c_cartpole.toml",
+    "configs/ppo_acrobot.toml",
+    "configs/ppo_pendulum.toml",
+    "configs/ppo_mountain_car_continuous.toml",
+    "configs/ppo_mountain_car.toml",
+};
+
+struct Options {
+  std::vector<std::string> configs;
+  int64_t seeds = 3;
+  int64_t episodes = 20;
+  bool quick = false;
+};
+
+// One training run and its evaluation.
+struct SeedResult {
+  int64_t seed = 0;
+  double eval_return = 0.0;  // mean over the evaluation episodes
+  int64_t steps = 0;
+  double train_seconds = 0.0;
+};
+
+// All seeds of one config.
+struct ConfigResult {
+  std::string file;
+  std::string env_id;
+  std::string algo;
+  std::vector<SeedResult> seeds;
+};
+
+// --quick: enough steps for two updates, so that the whole path (update, statistics, evaluation)
+// runs, and nothing is learned.
+int64_t quick_steps(const Config& config) {
+  const std::string algo = config.get_string("train.algo");
+  const int64_t per_update = config.get_int("env.num_envs") * config.get_int("algo." + algo + ".num_steps");
+  return 2 * per_update;
+}
+
+SeedResult train_and_evaluate(const std::string& file, int64_t seed, const Options& options) {
+  Config config(concord::cli::concord_schema());
+  config.merge_file(file);
+  config.set("run.seed", seed, "--seeds");
+  if (options.quick) config.set("train.total_timesteps", quick_steps(config), "--quick");
+
+  concord::core::Stopwatch clock;
+  concord::cli::TrainingRun training(config);
+  concord::policies::TrainingState state;
+  training.train(state, {});
+  SeedResult result;
+  result.seed = seed;
+  result.steps = state.global_step;
+  result.train_seconds = clock.elapsed_seconds();
+
+  concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
+  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
+  result.eval_return = concord::policies::summarize_returns(
+                           concord::policies::evaluate_episodes(training.learner().model(), eval_env, options.episodes))
+                           .mean;
+  return result;
+}
+
+std::string format_mean_std(const ReturnSummary& summary) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.1f +- %.1f", summary.mean, summary.std);
+  return text;
+}
+
+void print_table(const std::vector<ConfigResult>& results, const Options& options) {
+  std::printf("\n%-26s %-4s %-20s %-34s %9s %9s  %s\n", "env", "algo", "eval return (seeds)", "per seed", "steps",
+              "time/seed", "reference");
+  for (const ConfigResult& result : results) {
+    std::vector<double> returns;
+    std::string per_seed;
+    double seconds = 0.0;
+    int64_t steps = 0;
+    for (const SeedResult& seed : result.seeds) {
+      returns.push_back(seed.eval_return);
+      char text[32];
+      std::snprintf(text, sizeof(text), "%s%.1f", per_seed.empty() ? "" : " ", seed.eval_return);
+      per_seed += text;
+      seconds += seed.train_seconds;
+      steps = std::max(steps, seed.steps);
+    }
+    const ReturnSummary summary = concord::policies::summarize_returns(returns);
+    std::printf("%-26s %-4s %-20s %-34s %9lld %8.1fs  %s\n", result.env_id.c_str(), result.algo.c_str(),
+                format_mean_std(summary).c_str(), per_seed.c_str(), static_cast<long long>(steps),
+                seconds / static_cast<double>(result.seeds.size()), reference_for(result.env_id, result.algo).c_str());
+  }
+  std::printf(
+      "\neval return: deterministic policy, mean over %lld episodes per seed, then mean +- std (population) "
+      "over seeds 1..%lld\n",
+      static_cast<long long>(options.episodes), static_cast<long long>(options.seeds));
+  std::printf("time/seed: training wall time per seed (evaluation excluded); steps: environment steps trained\n");
+  std::printf("reference: RL Baselines3 Zoo benchmark.md (quoted, not measured here)\n");
+}
+
+int run(const Options& options) {
+  std::printf("learning: %zu config(s) x %lld seed(s)%s\n", options.configs.size(),
+              static_cast<long long>(options.seeds), options.quick ? ", quick (2 updates each)" : "");
+  std::vector<ConfigResult> results;
+  for (const std::string& file : options.configs) {
+    Config config(concord::cli::concord_schema());
+    config.merge_file(file);
+    ConfigResult result;
+    result.file = file;
+    result.env_id = config.get_string("env.id");
+    result.algo = config.get_string("train.algo");
+    for (int64_t seed = 1; seed <= options.seeds; ++seed) {
+      const SeedResult seed_result = train_and_evaluate(file, seed, options);
+      std::printf("  %-36s seed %lld: return %8.2f after %lld steps in %.1f s\n",
+                  std::filesystem::path(file).filename().string().c_str(), static_cast<long long>(seed),
+                  seed_result.eval_return, static_cast<long long>(seed_result.steps), seed_result.train_seconds);
+      std::fflush(stdout);
+      result.seeds.push_back(seed_result);
+    }
+    results.push_back(std::move(result));
+  }
+  print_table(results, options);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"learning: train tuned configs over several seeds and compare the final returns with RL Zoo's"};
+  Options options;
+  app.add_option("--configs", options.configs, "Config files to train (default: every tuned config under configs/)")
+      ->delimiter(',')
+      ->check(CLI::ExistingFile);
+  app.add_option("--seeds", options.seeds, "Seeds 1..N per config")->check(CLI::Range(int64_t{1}, int64_t{100}));
+  app.add_option("--episodes", options.episodes, "Evaluation episodes per seed")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  app.add_flag("--quick", options.quick, "Smoke run: 2 updates per config, 1 seed, 2 episodes");
+  CLI11_PARSE(app, argc, argv);
+  if (options.quick) {
+    if (app.count("--seeds") == 0) options.seeds = 1;
+    if (app.count("--episodes") == 0) options.episodes = 2;
+  }
+  if (options.configs.empty()) {
+    for (const char* file : kDefaultConfigs) options.configs.push_back(std::string(CONCORD_SOURCE_DIR) + "/" + file);
+  }
+  try {
+    return run(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "learning: error: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+#include "concord/algos/learner.h"
+#include "concord/core/checkpoint.h"
+#include "concord/core/config.h"
+#include "concord/envs/env.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+
+namespace concord::cli {
+
+// The one path from a resolved config to training, shared by `concord train` and
+// bench/learning. The constructor, in this order:
+//
+//   checks train.total_timesteps and train.checkpoint_interval_steps, resolves run.device,
+//   seeds LibTorch with run.seed, sets run.torch_threads, builds the learner (train.algo,
+//   [algo]) on the device, restores `resume_from` into it when given, then builds the
+//   distribution policy (train.policy) with its environments ([env]).
+//
+// The checkpoint is restored before the policy exists because policies copy or share the
+// learner's parameters and optimiser statistics when they are built (hogwild's replicas alias
+// them). Everything that can reject the config happens in the constructor, before a caller
+// creates a run directory; it throws core::ConfigError, std::invalid_argument or
+// core::CheckpointError naming the problem. It writes nothing to disk and logs nothing: run
+// directories, progress and checkpoints are the caller's, through train()'s callbacks.
+class TrainingRun {
+ public:
+  explicit TrainingRun(const core::Config& config, const core::Checkpoint* resume_from = nullptr);
+
+  // Trains from `state` until train.total_timesteps or until callbacks.should_stop(); see
+  // policies::Policy::train.
+  void train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks);
+
+  algos::Learner& learner() { return *learner_; }
+  const envs::VectorEnvConfig& env_config() const { return env_config_; }
+  const envs::EnvSpec& env_spec() const { return env_spec_; }
+  const std::string& algo() const { return algo_; }
+  const std::string& policy_name() const { return policy_name_; }
+  torch::Device device() const { return device_; }
+  int64_t total_steps() const { return total_steps_; }
+
+ private:
+  int64_t total_steps_;
+  int64_t checkpoint_interval_;
+  torch::Device device_;
+  std::string algo_;
+  std::string policy_name_;
+  envs::VectorEnvConfig env_config_;
+  envs::EnvSpec env_spec_;
+  std::unique_ptr<algos::Learner> learner_;
+  std::unique_ptr<policies::Policy> policy_;  // refers to *learner_
+};
+
+}  // namespace concord::cli
