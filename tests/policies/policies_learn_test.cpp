@@ -101,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(
                          {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
                           "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true",
                           "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16",
-                          "algo.a2c.ent_coef=0.0"}},
+                          "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"}},
                     Case{"central_inference", "ppo", 16, 1, 100'000,
                          {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
                           "policy.central_inference.queue_capacity=8"}}),
