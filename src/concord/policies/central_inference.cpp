@@ -23,6 +23,7 @@
 #include "concord/policies/active_threads.h"
 #include "concord/policies/bounded_queue.h"
 #include "concord/policies/dynamic_adjustment.h"
+#include "concord/policies/env_actions.h"
 
 namespace concord::policies {
 
@@ -284,11 +285,7 @@ class Run {
     const int64_t steps = learner_.rollout_length();
     const envs::Space& action_space = env.spec().action_space;
     const bool discrete = action_space.is_discrete();
-    torch::Tensor low, high;
-    if (!discrete) {
-      low = torch::tensor(action_space.low());
-      high = torch::tensor(action_space.high());
-    }
+    const EnvActions env_actions(action_space, torch::kCPU);
     const auto host_rows = [&](const float* rows, int64_t count) {
       return torch::from_blob(const_cast<float*>(rows), {count, obs_dim}, torch::kFloat32).clone();
     };
@@ -325,14 +322,7 @@ class Run {
         rollout.log_probs[t].copy_(prediction.log_probs.narrow(0, 0, n));
         rollout.values[t].copy_(prediction.values.narrow(0, 0, n));
 
-        if (discrete) {
-          const torch::Tensor actions = prediction.actions.narrow(0, 0, n).to(torch::kInt64).contiguous();
-          batch = env.step(actions.data_ptr<int64_t>());
-        } else {
-          const torch::Tensor actions =
-              torch::max(torch::min(prediction.actions.narrow(0, 0, n), high), low).to(torch::kFloat32).contiguous();
-          batch = env.step(actions.data_ptr<float>());
-        }
+        batch = env_actions.step(env, prediction.actions.narrow(0, 0, n));
         truncated_rows.clear();
         for (int64_t row = 0; row < n; ++row) {
           rewards[t * n + row] = batch.rewards[row];

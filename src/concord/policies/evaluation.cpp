@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/policies/env_actions.h"
+
 namespace concord::policies {
 
 std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
@@ -18,12 +20,7 @@ std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConf
   envs::VectorEnv env(env_config, registry);
   const envs::Space& action_space = env.spec().action_space;
   const auto device = model->parameters().front().device();
-  torch::Tensor low;
-  torch::Tensor high;
-  if (!action_space.is_discrete()) {
-    low = torch::tensor(action_space.low()).to(device);
-    high = torch::tensor(action_space.high()).to(device);
-  }
+  const EnvActions env_actions(action_space, device);
   std::vector<double> returns(episodes, 0.0);
   std::vector<bool> done(episodes, false);
   int64_t remaining = episodes;
@@ -32,14 +29,7 @@ std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConf
   while (remaining > 0) {
     const auto observations =
         torch::from_blob(const_cast<float*>(batch.observations), {episodes, env.obs_dim()}).to(device);
-    torch::Tensor actions = model->act(observations, /*deterministic=*/!stochastic).action;
-    if (action_space.is_discrete()) {
-      actions = actions.to(torch::kCPU, torch::kInt64).contiguous();
-      batch = env.step(actions.data_ptr<int64_t>());
-    } else {
-      actions = torch::max(torch::min(actions, high), low).to(torch::kCPU, torch::kFloat32).contiguous();
-      batch = env.step(actions.data_ptr<float>());
-    }
+    batch = env_actions.step(env, model->act(observations, /*deterministic=*/!stochastic).action);
     for (int64_t row = 0; row < episodes; ++row) {
       if (!done[row] && batch.has_final[row]) {
         returns[row] = batch.episode_returns[row];

@@ -15,14 +15,11 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
       device_(device),
       num_envs_(env.num_envs()),
       obs_dim_(env.obs_dim()),
-      discrete_(env.spec().action_space.is_discrete()) {
+      discrete_(env.spec().action_space.is_discrete()),
+      env_actions_(env.spec().action_space, device) {
   if (env_.is_async()) {
     throw std::invalid_argument("this policy steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
-  }
-  if (!discrete_) {
-    action_low_ = torch::tensor(env_.spec().action_space.low()).to(device_);
-    action_high_ = torch::tensor(env_.spec().action_space.high()).to(device_);
   }
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   const auto on_host = torch::TensorOptions().dtype(torch::kFloat32);
@@ -53,11 +50,6 @@ torch::Tensor RolloutCollector::observation_tensor(const float* rows) const {
   return view.to(device_, /*non_blocking=*/false, /*copy=*/true);
 }
 
-torch::Tensor RolloutCollector::env_actions(const torch::Tensor& actions) const {
-  if (discrete_) return actions.to(torch::kCPU, torch::kInt64).contiguous();
-  return torch::max(torch::min(actions, action_high_), action_low_).to(torch::kCPU, torch::kFloat32).contiguous();
-}
-
 const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
   float* observations = host_observations_.data_ptr<float>();
   float* rewards = host_rewards_.data_ptr<float>();
@@ -77,9 +69,7 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
       log_prob_rows_[t].copy_(act.log_prob);
       value_rows_[t].copy_(act.value);
 
-      const torch::Tensor actions = env_actions(act.action);
-      const envs::Batch batch =
-          discrete_ ? env_.step(actions.data_ptr<int64_t>()) : env_.step(actions.data_ptr<float>());
+      const envs::Batch batch = env_actions_.step(env_, act.action);
 
       std::memcpy(observations + (t + 1) * row_floats, batch.observations, row_bytes);
       bool any_truncated = false;

@@ -9,6 +9,7 @@
 #include "concord/algos/rollout.h"
 #include "concord/envs/vector_env.h"
 #include "concord/nn/actor_critic.h"
+#include "concord/policies/env_actions.h"
 
 namespace concord::policies {
 
@@ -44,7 +45,6 @@ class RolloutCollector {
 
  private:
   torch::Tensor observation_tensor(const float* rows) const;
-  torch::Tensor env_actions(const torch::Tensor& actions) const;
 
   envs::VectorEnv& env_;
   int64_t steps_;
@@ -52,7 +52,7 @@ class RolloutCollector {
   int64_t num_envs_;
   int64_t obs_dim_;
   bool discrete_;
-  torch::Tensor action_low_, action_high_;  // continuous actions only, on device
+  EnvActions env_actions_;
 
   // Host buffers written by memcpy; observations have T + 1 rows (row T is o_T).
   torch::Tensor host_observations_, host_rewards_, host_terminated_, host_truncated_;

@@ -1,0 +1,25 @@
+#include "concord/policies/env_actions.h"
+
+#include <torch/torch.h>
+
+namespace concord::policies {
+
+EnvActions::EnvActions(const envs::Space& action_space, torch::Device device)
+    : discrete_(action_space.is_discrete()) {
+  if (!discrete_) {
+    low_ = torch::tensor(action_space.low()).to(device);
+    high_ = torch::tensor(action_space.high()).to(device);
+  }
+}
+
+envs::Batch EnvActions::step(envs::VectorEnv& env, const torch::Tensor& actions) const {
+  if (discrete_) {
+    const torch::Tensor indices = actions.to(torch::kCPU, torch::kInt64).contiguous();
+    return env.step(indices.data_ptr<int64_t>());
+  }
+  const torch::Tensor clipped =
+      torch::max(torch::min(actions, high_), low_).to(torch::kCPU, torch::kFloat32).contiguous();
+  return env.step(clipped.data_ptr<float>());
+}
+
+}  // namespace concord::policies
