@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "concord/nn/flat_parameters.h"
+
+namespace concord::sync {
+
+// What a strategy communicated so far, logged beside loss and accuracy.
+struct SyncStats {
+  int64_t bytes = 0;   // payload bytes this rank handed to the communicator
+  int64_t rounds = 0;  // communication rounds (an allreduce of all buckets, an averaging, a gossip exchange)
+};
+
+// How the replicas of one model on several ranks stay in agreement: allreduce of gradients every
+// step, local SGD, EASGD, gossip. A training loop (an RL learner's update, `concord fit`) calls
+// the hooks around each optimiser step and never learns which strategy runs:
+//
+//   strategy.attach(parameters);                      // once, before training
+//   loop: parameters.zero_grad(); loss.backward();
+//         strategy.synchronize_gradients();           // gradient() is now what to apply
+//         clip; optimizer.step();
+//         strategy.after_step();                      // may mix parameters across ranks
+//
+// Strategies are chosen by name (sync_registry.h). `none` is what a single process uses.
+class SyncStrategy {
+ public:
+  virtual ~SyncStrategy() = default;
+  virtual std::string name() const = 0;
+  // Binds to the replica's flat parameters (their storage must not move afterwards) and makes
+  // every replica start from the same values (rank 0's). Call once, before the first step.
+  virtual void attach(nn::FlatParameters& parameters) = 0;
+  // Between backward() and the optimiser step.
+  virtual void synchronize_gradients() {}
+  // After the optimiser step.
+  virtual void after_step() {}
+  virtual SyncStats stats() const { return {}; }
+};
+
+// The strategy of a single replica: does nothing.
+class NoSync : public SyncStrategy {
+ public:
+  std::string name() const override { return "none"; }
+  void attach(nn::FlatParameters&) override {}
+};
+
+}  // namespace concord::sync
