@@ -9,7 +9,7 @@
 //                 many bytes: time of backward + synchronize_gradients() minus backward alone
 //                 (the same model under NoSync). Overlap with backward can make it cheaper than (a).
 // Target (cluster issue): (c) at most 1.25x (a). The four measurements of one repetition run
-// back to back after a barrier, so a change in the machine's load hits them alike.
+// back to back, each after a barrier, so a change in the machine's load hits them alike.
 //
 //   allreduce                    2 ranks on loopback, every size (the program starts its ranks)
 //   allreduce --ranks 4 --repeats 30
@@ -162,24 +162,39 @@ SizeResult measure(int64_t bytes, const Options& options, Communicator& communic
   const torch::Tensor input = torch::randn({options.batch, width});
 
   std::vector<double> raw_times, comm_times, backward_times, synced_times;
-  for (int repetition = 0; repetition < options.warmup + options.repeats; ++repetition) {
-    const bool record = repetition >= options.warmup;
+  const auto time_raw = [&] {
     communicator.barrier();
-    concord::core::Stopwatch clock;
+    const concord::core::Stopwatch clock;
     raw.allreduce(raw_tensors)->wait();
-    if (record) raw_times.push_back(clock.elapsed_seconds());
-
+    return clock.elapsed_seconds();
+  };
+  const auto time_comm = [&] {
     communicator.barrier();
-    clock.restart();
+    const concord::core::Stopwatch clock;
     communicator.allreduce(payload);
-    if (record) comm_times.push_back(clock.elapsed_seconds());
-
-    const double backward = unsynchronised.timed_step(input, communicator);
-    const double synced = synchronised.timed_step(input, communicator);
-    if (record) {
-      backward_times.push_back(backward);
-      synced_times.push_back(synced);
+    return clock.elapsed_seconds();
+  };
+  for (int repetition = 0; repetition < options.warmup + options.repeats; ++repetition) {
+    // Odd repetitions swap the order within each pair, so that whatever the first of two
+    // back-to-back measurements pays (or leaves behind) is shared evenly.
+    const bool swap = repetition % 2 == 1;
+    double raw_time = 0.0, comm_time = 0.0, backward = 0.0, synced = 0.0;
+    if (swap) {
+      comm_time = time_comm();
+      raw_time = time_raw();
+      synced = synchronised.timed_step(input, communicator);
+      backward = unsynchronised.timed_step(input, communicator);
+    } else {
+      raw_time = time_raw();
+      comm_time = time_comm();
+      backward = unsynchronised.timed_step(input, communicator);
+      synced = synchronised.timed_step(input, communicator);
     }
+    if (repetition < options.warmup) continue;
+    raw_times.push_back(raw_time);
+    comm_times.push_back(comm_time);
+    backward_times.push_back(backward);
+    synced_times.push_back(synced);
   }
   SizeResult result;
   result.bytes = bytes;
