@@ -69,13 +69,14 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());
   std::printf("steps/s: env steps of all actors / wall time of train() on rank 0 (start-up and rendezvous excluded)\n\n");
-  std::printf("%6s %9s %9s %10s %s %8s\n", "actors", "processes", "steps", "steps/s", "(runs)", "vs 1");
+  std::printf("%6s %9s %9s %10s %8s %10s  %s\n", "actors", "processes", "steps", "steps/s", "vs 1", "cores busy",
+              "steps/s of each run");
   std::fflush(stdout);
 
   double baseline = 0.0;
   bool all_ran = true;
   for (int actors = 1; actors <= options.max_actors; ++actors) {
-    std::vector<double> rates;
+    std::vector<double> rates, cores;
     std::string per_run;
     int64_t steps = 0;
     for (int run = 0; run < options.runs; ++run) {
@@ -86,18 +87,22 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
         break;
       }
       rates.push_back(throughput->steps_per_second());
+      cores.push_back(throughput->cores_busy());
       steps = throughput->steps;
       per_run += (per_run.empty() ? "" : " ") + std::to_string(static_cast<long long>(rates.back()));
     }
     if (rates.empty()) continue;
     std::sort(rates.begin(), rates.end());
+    std::sort(cores.begin(), cores.end());
     const double rate = rates[rates.size() / 2];
+    const double cores_busy = cores[cores.size() / 2];
     if (actors == 1) baseline = rate;
-    std::printf("%6d %9d %9lld %10.0f (%s) %7.2fx\n", actors, actors + 1, static_cast<long long>(steps), rate,
-                per_run.c_str(), baseline > 0.0 ? rate / baseline : 0.0);
+    std::printf("%6d %9d %9lld %10.0f %7.2fx %10.2f  %s\n", actors, actors + 1, static_cast<long long>(steps), rate,
+                baseline > 0.0 ? rate / baseline : 0.0, cores_busy, per_run.c_str());
     std::fflush(stdout);
   }
-  std::printf("\nvs 1: median steps/s over the 1-actor median\n");
+  std::printf("\nvs 1: median steps/s over the 1-actor median; cores busy: CPU time of train() summed over all "
+              "processes / its wall time (median over runs)\n");
   std::printf("load average at end: %s\n", concord::bench::load_average().c_str());
   return all_ran ? 0 : 1;
 }

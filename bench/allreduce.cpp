@@ -162,8 +162,11 @@ SizeResult measure(int64_t bytes, const Options& options, Communicator& communic
   const torch::Tensor input = torch::randn({options.batch, width});
 
   std::vector<double> raw_times, comm_times, backward_times, synced_times;
+  // Each measurement starts right after a barrier on its own process group: a group whose threads
+  // were idle pays for waking them (milliseconds on a loaded machine), and that must not fall on
+  // one side only.
   const auto time_raw = [&] {
-    communicator.barrier();
+    raw.barrier()->wait();
     const concord::core::Stopwatch clock;
     raw.allreduce(raw_tensors)->wait();
     return clock.elapsed_seconds();

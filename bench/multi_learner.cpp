@@ -72,8 +72,8 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());
   std::printf("steps/s: env steps of all ranks / wall time of train() on rank 0 (start-up and rendezvous excluded)\n\n");
-  std::printf("%5s %9s %9s %10s %s %8s %10s\n", "ranks", "envs/rank", "steps", "steps/s", "(runs)", "speedup",
-              "efficiency");
+  std::printf("%5s %9s %9s %10s %8s %10s %10s  %s\n", "ranks", "envs/rank", "steps", "steps/s", "speedup",
+              "efficiency", "cores busy", "steps/s of each run");
   std::fflush(stdout);
 
   double baseline = 0.0;
@@ -84,7 +84,7 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
                   static_cast<long long>(options.num_envs), ranks);
       continue;
     }
-    std::vector<double> rates;
+    std::vector<double> rates, cores;
     std::string per_run;
     int64_t steps = 0;
     for (int run = 0; run < options.runs; ++run) {
@@ -95,19 +95,25 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
         break;
       }
       rates.push_back(throughput->steps_per_second());
+      cores.push_back(throughput->cores_busy());
       steps = throughput->steps;
       per_run += (per_run.empty() ? "" : " ") + std::to_string(static_cast<long long>(rates.back()));
     }
     if (rates.empty()) continue;
     std::sort(rates.begin(), rates.end());
+    std::sort(cores.begin(), cores.end());
     const double rate = rates[rates.size() / 2];
+    const double cores_busy = cores[cores.size() / 2];
     if (ranks == 1) baseline = rate;
     const double speedup = baseline > 0.0 ? rate / baseline : 0.0;
-    std::printf("%5d %9lld %9lld %10.0f (%s) %7.2fx %9.0f%%\n", ranks, static_cast<long long>(options.num_envs / ranks),
-                static_cast<long long>(steps), rate, per_run.c_str(), speedup, 100.0 * speedup / ranks);
+    std::printf("%5d %9lld %9lld %10.0f %7.2fx %9.0f%% %10.2f  %s\n", ranks,
+                static_cast<long long>(options.num_envs / ranks), static_cast<long long>(steps), rate, speedup,
+                100.0 * speedup / ranks, cores_busy, per_run.c_str());
     std::fflush(stdout);
   }
-  std::printf("\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / ranks\n");
+  std::printf("\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / ranks; cores busy: CPU "
+              "time of train() summed over ranks / its wall time (median over runs): below the rank count, the ranks "
+              "waited (for each other, or for a CPU that other work held)\n");
   std::printf("load average at end: %s\n", concord::bench::load_average().c_str());
   return all_ran ? 0 : 1;
 }

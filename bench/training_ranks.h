@@ -2,9 +2,13 @@
 
 // Throughput of a multi-process training run, for the scaling benchmarks: the program starts
 // itself as the run's ranks (self_launch.h); each rank trains the same config along `concord
-// train`'s path (cli::TrainingRun, which joins the ranks from torchrun's variables), and rank 0
-// prints one line with the steps and the seconds that train() took, which the launching
-// process reads back. Rendezvous and process start-up are outside the timed span. Header-only.
+// train`'s path (cli::TrainingRun, which joins the ranks from torchrun's variables) and prints
+// one line with the steps, the wall seconds and the CPU seconds (all its threads) that train()
+// took, which the launching process reads back. Rendezvous and process start-up are outside the
+// timed span. The CPU seconds tell a slow run on a busy machine (the ranks got less than a core
+// each) from a slow run that used its cores. Header-only.
+
+#include <time.h>
 
 #include <cstdio>
 #include <optional>
@@ -20,47 +24,73 @@
 namespace concord::bench {
 
 struct Throughput {
-  int64_t steps = 0;  // environment steps over all ranks
-  double seconds = 0.0;
+  int64_t steps = 0;         // environment steps over all ranks
+  double seconds = 0.0;      // wall time of train() on rank 0
+  double cpu_seconds = 0.0;  // CPU time of train(), summed over ranks
+  double cores_busy() const { return seconds > 0.0 ? cpu_seconds / seconds : 0.0; }
   double steps_per_second() const { return seconds > 0.0 ? static_cast<double>(steps) / seconds : 0.0; }
 };
 
 // The line rank 0 prints, and the launching process looks for.
 inline const char* throughput_marker() { return "concord-bench-throughput:"; }
 
-// Trains `config` as this rank (joining the others) and, on rank 0, prints the throughput line.
+// CPU time of every thread of this process so far.
+inline double process_cpu_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// Trains `config` as this rank (joining the others) and prints its throughput line.
 inline void train_as_rank(const core::Config& config) {
   cli::TrainingRun training(config);
   policies::TrainingState state;
   const core::Stopwatch clock;
+  const double cpu_start = process_cpu_seconds();
   training.train(state, {});
   const double seconds = clock.elapsed_seconds();
-  if (training.rank() == 0) {
-    std::printf("%s %lld %.6f\n", throughput_marker(), static_cast<long long>(state.global_step), seconds);
-    std::fflush(stdout);
-  }
+  std::printf("%s %lld %.6f %.6f\n", throughput_marker(), static_cast<long long>(state.global_step), seconds,
+              process_cpu_seconds() - cpu_start);
+  std::fflush(stdout);
 }
 
-// Runs this program as `world_size` ranks (each calling train_as_rank on the config its
-// arguments describe) and returns rank 0's throughput; nothing when a rank failed, whose output
-// then went to stderr.
-inline std::optional<Throughput> launch_training(int world_size, const std::vector<std::string>& arguments,
-                                                 std::chrono::seconds timeout) {
-  const std::vector<RankOutcome> outcomes = run_self_as_ranks(world_size, arguments, /*echo_rank0=*/false, timeout);
-  if (!report_rank_failures(outcomes)) return std::nullopt;
-  std::istringstream lines(outcomes[0].output);
+// The throughput line in `output`, if any: steps, wall seconds, CPU seconds.
+inline std::optional<Throughput> parse_throughput(const std::string& output) {
+  std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind(throughput_marker(), 0) != 0) continue;
     std::istringstream fields(line.substr(std::string(throughput_marker()).size()));
     Throughput throughput;
     long long steps = 0;
-    if (fields >> steps >> throughput.seconds) {
+    if (fields >> steps >> throughput.seconds >> throughput.cpu_seconds) {
       throughput.steps = steps;
       return throughput;
     }
   }
-  std::fprintf(stderr, "rank 0 printed no throughput line; its output:\n%s", outcomes[0].output.c_str());
   return std::nullopt;
+}
+
+// Runs this program as `world_size` ranks (each calling train_as_rank on the config its
+// arguments describe) and returns rank 0's steps and seconds with every rank's CPU seconds;
+// nothing when a rank failed, whose output then went to stderr.
+inline std::optional<Throughput> launch_training(int world_size, const std::vector<std::string>& arguments,
+                                                 std::chrono::seconds timeout) {
+  const std::vector<RankOutcome> outcomes = run_self_as_ranks(world_size, arguments, /*echo_rank0=*/false, timeout);
+  if (!report_rank_failures(outcomes)) return std::nullopt;
+  std::optional<Throughput> total;
+  for (size_t rank = 0; rank < outcomes.size(); ++rank) {
+    const std::optional<Throughput> mine = parse_throughput(outcomes[rank].output);
+    if (!mine) {
+      std::fprintf(stderr, "rank %zu printed no throughput line; its output:\n%s", rank, outcomes[rank].output.c_str());
+      return std::nullopt;
+    }
+    if (rank == 0) {
+      total = mine;
+    } else {
+      total->cpu_seconds += mine->cpu_seconds;
+    }
+  }
+  return total;
 }
 
 // The `concord train` command line equivalent to `overrides` (for the benchmark's header).
