@@ -7,6 +7,11 @@
 // invocation as a Gloo world of one. Target (cluster issue): at least 1.7x at 2 processes on this
 // machine. On a bigger machine, `--max-ranks N` extends the sweep.
 //
+// On a shared machine the ranks may not get a core each. A control row per rank count runs K
+// separate copies of the 1-rank job at once, which never communicate: its speedup is the most
+// K processes could reach on the machine as it was loaded, and multi_learner's row is to be
+// read against it.
+//
 //   multi_learner                      1 and 2 ranks, 3 runs each, the median reported
 //   multi_learner --max-ranks 8        1, 2, 4, 8 ranks
 //   multi_learner --quick              a small network, 2 updates, 1 run: the ctest smoke run
@@ -34,6 +39,7 @@ struct Options {
   int64_t updates = 8;
   std::string hidden = "[512, 512]";
   int64_t timeout_seconds = 900;
+  bool control = true;
   bool quick = false;
 };
 
@@ -62,17 +68,58 @@ std::vector<int> rank_counts(int max_ranks) {
   return counts;
 }
 
+// The median over runs of one row of the table.
+struct Row {
+  bool ran = false;
+  int64_t steps = 0;
+  double steps_per_second = 0.0;
+  double cores_busy = 0.0;
+  std::string per_run;  // steps/s of each run
+};
+
+Row measure(int processes, bool independent_worlds, const Options& options, const std::vector<std::string>& arguments) {
+  Row row;
+  std::vector<double> rates, cores;
+  for (int run = 0; run < options.runs; ++run) {
+    const auto throughput = concord::bench::launch_training(
+        processes, arguments, std::chrono::seconds(options.timeout_seconds), independent_worlds);
+    if (!throughput) return row;
+    rates.push_back(throughput->steps_per_second());
+    cores.push_back(throughput->cores_busy());
+    row.steps = throughput->steps;
+    row.per_run += (row.per_run.empty() ? "" : " ") + std::to_string(static_cast<long long>(rates.back()));
+  }
+  std::sort(rates.begin(), rates.end());
+  std::sort(cores.begin(), cores.end());
+  row.ran = true;
+  row.steps_per_second = rates[rates.size() / 2];
+  row.cores_busy = cores[cores.size() / 2];
+  return row;
+}
+
+void print_row(const std::string& label, int processes, int64_t envs_per_process, const Row& row, double baseline) {
+  const double speedup = baseline > 0.0 ? row.steps_per_second / baseline : 0.0;
+  std::printf("%-22s %9lld %9lld %10.0f %7.2fx %9.0f%% %10.2f  %s\n", label.c_str(),
+              static_cast<long long>(envs_per_process), static_cast<long long>(row.steps), row.steps_per_second, speedup,
+              100.0 * speedup / processes, row.cores_busy, row.per_run.c_str());
+  std::fflush(stdout);
+}
+
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
   const std::vector<std::string> overrides = config_overrides(options);
   std::printf("multi_learner: PPO on CartPole-v1, %lld envs in all split across the ranks, %lld updates of %lld steps, "
-              "median of %d run(s) per rank count\n",
+              "median of %d run(s) per row\n",
               static_cast<long long>(options.num_envs), static_cast<long long>(options.updates),
               static_cast<long long>(options.num_envs * options.num_steps), options.runs);
   std::printf("each rank runs: %s\n", concord::bench::as_train_command(overrides).c_str());
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());
-  std::printf("steps/s: env steps of all ranks / wall time of train() on rank 0 (start-up and rendezvous excluded)\n\n");
-  std::printf("%5s %9s %9s %10s %8s %10s %10s  %s\n", "ranks", "envs/rank", "steps", "steps/s", "speedup",
+  std::printf("steps/s: env steps of all ranks / wall time of train() on rank 0 (start-up and rendezvous excluded)\n");
+  if (options.control) {
+    std::printf("control \"K x 1 rank, apart\": K separate 1-rank runs of the whole job at once, no communication; "
+                "steps summed, longest wall time: the parallel speed this machine gives K processes now\n");
+  }
+  std::printf("\n%-22s %9s %9s %10s %8s %10s %10s  %s\n", "run", "envs/rank", "steps", "steps/s", "speedup",
               "efficiency", "cores busy", "steps/s of each run");
   std::fflush(stdout);
 
@@ -80,40 +127,28 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
   bool all_ran = true;
   for (const int ranks : rank_counts(options.max_ranks)) {
     if (options.num_envs % ranks != 0) {
-      std::printf("%5d skipped: env.num_envs = %lld is not divisible by %d ranks\n", ranks,
+      std::printf("%d ranks skipped: env.num_envs = %lld is not divisible by %d\n", ranks,
                   static_cast<long long>(options.num_envs), ranks);
       continue;
     }
-    std::vector<double> rates, cores;
-    std::string per_run;
-    int64_t steps = 0;
-    for (int run = 0; run < options.runs; ++run) {
-      const auto throughput =
-          concord::bench::launch_training(ranks, arguments, std::chrono::seconds(options.timeout_seconds));
-      if (!throughput) {
-        all_ran = false;
-        break;
-      }
-      rates.push_back(throughput->steps_per_second());
-      cores.push_back(throughput->cores_busy());
-      steps = throughput->steps;
-      per_run += (per_run.empty() ? "" : " ") + std::to_string(static_cast<long long>(rates.back()));
+    const Row row = measure(ranks, /*independent_worlds=*/false, options, arguments);
+    if (!row.ran) {
+      all_ran = false;
+      continue;
     }
-    if (rates.empty()) continue;
-    std::sort(rates.begin(), rates.end());
-    std::sort(cores.begin(), cores.end());
-    const double rate = rates[rates.size() / 2];
-    const double cores_busy = cores[cores.size() / 2];
-    if (ranks == 1) baseline = rate;
-    const double speedup = baseline > 0.0 ? rate / baseline : 0.0;
-    std::printf("%5d %9lld %9lld %10.0f %7.2fx %9.0f%% %10.2f  %s\n", ranks,
-                static_cast<long long>(options.num_envs / ranks), static_cast<long long>(steps), rate, speedup,
-                100.0 * speedup / ranks, cores_busy, per_run.c_str());
-    std::fflush(stdout);
+    if (ranks == 1) baseline = row.steps_per_second;
+    print_row(std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks"), ranks, options.num_envs / ranks, row, baseline);
+    if (!options.control || ranks == 1) continue;
+    const Row control = measure(ranks, /*independent_worlds=*/true, options, arguments);
+    if (!control.ran) {
+      all_ran = false;
+      continue;
+    }
+    print_row(std::to_string(ranks) + " x 1 rank, apart", ranks, options.num_envs, control, baseline);
   }
-  std::printf("\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / ranks; cores busy: CPU "
-              "time of train() summed over ranks / its wall time (median over runs): below the rank count, the ranks "
-              "waited (for each other, or for a CPU that other work held)\n");
+  std::printf("\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / processes; cores busy: CPU "
+              "time of train() summed over processes / its wall time (median over runs): below the process count, "
+              "they waited (for each other, or for a CPU that other work held)\n");
   std::printf("load average at end: %s\n", concord::bench::load_average().c_str());
   return all_ran ? 0 : 1;
 }
@@ -134,6 +169,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", options.hidden, "algo.hidden_sizes, as TOML (e.g. \"[512, 512]\")");
   app.add_option("--timeout", options.timeout_seconds, "Seconds one run may take before its ranks are killed")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  app.add_flag("!--no-control", options.control, "Skip the control rows (K separate 1-rank runs at once)");
   app.add_flag("--quick", options.quick, "Smoke run: 64-wide layers, 2 updates, 1 run, 1 and 2 ranks");
   CLI11_PARSE(app, argc, argv);
   if (options.quick) {

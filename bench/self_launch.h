@@ -102,19 +102,29 @@ inline pid_t spawn_self(const std::vector<std::string>& arguments, const std::ma
 // every other output is captured and returned. A rank still running after `timeout` is killed
 // (a benchmark in ctest must never hang), as are the others once one rank fails, since they would
 // otherwise wait for it until their communication timeout.
+//
+// `independent_worlds`: instead, start the copies at once as that many separate worlds of one
+// rank each (own store, own port), which never communicate: the control run that shows how much
+// parallel work the machine itself gives `world_size` processes.
 inline std::vector<RankOutcome> run_self_as_ranks(int world_size, const std::vector<std::string>& arguments,
-                                                  bool echo_rank0, std::chrono::seconds timeout) {
+                                                  bool echo_rank0, std::chrono::seconds timeout,
+                                                  bool independent_worlds = false) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("concord_bench_ranks_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string port = std::to_string(detail::free_loopback_port());
+  const std::string shared_port = std::to_string(detail::free_loopback_port());
   std::vector<pid_t> pids;
   std::vector<std::filesystem::path> outputs;
   for (int rank = 0; rank < world_size; ++rank) {
+    const std::string rank_in_world = independent_worlds ? "0" : std::to_string(rank);
+    const std::string size_of_world = independent_worlds ? "1" : std::to_string(world_size);
     const std::map<std::string, std::string> variables{
-        {"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(world_size)},
-        {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(world_size)},
-        {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", port}};
+        {"RANK", rank_in_world},
+        {"WORLD_SIZE", size_of_world},
+        {"LOCAL_RANK", rank_in_world},
+        {"LOCAL_WORLD_SIZE", size_of_world},
+        {"MASTER_ADDR", "127.0.0.1"},
+        {"MASTER_PORT", independent_worlds ? std::to_string(detail::free_loopback_port()) : shared_port}};
     outputs.push_back(rank == 0 && echo_rank0 ? std::filesystem::path() : dir / ("rank" + std::to_string(rank) + ".log"));
     pids.push_back(detail::spawn_self(arguments, variables, outputs.back()));
   }

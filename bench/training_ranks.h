@@ -10,6 +10,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -73,9 +74,14 @@ inline std::optional<Throughput> parse_throughput(const std::string& output) {
 // Runs this program as `world_size` ranks (each calling train_as_rank on the config its
 // arguments describe) and returns rank 0's steps and seconds with every rank's CPU seconds;
 // nothing when a rank failed, whose output then went to stderr.
+//
+// `independent_worlds`: the control run instead, `world_size` separate worlds of one rank each at
+// once (see run_self_as_ranks); the steps are then summed over them, and the seconds are the
+// longest run's.
 inline std::optional<Throughput> launch_training(int world_size, const std::vector<std::string>& arguments,
-                                                 std::chrono::seconds timeout) {
-  const std::vector<RankOutcome> outcomes = run_self_as_ranks(world_size, arguments, /*echo_rank0=*/false, timeout);
+                                                 std::chrono::seconds timeout, bool independent_worlds = false) {
+  const std::vector<RankOutcome> outcomes =
+      run_self_as_ranks(world_size, arguments, /*echo_rank0=*/false, timeout, independent_worlds);
   if (!report_rank_failures(outcomes)) return std::nullopt;
   std::optional<Throughput> total;
   for (size_t rank = 0; rank < outcomes.size(); ++rank) {
@@ -88,6 +94,10 @@ inline std::optional<Throughput> launch_training(int world_size, const std::vect
       total = mine;
     } else {
       total->cpu_seconds += mine->cpu_seconds;
+      if (independent_worlds) {
+        total->steps += mine->steps;
+        total->seconds = std::max(total->seconds, mine->seconds);
+      }
     }
   }
   return total;
