@@ -149,7 +149,6 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   core::Stopwatch clock;
   double receive_seconds = 0.0;
   double update_seconds = 0.0;
-  int64_t version = 0;  // parameter version the actors hold
 
   bool stop = false;
   while (!stop) {
@@ -215,7 +214,6 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
         actor_failed(*link, error.what());
       }
     }
-    if (send_parameters) version = state.updates;
 
     int alive = 0;
     for (const auto& link : actors_) alive += link->alive ? 1 : 0;
