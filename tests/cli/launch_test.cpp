@@ -79,7 +79,14 @@ class BackgroundLaunch {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int error = posix_spawn(&pid_, pointers[0], &actions, nullptr, pointers.data(), environ);
+    // Its own process group, as a shell gives a foreground job: signalling the group is what a
+    // terminal's Ctrl-C does.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    const int error = posix_spawn(&pid_, pointers[0], &actions, &attributes, pointers.data(), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (error != 0) pid_ = -1;
   }
@@ -301,18 +308,19 @@ TEST(Launch, SigtermToTheLauncherIsForwarded) {
   EXPECT_THAT(output, HasSubstr("concord: error: interrupted by SIGTERM; rank 1 (pid "));
 }
 
-TEST(Launch, SigintStopsCleanlyWhenEveryRankExitsZero) {
+TEST(Launch, CtrlCReachesEveryRankOnceAndCleanExitsSucceed) {
   const auto dir = fresh_dir("sigint");
   const std::string d = dir.string();
+  // Each rank notes every SIGINT it gets, lingers long enough to get a second one, then exits 0.
   BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
-                             "trap \"echo int > " + d + "/int$RANK; exit 0\" INT; touch " + d +
-                                 "/ready$RANK; while :; do sleep 0.1; done"},
+                             "trap \"echo int >> " + d + "/int$RANK; stop=1\" INT; touch " + d +
+                                 "/ready$RANK; while [ -z \"$stop\" ]; do sleep 0.1; done; sleep 0.5; exit 0"},
                             dir / "log");
   ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
-  kill(launcher.pid(), SIGINT);
+  kill(-launcher.pid(), SIGINT);  // the whole foreground group, as the terminal's Ctrl-C
   EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 0) << launcher.output();
-  // Forwarded once, by the launcher: each rank saw exactly one SIGINT.
+  // The ranks are outside the launcher's group, so only the launcher's forwarded copy reached them.
   EXPECT_EQ(read_file(dir / "int0"), "int\n");
   EXPECT_EQ(read_file(dir / "int1"), "int\n");
   EXPECT_THAT(launcher.output(), HasSubstr("stopped by SIGINT; every rank exited cleanly"));
@@ -335,20 +343,23 @@ TEST(Launch, SecondSignalKillsAtOnce) {
   EXPECT_THAT(launcher.output(), HasSubstr("was killed by signal 9 (SIGKILL)"));
 }
 
-TEST(Launch, BadInputGetsOneClearLine) {
-  auto expect_one_line_error = [](const std::string& arguments, const std::string& needle, int exit_code) {
-    const CommandResult result = run_concord(arguments);
-    EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;
-    EXPECT_EQ(count_occurrences(result.output, "\n"), 1) << arguments << "\n" << result.output;
-    EXPECT_THAT(result.output, StartsWith("concord: error: ")) << arguments;
-    EXPECT_THAT(result.output, HasSubstr(needle)) << arguments;
-  };
+void expect_one_line_error(const std::string& arguments, const std::string& needle, int exit_code) {
+  const CommandResult result = run_concord(arguments);
+  EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "\n"), 1) << arguments << "\n" << result.output;
+  EXPECT_THAT(result.output, StartsWith("concord: error: ")) << arguments;
+  EXPECT_THAT(result.output, HasSubstr(needle)) << arguments;
+}
+
+TEST(Launch, BadFlagsGetOneClearLine) {
   expect_one_line_error("launch -n 2", "needs a command after '--'", 2);
-  expect_one_line_error("launch -n 2 --", "needs a command after '--'", 2);
   expect_one_line_error("launch -n 0 -- true", "--nproc-per-node", 2);
   expect_one_line_error("launch --nnodes 2 --node-rank 2 -- true", "--node-rank: must be below --nnodes", 2);
   expect_one_line_error("launch --master-port 70000 -- true", "--master-port", 2);
   expect_one_line_error("launch --grace-seconds 5000 -- true", "--grace-seconds", 2);
+}
+
+TEST(Launch, ProgramThatCannotStartGetsOneClearLine) {
   expect_one_line_error("launch -n 2 -- no-such-program-xyz", "cannot start 'no-such-program-xyz'", 1);
   expect_one_line_error("launch -- /no/such/program", "cannot start '/no/such/program'", 1);
   expect_one_line_error("lunch", "commands: train, eval, envs, config, rollout, launch", 2);
