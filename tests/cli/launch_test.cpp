@@ -49,9 +49,7 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // `launch <flags> -- sh -c '<script>'`; the script must not contain single quotes.
 CommandResult launch_script(const std::string& flags, const std::string& script) {
@@ -280,8 +278,8 @@ TEST(Launch, KilledRankIsNamedWithItsSignal) {
 
 TEST(Launch, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   const auto start = Clock::now();
-  const CommandResult result = launch_script(
-      "-n 2 --grace-seconds 0.5", "if [ $RANK = 1 ]; then sleep 0.2; exit 4; fi; trap \"\" TERM; sleep 60");
+  const CommandResult result = launch_script("-n 2 --grace-seconds 0.5",
+                                             "if [ $RANK = 1 ]; then sleep 0.2; exit 4; fi; trap \"\" TERM; sleep 60");
   EXPECT_LT(seconds_since(start), 8.0);
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("rank 1 (pid "));
@@ -295,8 +293,10 @@ TEST(Launch, SigtermToTheLauncherIsForwarded) {
   const std::string d = dir.string();
   // Rank 0 handles SIGTERM and exits cleanly; rank 1 dies of it.
   BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
-                             "if [ $RANK = 0 ]; then trap \"echo term > " + d + "/term0; exit 0\" TERM; fi; "
-                             "touch " + d + "/ready$RANK; while :; do sleep 0.1; done"},
+                             "if [ $RANK = 0 ]; then trap \"echo term > " + d +
+                                 "/term0; exit 0\" TERM; fi; "
+                                 "touch " +
+                                 d + "/ready$RANK; while :; do sleep 0.1; done"},
                             dir / "log");
   ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
@@ -329,10 +329,9 @@ TEST(Launch, CtrlCReachesEveryRankOnceAndCleanExitsSucceed) {
 TEST(Launch, SecondSignalKillsAtOnce) {
   const auto dir = fresh_dir("second_signal");
   const std::string d = dir.string();
-  BackgroundLaunch launcher(
-      {"-n", "2", "--grace-seconds", "60", "--", "sh", "-c",
-       "trap \"\" TERM; touch " + d + "/ready$RANK; while :; do sleep 0.1; done"},
-      dir / "log");
+  BackgroundLaunch launcher({"-n", "2", "--grace-seconds", "60", "--", "sh", "-c",
+                             "trap \"\" TERM; touch " + d + "/ready$RANK; while :; do sleep 0.1; done"},
+                            dir / "log");
   ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
   kill(launcher.pid(), SIGTERM);

@@ -13,7 +13,8 @@ namespace concord::cli {
 
 int find_free_port() {
   const int socket_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (socket_fd < 0) throw std::runtime_error(std::string("cannot open a socket to find a free port: ") + std::strerror(errno));
+  if (socket_fd < 0)
+    throw std::runtime_error(std::string("cannot open a socket to find a free port: ") + std::strerror(errno));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   // Rank 0's TCPStore listens on every interface, so the port must be free on the wildcard

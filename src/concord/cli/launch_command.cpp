@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
 #include "concord/cli/free_port.h"
@@ -135,12 +135,13 @@ void add_launch_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--master-addr", flags->topology.master_addr, "Address of the node that hosts rank 0")
       ->capture_default_str();
-  command->add_option("--master-port", flags->master_port,
-                      "Port of rank 0's rendezvous store; default: with --nnodes 1, a port free on this machine "
-                      "(found by binding port 0), otherwise 29500")
+  command
+      ->add_option("--master-port", flags->master_port,
+                   "Port of rank 0's rendezvous store; default: with --nnodes 1, a port free on this machine "
+                   "(found by binding port 0), otherwise 29500")
       ->check(CLI::Range(1, 65535));
-  command->add_option("--grace-seconds", flags->grace_seconds,
-                      "Time processes have to exit after SIGTERM before SIGKILL")
+  command
+      ->add_option("--grace-seconds", flags->grace_seconds, "Time processes have to exit after SIGTERM before SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   command->add_flag("--raw-output", flags->raw_output,

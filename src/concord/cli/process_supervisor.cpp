@@ -40,9 +40,7 @@ constexpr std::chrono::seconds kDrainLimit{2};
 
 constexpr std::array<int, 4> kForwardedSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void throw_errno(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 void close_fd(int& fd) {
   if (fd >= 0) close(fd);

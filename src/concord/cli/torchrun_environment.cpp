@@ -4,13 +4,12 @@
 
 namespace concord::cli {
 
-std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology,
-                                                                      int local_rank) {
+std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank) {
   if (topology.nproc_per_node < 1 || topology.nnodes < 1 || topology.node_rank < 0 ||
       topology.node_rank >= topology.nnodes) {
-    throw std::invalid_argument("impossible launch topology: nproc_per_node " + std::to_string(topology.nproc_per_node) +
-                                ", nnodes " + std::to_string(topology.nnodes) + ", node_rank " +
-                                std::to_string(topology.node_rank));
+    throw std::invalid_argument("impossible launch topology: nproc_per_node " +
+                                std::to_string(topology.nproc_per_node) + ", nnodes " +
+                                std::to_string(topology.nnodes) + ", node_rank " + std::to_string(topology.node_rank));
   }
   if (local_rank < 0 || local_rank >= topology.nproc_per_node) {
     throw std::invalid_argument("local rank " + std::to_string(local_rank) + " outside [0, " +

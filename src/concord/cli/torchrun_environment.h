@@ -24,7 +24,6 @@ struct LaunchTopology {
 // RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK,
 // ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT,
 // TORCHELASTIC_MAX_RESTARTS. Throws std::invalid_argument for an impossible topology or rank.
-std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology,
-                                                                      int local_rank);
+std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank);
 
 }  // namespace concord::cli
