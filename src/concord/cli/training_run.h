@@ -11,6 +11,7 @@
 #include "concord/core/config.h"
 #include "concord/envs/env.h"
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::cli {
@@ -20,8 +21,9 @@ namespace concord::cli {
 //
 //   checks train.total_timesteps and train.checkpoint_interval_steps, resolves run.device,
 //   seeds LibTorch with run.seed, sets run.torch_threads, builds the learner (train.algo,
-//   [algo]) on the device, restores `resume_from` into it when given, then builds the
-//   distribution policy (train.policy) with its environments ([env]).
+//   [algo]) on the device, builds the exploration bonus ([explore], none by default), restores
+//   `resume_from` into both when given, then builds the distribution policy (train.policy) with
+//   its environments ([env]), every actor of which adds the one bonus.
 //
 // The checkpoint is restored before the policy exists because policies copy or share the
 // learner's parameters and optimiser statistics when they are built (hogwild's replicas alias
@@ -38,6 +40,8 @@ class TrainingRun {
   void train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks);
 
   algos::Learner& learner() { return *learner_; }
+  // The exploration bonus (explore.bonus), or null for "none"; saved in checkpoints beside the learner.
+  explore::Bonus* bonus() { return bonus_.get(); }
   const envs::VectorEnvConfig& env_config() const { return env_config_; }
   const envs::EnvSpec& env_spec() const { return env_spec_; }
   const std::string& algo() const { return algo_; }
@@ -54,6 +58,7 @@ class TrainingRun {
   envs::VectorEnvConfig env_config_;
   envs::EnvSpec env_spec_;
   std::unique_ptr<algos::Learner> learner_;
+  std::unique_ptr<explore::Bonus> bonus_;     // may be null
   std::unique_ptr<policies::Policy> policy_;  // refers to *learner_
 };
 

@@ -16,19 +16,20 @@ std::unique_ptr<Policy> make_single(const PolicyContext& context) {
                                 "; use policy 'sync_vector' to step them on several");
   }
   return std::make_unique<SinglePolicy>(std::make_unique<envs::VectorEnv>(context.env_config), context.learner,
-                                        context.device);
+                                        context.device, context.bonus);
 }
 
 // PAAC's structure is exactly the synchronous loop with a multi-threaded vector engine: one
 // batched forward pass for all envs, n_w threads stepping them, one update every T steps.
 std::unique_ptr<Policy> make_sync_vector(const PolicyContext& context) {
   return std::make_unique<SinglePolicy>(std::make_unique<envs::VectorEnv>(context.env_config), context.learner,
-                                        context.device);
+                                        context.device, context.bonus);
 }
 
 std::unique_ptr<Policy> make_hogwild(const PolicyContext& context) {
   return std::make_unique<HogwildPolicy>(context.env_config, context.learner, context.device,
-                                         static_cast<int>(context.config.get_int("policy.hogwild.workers")));
+                                         static_cast<int>(context.config.get_int("policy.hogwild.workers")),
+                                         context.bonus);
 }
 
 std::unique_ptr<Policy> make_central_inference(const PolicyContext& context) {
@@ -46,7 +47,8 @@ std::unique_ptr<Policy> make_central_inference(const PolicyContext& context) {
   policy.wait_timeout_seconds = config.get_double("policy.central_inference.wait_timeout_seconds");
   policy.dynamic_adjustment = config.get_bool("policy.central_inference.dynamic_adjustment");
   policy.adjust_interval_seconds = config.get_double("policy.central_inference.adjust_interval_seconds");
-  return std::make_unique<CentralInferencePolicy>(policy, context.env_config, context.learner, context.device);
+  return std::make_unique<CentralInferencePolicy>(policy, context.env_config, context.learner, context.device,
+                                                  context.bonus);
 }
 
 void declare_nothing(core::ConfigSchema&) {}

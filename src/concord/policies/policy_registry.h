@@ -9,6 +9,7 @@
 #include "concord/algos/learner.h"
 #include "concord/core/config.h"
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -31,6 +32,7 @@ struct PolicyContext {
   envs::VectorEnvConfig env_config;  // the [env] section and run.seed
   algos::Learner& learner;           // the algorithm; its model is the Actor fragment
   torch::Device device;              // where models and rollouts live (core::resolve_device)
+  explore::Bonus* bonus = nullptr;   // the exploration bonus every actor adds, one for all; may be null
 };
 
 // Declares every policy's keys. Throws std::logic_error if one is already declared.

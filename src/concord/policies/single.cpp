@@ -6,20 +6,23 @@
 #include <torch/torch.h>
 
 #include "concord/core/timer.h"
+#include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
 
-SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device)
-    : env_(env), learner_(learner), device_(device) {
+SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
+                           explore::Bonus* bonus)
+    : env_(env), learner_(learner), device_(device), bonus_(bonus) {
   if (env_.is_async()) {
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
   }
 }
 
-SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device)
-    : SinglePolicy(*env, learner, device) {
+SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+                           explore::Bonus* bonus)
+    : SinglePolicy(*env, learner, device, bonus) {
   owned_env_ = std::move(env);
 }
 
@@ -42,8 +45,10 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
 
     // --- Collect T steps of experience with the current policy ---
     core::Stopwatch rollout_clock;
-    const algos::Rollout& rollout = collector.collect(model, on_episode);
+    const algos::Rollout& collected = collector.collect(model, on_episode);
     state.global_step += collector.env_steps_per_rollout();
+    algos::Metrics bonus_metrics;
+    const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     rollout_seconds += rollout_clock.elapsed_seconds();
 
     // --- Learn from it ---
@@ -54,6 +59,7 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     update_seconds += update_clock.elapsed_seconds();
     check_finite(metrics, state);
 
+    metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
     metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;

@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -25,12 +26,16 @@ namespace concord::policies {
 // (what Gymnasium's ClipAction wrapper does); the rollout stores the unclipped sample. All
 // tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
 // time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
-// loop started), so a benchmark can tell which side bounds throughput. Not thread-safe.
+// loop started), so a benchmark can tell which side bounds throughput. With an exploration
+// `bonus`, each rollout's rewards get it added before the update (see exploration_bonus.h).
+// Not thread-safe.
 class SinglePolicy : public Policy {
  public:
-  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device);
+  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
+               explore::Bonus* bonus = nullptr);
   // The same, owning its environments.
-  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device);
+  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+               explore::Bonus* bonus = nullptr);
 
   // Trains until state.global_step >= total_steps or callbacks.should_stop() says so.
   // Throws std::runtime_error naming the update and step if a loss becomes NaN or infinite.
@@ -42,6 +47,7 @@ class SinglePolicy : public Policy {
   envs::VectorEnv& env_;
   algos::Learner& learner_;
   torch::Device device_;
+  explore::Bonus* bonus_;  // may be null
   core::EpisodeStats episodes_;
 };
 
