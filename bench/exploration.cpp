@@ -43,6 +43,7 @@ struct Options {
   int64_t episode_budget = 20000;  // DeepSea: episodes per run
   int64_t steps = 300000;          // MountainCar, swing-up: environment steps per run
   std::string policy = "single";
+  std::vector<std::string> bonuses{"none", "simhash"};  // DeepSea
   std::vector<std::string> overrides;
   bool quick = false;
 };
@@ -61,8 +62,8 @@ Config base_config(const Options& options, const std::string& env_id, int64_t se
   }
   if (options.policy == "hogwild") {
     // One lock-free gradient step per update, two workers (one per core here).
-    for (const char* assignment : {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1",
-                                   "policy.hogwild.workers=2"}) {
+    for (const char* assignment :
+         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2"}) {
       config.apply_override(assignment, "bench");
     }
   }
@@ -121,7 +122,7 @@ void deep_sea_table(const Options& options) {
   std::printf("%4s %-8s %5s %14s %10s %9s %8s %10s\n", "N", "bonus", "seed", "first treasure", "solved at", "episodes",
               "seconds", "2^N");
   for (const int size : options.sizes) {
-    for (const std::string bonus : {"none", "simhash"}) {
+    for (const std::string& bonus : options.bonuses) {
       int64_t solved = 0;
       std::vector<int64_t> firsts;
       for (int64_t seed = 1; seed <= options.seeds; ++seed) {
@@ -150,13 +151,14 @@ struct Variant {
 };
 
 void sparse_task_table(const Options& options, const std::string& env_id) {
-  const Variant variants[] = {{"baseline", "none", 64},       {"simhash k=16", "simhash", 16},
-                              {"simhash k=64", "simhash", 64}, {"simhash k=256", "simhash", 256},
+  const Variant variants[] = {{"baseline", "none", 64},
+                              {"simhash k=16", "simhash", 16},
+                              {"simhash k=64", "simhash", 64},
+                              {"simhash k=256", "simhash", 256},
                               {"ae_simhash", "ae_simhash", 64}};
   const int64_t episodes = options.quick ? 2 : 20;
-  std::printf("%s, PPO, policy %s, %lld steps per run, greedy evaluation over %lld episodes per seed\n",
-              env_id.c_str(), options.policy.c_str(), static_cast<long long>(options.steps),
-              static_cast<long long>(episodes));
+  std::printf("%s, PPO, policy %s, %lld steps per run, greedy evaluation over %lld episodes per seed\n", env_id.c_str(),
+              options.policy.c_str(), static_cast<long long>(options.steps), static_cast<long long>(episodes));
   std::printf("%-14s %5s %12s %12s %8s\n", "variant", "seed", "success", "eval return", "seconds");
   for (const Variant& variant : variants) {
     double success_sum = 0.0;
@@ -206,6 +208,7 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", options.seeds, "Seeds per configuration");
   app.add_option("--episodes", options.episode_budget, "DeepSea: episode budget per run");
   app.add_option("--steps", options.steps, "MountainCar, swing-up: environment steps per run");
+  app.add_option("--bonuses", options.bonuses, "DeepSea: explore.bonus values to compare")->delimiter(',');
   app.add_option("--policy", options.policy, "Distribution policy (train.policy)");
   app.add_option("--set", options.overrides, "Config override key=value (repeatable)");
   app.add_flag("--quick", options.quick, "Smoke run: DeepSea 10, one seed, small budgets");

@@ -87,7 +87,8 @@ TEST(BonusRegistry, AnUnknownBonusOrCounterIsOneClearError) {
     make_bonus(config, envs::Space::box({2}, -1.0f, 1.0f));
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_STREQ(error.what(), "unknown exploration bonus 'simhas' for explore.bonus (known: none, simhash, ae_simhash)");
+    EXPECT_STREQ(error.what(),
+                 "unknown exploration bonus 'simhas' for explore.bonus (known: none, simhash, ae_simhash)");
   }
   config.set("explore.bonus", std::string("simhash"), "test");
   config.set("explore.counter", std::string("bloom"), "test");

@@ -37,8 +37,8 @@ TEST(CountMinSketch, CountsAreTheMinimumOverTablesOnAWorkedExample) {
   EXPECT_TRUE(torch::equal(sketch.cells(), torch::tensor(expected_cells, torch::kInt64)));
 
   // 101: min(2, 3) = 2; 000: min(1, 3) = 1; 111: min(cell 0 of table 7 = 1, cell 2 of table 5 = 0) = 0.
-  EXPECT_TRUE(torch::equal(sketch.counts(codes({{1, 0, 1}, {0, 0, 0}, {1, 1, 1}})),
-                           torch::tensor({2, 1, 0}, torch::kInt64)));
+  EXPECT_TRUE(
+      torch::equal(sketch.counts(codes({{1, 0, 1}, {0, 0, 0}, {1, 1, 1}})), torch::tensor({2, 1, 0}, torch::kInt64)));
 }
 
 TEST(CountMinSketch, LongCodesIndexByTheirExactValueModuloEachPrime) {

@@ -67,8 +67,8 @@ TEST(ObservationScaling, MapsBoundedElementsToMinusOneOneAndAppendsTheBias) {
   ObservationScaling scaling(space, /*append_bias=*/true);
   EXPECT_EQ(scaling.output_dim(), 4);
   const torch::Tensor scaled = scaling(torch::tensor({{-1.2f, 4.0f, 7.0f}, {-0.3f, 2.0f, -2.0f}}));
-  EXPECT_TRUE(torch::allclose(scaled, torch::tensor({{-1.0f, 1.0f, 7.0f, 1.0f}, {0.0f, 0.0f, -2.0f, 1.0f}}),
-                              1e-6, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(scaled, torch::tensor({{-1.0f, 1.0f, 7.0f, 1.0f}, {0.0f, 0.0f, -2.0f, 1.0f}}), 1e-6, 1e-6));
 }
 
 TEST(ObservationScaling, WithTheBiasHyperplanesSeparateNearAndFarStatesInOneDirection) {

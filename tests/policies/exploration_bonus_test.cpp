@@ -18,7 +18,8 @@ TEST(ExplorationBonus, AddsTheBonusOfEachStepsStateToItsReward) {
                             /*beta=*/1.0);
   algos::Rollout rollout;
   // T = 2, B = 2: states e0, e1 at t = 0 and e0, e2 at t = 1, so e0 is counted twice.
-  rollout.observations = torch::stack({torch::eye(3).narrow(0, 0, 2), torch::eye(3).index_select(0, torch::tensor({0, 2}))});
+  rollout.observations =
+      torch::stack({torch::eye(3).narrow(0, 0, 2), torch::eye(3).index_select(0, torch::tensor({0, 2}))});
   rollout.rewards = torch::tensor({{0.0f, 1.0f}, {0.5f, 0.0f}});
   rollout.values = torch::zeros({2, 2});
 
