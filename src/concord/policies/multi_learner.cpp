@@ -59,7 +59,9 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);
     }
     if (bonus_ != nullptr && now.updates % merge_counts_every_ == 0) bonus_->merge_counts(communicator_);
-    if (check_every_ > 0 && now.updates % check_every_ == 0) check_replicas_identical(now);
+    if (check_every_ > 0 && now.updates % check_every_ == 0 && learner_.sync_strategy().keeps_replicas_identical()) {
+      check_replicas_identical(now);
+    }
     algos::Metrics with_sync = metrics;
     const sync::SyncStats sync_stats = learner_.sync_strategy().stats();
     with_sync["sync/bytes"] = static_cast<double>(sync_stats.bytes);

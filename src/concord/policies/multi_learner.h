@@ -17,8 +17,9 @@ namespace concord::policies {
 //   every rank:  rollout on own envs -> learner.update (sync inside every gradient step)
 //                -> every merge_counts_every updates, merge exploration counts
 //                -> broadcast rank 0's model buffers (observation statistics, DDP's
-//                   broadcast_buffers) -> every check_every updates, compare parameters with
-//                   rank 0's bit for bit -> agree on stopping (allreduce of the stop flag)
+//                   broadcast_buffers) -> every check_every updates, if the strategy keeps
+//                   replicas identical, compare parameters with rank 0's bit for bit
+//                -> agree on stopping (allreduce of the stop flag)
 //
 // global_step counts all ranks' env steps. Every rank calls the callbacks; the owner lets rank 0
 // write metrics and checkpoints. Refuses a learner whose gradient steps per update vary (PPO's
