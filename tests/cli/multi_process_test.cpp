@@ -2,8 +2,11 @@
 // variables as `concord launch` or torchrun would: learning, rank 0 owning the run directory,
 // resume, and the start-up refusals (a peer that never joins, configs that differ, a
 // single-process policy under a launcher).
+#include <signal.h>
+
 #include <filesystem>
 #include <regex>
+#include <thread>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -132,6 +135,62 @@ TEST(MultiProcess, WithoutALauncherMultiLearnerIsAWorldOfOne) {
   const concord::test::CommandResult train = concord::test::run_concord(
       "train --policy multi_learner --total-timesteps 2048 --progress off --run-root " + root.string());
   ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_EQ(run_dirs(root).size(), 1u);
+}
+
+TEST(MultiProcess, ActorProcessesSurviveAnActorKilledMidRun) {
+  const auto root = concord::test::fresh_dir("multi_process", "actor_killed");
+  const int port = concord::test::free_port();
+  std::vector<concord::test::RankProcess> processes;
+  for (int rank = 0; rank < 3; ++rank) {
+    processes.push_back(concord::test::start_process(
+        CONCORD_BINARY,
+        train_arguments(root, "--config " + kCartPoleConfig +
+                                  " --policy actor_processes --total-timesteps 60000 --set comm.timeout_seconds=20"),
+        concord::test::rank_variables(rank, 3, port), root / ("rank" + std::to_string(rank) + ".log")));
+  }
+  // Let training start, then kill actor 2 without warning.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ::kill(processes[2].pid, SIGKILL);
+  const auto rank0 = concord::test::finish_rank(processes[0], std::chrono::seconds(180));
+  const auto rank1 = concord::test::finish_rank(processes[1], std::chrono::seconds(60));
+  const auto rank2 = concord::test::finish_rank(processes[2], std::chrono::seconds(10));
+  EXPECT_EQ(rank2.exit_code, -SIGKILL);
+  ASSERT_EQ(rank0.exit_code, 0) << rank0.output;
+  EXPECT_EQ(rank1.exit_code, 0) << rank1.output;
+  EXPECT_THAT(rank0.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left)"));
+  const auto dirs = run_dirs(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 3");
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+}
+
+TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {
+  const auto root = concord::test::fresh_dir("multi_process", "launch");
+  const concord::test::CommandResult launched = concord::test::run_concord(
+      "launch -n 2 -- concord train --policy multi_learner --total-timesteps 4096 --progress off --run-root " +
+      root.string());
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_THAT(launched.output, HasSubstr("[rank 1] "));
+  EXPECT_THAT(launched.output, HasSubstr("per rank x 2 ranks"));
+  EXPECT_EQ(run_dirs(root).size(), 1u);
+}
+
+TEST(MultiProcess, MpirunRanksComeFromOpenMpiVariables) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  const auto root = concord::test::fresh_dir("multi_process", "mpirun");
+  const std::string command = "mpirun --allow-run-as-root --oversubscribe -n 2 -x MASTER_PORT=" +
+                              std::to_string(concord::test::free_port()) + " " + CONCORD_BINARY +
+                              " train --policy multi_learner --total-timesteps 4096 --progress off --run-root " +
+                              root.string() + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (size_t read; (read = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, read);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_THAT(output, HasSubstr("per rank x 2 ranks"));
   EXPECT_EQ(run_dirs(root).size(), 1u);
 }
 

@@ -84,7 +84,7 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config) {
 }
 
 TEST(ActorProcesses, SynchronousActorsFeedOneLearnerThatLearns) {
-  const LearnerOutcome outcome = run(3, 60'000, fast_ppo_config());
+  const LearnerOutcome outcome = run(3, 100'000, fast_ppo_config());
   for (const std::string& error : outcome.errors) ASSERT_EQ(error, "");
   // 2 actors x 8 envs x 32 steps = 512 steps per update.
   EXPECT_EQ(outcome.state.global_step % 512, 0);

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
 
@@ -41,6 +42,7 @@ core::ConfigSchema concord_schema() {
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   algos::declare_algorithm_keys(schema);
   policies::declare_policy_keys(schema);
+  explore::declare_explore_keys(schema);
   sync::declare_sync_keys(schema);
 
   schema.declare("comm.backend", std::string("gloo"),

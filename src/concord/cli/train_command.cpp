@@ -109,14 +109,14 @@ void run_train(const TrainFlags& flags) {
     run.metrics->log(now.global_step, metrics);
   };
   callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
-    save_training_checkpoint(run.run_dir, learner, now, run.config);
+    save_training_checkpoint(run.run_dir, learner, now, run.config, training.bonus());
     spdlog::debug("checkpoint at step {}", now.global_step);
   };
   callbacks.should_stop = [] { return stop_requested.load(); };
 
   core::Stopwatch clock;
   training.train(state, callbacks);
-  save_training_checkpoint(run.run_dir, learner, state, run.config);
+  save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
   if (progress) progress->finish();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);

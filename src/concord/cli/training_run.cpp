@@ -10,6 +10,7 @@
 #include "concord/core/device.h"
 #include "concord/core/rng.h"
 #include "concord/envs/registry.h"
+#include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
@@ -67,9 +68,13 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   torch::manual_seed(seed);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
   learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
-  if (resume_from != nullptr) learner_->load(*resume_from);
-  policy_ = policies::make_policy(policy_name_,
-                                  policies::PolicyContext{config, env_config_, *learner_, device_, communicator_.get()});
+  bonus_ = explore::make_bonus(config, env_spec_.observation_space);
+  if (resume_from != nullptr) {
+    learner_->load(*resume_from);
+    if (bonus_) bonus_->load(*resume_from);
+  }
+  policy_ = policies::make_policy(policy_name_, policies::PolicyContext{config, env_config_, *learner_, device_,
+                                                                        communicator_.get(), bonus_.get()});
 }
 
 void TrainingRun::train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks) {

@@ -12,6 +12,7 @@
 #include "concord/core/config.h"
 #include "concord/envs/env.h"
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::cli {
@@ -24,8 +25,9 @@ namespace concord::cli {
 //   mpirun's variables, refusing a config that differs between ranks; without a launcher the
 //   run is a world of one), seeds LibTorch with run.seed (and envs with it; ranks > 0 derive
 //   their own seeds), sets run.torch_threads, builds the learner (train.algo, [algo]) on the
-//   device, restores `resume_from` into it when given, then builds the distribution policy
-//   (train.policy) with its environments ([env]).
+//   device, builds the exploration bonus ([explore], none by default), restores `resume_from`
+//   into both when given, then builds the distribution policy (train.policy) with its
+//   environments ([env]), every actor of which adds the one bonus.
 //
 // A single-process policy started by a launcher with WORLD_SIZE > 1 is refused: every rank would
 // train alone and write the same run.
@@ -45,6 +47,8 @@ class TrainingRun {
   void train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks);
 
   algos::Learner& learner() { return *learner_; }
+  // The exploration bonus (explore.bonus), or null for "none"; saved in checkpoints beside the learner.
+  explore::Bonus* bonus() { return bonus_.get(); }
   const envs::VectorEnvConfig& env_config() const { return env_config_; }
   const envs::EnvSpec& env_spec() const { return env_spec_; }
   const std::string& algo() const { return algo_; }
@@ -66,6 +70,7 @@ class TrainingRun {
   envs::EnvSpec env_spec_;
   std::unique_ptr<comm::Communicator> communicator_;  // for policies that span processes
   std::unique_ptr<algos::Learner> learner_;
+  std::unique_ptr<explore::Bonus> bonus_;     // may be null
   std::unique_ptr<policies::Policy> policy_;  // refers to *learner_
 };
 

@@ -7,6 +7,9 @@
 #include "concord/envs/classic_control/mountain_car.h"
 #include "concord/envs/classic_control/mountain_car_continuous.h"
 #include "concord/envs/classic_control/pendulum.h"
+#include "concord/envs/exploration/cartpole_swing_up.h"
+#include "concord/envs/exploration/deep_sea.h"
+#include "concord/envs/exploration/sparse_mountain_car.h"
 
 namespace concord::envs {
 namespace {
@@ -24,6 +27,9 @@ Registry make_builtin_registry() {
   registry.add("MountainCar-v0", factory_of<MountainCar>());
   registry.add("MountainCarContinuous-v0", factory_of<MountainCarContinuous>());
   registry.add("Pendulum-v1", factory_of<Pendulum>());
+  registry.add("SparseMountainCar-v0", factory_of<SparseMountainCar>());
+  registry.add("CartPoleSwingUp-v0", factory_of<CartPoleSwingUp>());
+  for (int size = 5; size <= 50; size += 5) registry.add(DeepSea::id_for(size), [size] { return std::make_unique<DeepSea>(size); });
   return registry;
 }
 

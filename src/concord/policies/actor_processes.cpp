@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "concord/core/timer.h"
+#include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
@@ -81,8 +82,13 @@ struct ActorProcessesPolicy::ActorLink {
 
 ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
                                            algos::Learner& learner, torch::Device device,
-                                           comm::Communicator& communicator)
-    : config_(config), env_config_(env_config), learner_(learner), device_(device), communicator_(communicator) {
+                                           comm::Communicator& communicator, explore::Bonus* bonus)
+    : config_(config),
+      env_config_(env_config),
+      learner_(learner),
+      device_(device),
+      communicator_(communicator),
+      bonus_(bonus) {
   const int actors = communicator.world_size() - 1;
   if (actors < 1) {
     throw std::invalid_argument("policy 'actor_processes' needs a learner and at least one actor process, but there " +
@@ -149,7 +155,6 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   core::Stopwatch clock;
   double receive_seconds = 0.0;
   double update_seconds = 0.0;
-  int64_t version = 0;  // parameter version the actors hold
 
   bool stop = false;
   while (!stop) {
@@ -187,13 +192,16 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
 
     // --- Learn ---
     core::Stopwatch update_clock;
-    const algos::Rollout rollout = concatenate(parts);
+    algos::Metrics bonus_metrics;
+    const algos::Rollout collected = concatenate(parts);
+    const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     state.global_step += steps_per_actor_rollout * static_cast<int64_t>(parts.size());
     const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
     algos::Metrics metrics = learner_.update(rollout, progress);
     ++state.updates;
     update_seconds += update_clock.elapsed_seconds();
     check_finite(metrics, state);
+    metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
 
     // --- Control k (and parameters) back to the actors ---
     stop = state.global_step >= total_steps || (callbacks.should_stop && callbacks.should_stop());
@@ -215,7 +223,6 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
         actor_failed(*link, error.what());
       }
     }
-    if (send_parameters) version = state.updates;
 
     int alive = 0;
     for (const auto& link : actors_) alive += link->alive ? 1 : 0;

@@ -8,6 +8,7 @@
 #include "concord/comm/communicator.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -43,8 +44,11 @@ class ActorProcessesPolicy : public Policy {
  public:
   // `env_config` is the whole run's (num_envs over all actors). Throws std::invalid_argument for
   // fewer than 2 ranks, num_envs not divisible by the actors, or a bad config value.
+  // `bonus` (may be null) is applied by the learner to every received rollout: one count table
+  // for all actors, exactly.
   ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
-                       algos::Learner& learner, torch::Device device, comm::Communicator& communicator);
+                       algos::Learner& learner, torch::Device device, comm::Communicator& communicator,
+                       explore::Bonus* bonus = nullptr);
   ~ActorProcessesPolicy() override;
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
@@ -63,6 +67,7 @@ class ActorProcessesPolicy : public Policy {
   algos::Learner& learner_;
   torch::Device device_;
   comm::Communicator& communicator_;
+  explore::Bonus* bonus_;
   std::vector<std::unique_ptr<ActorLink>> actors_;  // on the learner
   core::EpisodeStats episodes_;
 };

@@ -24,6 +24,7 @@
 #include "concord/policies/bounded_queue.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
+#include "concord/policies/exploration_bonus.h"
 
 namespace concord::policies {
 
@@ -67,6 +68,7 @@ struct Segment {
   algos::Rollout rollout;  // [T, num_envs / agents], on the CPU
   int64_t version = 0;     // parameter version of its first action
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
+  algos::Metrics bonus_metrics;                      // the exploration bonus's, if any
 };
 
 // The predictors' copy of the learner's parameters: a separate network whose flat buffer a
@@ -130,12 +132,13 @@ algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
 class Run {
  public:
   Run(const CentralInferenceConfig& config, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
-      algos::Learner& learner, torch::Device device, uint64_t seed, TrainingState& state, int64_t total_steps,
-      int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks)
+      algos::Learner& learner, torch::Device device, explore::Bonus* bonus, uint64_t seed, TrainingState& state,
+      int64_t total_steps, int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks)
       : config_(config),
         envs_(envs),
         learner_(learner),
         device_(device),
+        bonus_(bonus),
         seed_(seed),
         state_(state),
         total_steps_(total_steps),
@@ -345,6 +348,7 @@ class Run {
         }
       }
       rollout.bootstrap_value = prediction.values.narrow(0, 0, n).clone();
+      if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
       switch (training_.push(std::move(segment), timeout_)) {
         case QueueStatus::kOk: break;
         case QueueStatus::kClosed: throw RunStopped{};
@@ -423,6 +427,11 @@ class Run {
       }
     }
     check_finite(metrics, state_);
+    for (const Segment& segment : segments) {
+      for (const auto& [name, value] : segment.bonus_metrics) {
+        metrics[name] += value / static_cast<double>(segments.size());
+      }
+    }
     const double seconds = std::max(clock_.elapsed_seconds(), 1e-9);
     metrics["charts/SPS"] = static_cast<double>(state_.global_step - steps_at_start_) / seconds;
     metrics["charts/PPS"] = static_cast<double>(predicted_rows_.load()) / seconds;
@@ -449,6 +458,7 @@ class Run {
   std::vector<std::unique_ptr<envs::VectorEnv>>& envs_;
   algos::Learner& learner_;
   torch::Device device_;
+  explore::Bonus* bonus_;  // may be null
   uint64_t seed_;
   TrainingState& state_;
   const int64_t total_steps_;
@@ -485,8 +495,8 @@ class Run {
 
 CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
                                                const envs::VectorEnvConfig& env_config, algos::Learner& learner,
-                                               torch::Device device)
-    : config_(algos::validated(config)), seed_(env_config.seed), learner_(learner), device_(device) {
+                                               torch::Device device, explore::Bonus* bonus)
+    : config_(algos::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
   if (env_config.batch_size != 0 || env_config.num_threads != 1) {
     throw std::invalid_argument(
         "policy 'central_inference' gives each agent thread its own synchronous envs: set env.batch_size = 0 and "
@@ -508,7 +518,7 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
 void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                    const TrainingCallbacks& callbacks) {
   if (state.global_step >= total_steps) return;
-  Run run(config_, envs_, learner_, device_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
+  Run run(config_, envs_, learner_, device_, bonus_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
   run.run();
 }
 

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -63,10 +64,14 @@ struct CentralInferenceConfig {
 // derive_seed(seed, a). train() stops at total_steps (counted when segments are claimed, as in
 // `hogwild`), at should_stop(), or at the first exception of any thread, which it rethrows after
 // closing every queue and joining every thread.
+//
+// With an exploration `bonus`, each agent adds it to its segment before queueing it
+// (exploration_bonus.h): the counts are updated where experience is collected, and all agents
+// count into the bonus's one table.
 class CentralInferencePolicy : public Policy {
  public:
   CentralInferencePolicy(const CentralInferenceConfig& config, const envs::VectorEnvConfig& env_config,
-                         algos::Learner& learner, torch::Device device);
+                         algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
@@ -78,6 +83,7 @@ class CentralInferencePolicy : public Policy {
   uint64_t seed_;
   algos::Learner& learner_;
   torch::Device device_;
+  explore::Bonus* bonus_;  // may be null; shared by every agent
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
 };
 

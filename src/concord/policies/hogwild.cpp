@@ -11,13 +11,14 @@
 
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
+#include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
 
 HogwildPolicy::HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device,
-                             int workers)
-    : learner_(learner), device_(device) {
+                             int workers, explore::Bonus* bonus)
+    : learner_(learner), device_(device), bonus_(bonus) {
   if (workers < 1) throw std::invalid_argument("policy 'hogwild': workers must be >= 1, got " + std::to_string(workers));
   if (learner.gradient_steps_per_update() != 1) {
     throw std::invalid_argument(
@@ -70,7 +71,9 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
       while (!stop.load(std::memory_order_relaxed)) {
         const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
         if (claimed >= total_steps) break;
-        const algos::Rollout& rollout = collector.collect(model, on_episode);
+        const algos::Rollout& collected = collector.collect(model, on_episode);
+        algos::Metrics bonus_metrics;
+        const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
         const int64_t steps = claimed + collector.env_steps_per_rollout();
         const double progress = std::min(1.0, static_cast<double>(steps) / static_cast<double>(total_steps));
         algos::Metrics metrics;
@@ -83,6 +86,7 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
         state.global_step = std::max(state.global_step, steps);
         ++state.updates;
         check_finite(metrics, state);
+        metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
         metrics["charts/SPS"] =
             static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
         metrics["charts/worker"] = w;

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -26,10 +27,12 @@ namespace concord::policies {
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
 // that takes exactly one gradient step per update (PPO's epochs x minibatches must be 1), whose
 // optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
-// num_envs / W envs seeded from derive_seed(seed, w).
+// num_envs / W envs seeded from derive_seed(seed, w). With an exploration `bonus`, every worker
+// adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
  public:
-  HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device, int workers);
+  HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device, int workers,
+                explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
@@ -37,6 +40,7 @@ class HogwildPolicy : public Policy {
  private:
   algos::Learner& learner_;
   torch::Device device_;
+  explore::Bonus* bonus_;  // may be null; shared by every worker
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
   std::vector<std::unique_ptr<algos::Learner>> replicas_;
 };

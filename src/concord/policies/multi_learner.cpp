@@ -7,15 +7,22 @@
 namespace concord::policies {
 
 MultiLearnerPolicy::MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner,
-                                       torch::Device device, comm::Communicator& communicator, int64_t check_every)
+                                       torch::Device device, comm::Communicator& communicator, int64_t check_every,
+                                       explore::Bonus* bonus, int64_t merge_counts_every)
     : learner_(learner),
       communicator_(communicator),
       check_every_(check_every),
-      loop_(std::move(env), learner, device, communicator.world_size()) {
+      bonus_(bonus),
+      merge_counts_every_(merge_counts_every),
+      loop_(std::move(env), learner, device, bonus, communicator.world_size()) {
   if (learner.gradient_steps_per_update() == 0) {
     throw std::invalid_argument(
         "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
         "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
+  }
+  if (merge_counts_every < 1) {
+    throw std::invalid_argument("policy.multi_learner.merge_counts_every must be >= 1, got " +
+                                std::to_string(merge_counts_every));
   }
   if (check_every < 0) {
     throw std::invalid_argument("policy.multi_learner.check_every must be >= 0, got " + std::to_string(check_every));
@@ -51,7 +58,10 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       torch::NoGradGuard no_grad;
       for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);
     }
-    if (check_every_ > 0 && now.updates % check_every_ == 0) check_replicas_identical(now);
+    if (bonus_ != nullptr && now.updates % merge_counts_every_ == 0) bonus_->merge_counts(communicator_);
+    if (check_every_ > 0 && now.updates % check_every_ == 0 && learner_.sync_strategy().keeps_replicas_identical()) {
+      check_replicas_identical(now);
+    }
     algos::Metrics with_sync = metrics;
     const sync::SyncStats sync_stats = learner_.sync_strategy().stats();
     with_sync["sync/bytes"] = static_cast<double>(sync_stats.bytes);

@@ -15,17 +15,22 @@ namespace concord::policies {
 // replicas' parameters identical; this policy keeps the rest of the ranks in lockstep:
 //
 //   every rank:  rollout on own envs -> learner.update (sync inside every gradient step)
+//                -> every merge_counts_every updates, merge exploration counts
 //                -> broadcast rank 0's model buffers (observation statistics, DDP's
-//                   broadcast_buffers) -> every check_every updates, compare parameters with
-//                   rank 0's bit for bit -> agree on stopping (allreduce of the stop flag)
+//                   broadcast_buffers) -> every check_every updates, if the strategy keeps
+//                   replicas identical, compare parameters with rank 0's bit for bit
+//                -> agree on stopping (allreduce of the stop flag)
 //
 // global_step counts all ranks' env steps. Every rank calls the callbacks; the owner lets rank 0
 // write metrics and checkpoints. Refuses a learner whose gradient steps per update vary (PPO's
 // target_kl): ranks would issue different numbers of collectives.
 class MultiLearnerPolicy : public Policy {
  public:
+  // `bonus` (may be null) is this rank's exploration bonus; every `merge_counts_every` updates
+  // the ranks merge their count increments (Bonus::merge_counts), so all count every state.
   MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
-                     comm::Communicator& communicator, int64_t check_every);
+                     comm::Communicator& communicator, int64_t check_every, explore::Bonus* bonus = nullptr,
+                     int64_t merge_counts_every = 10);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
@@ -37,6 +42,8 @@ class MultiLearnerPolicy : public Policy {
   algos::Learner& learner_;
   comm::Communicator& communicator_;
   int64_t check_every_;
+  explore::Bonus* bonus_;
+  int64_t merge_counts_every_;
   SinglePolicy loop_;
 };
 

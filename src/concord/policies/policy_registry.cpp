@@ -19,19 +19,20 @@ std::unique_ptr<Policy> make_single(const PolicyContext& context) {
                                 "; use policy 'sync_vector' to step them on several");
   }
   return std::make_unique<SinglePolicy>(std::make_unique<envs::VectorEnv>(context.env_config), context.learner,
-                                        context.device);
+                                        context.device, context.bonus);
 }
 
 // PAAC's structure is exactly the synchronous loop with a multi-threaded vector engine: one
 // batched forward pass for all envs, n_w threads stepping them, one update every T steps.
 std::unique_ptr<Policy> make_sync_vector(const PolicyContext& context) {
   return std::make_unique<SinglePolicy>(std::make_unique<envs::VectorEnv>(context.env_config), context.learner,
-                                        context.device);
+                                        context.device, context.bonus);
 }
 
 std::unique_ptr<Policy> make_hogwild(const PolicyContext& context) {
   return std::make_unique<HogwildPolicy>(context.env_config, context.learner, context.device,
-                                         static_cast<int>(context.config.get_int("policy.hogwild.workers")));
+                                         static_cast<int>(context.config.get_int("policy.hogwild.workers")),
+                                         context.bonus);
 }
 
 std::unique_ptr<Policy> make_central_inference(const PolicyContext& context) {
@@ -49,7 +50,8 @@ std::unique_ptr<Policy> make_central_inference(const PolicyContext& context) {
   policy.wait_timeout_seconds = config.get_double("policy.central_inference.wait_timeout_seconds");
   policy.dynamic_adjustment = config.get_bool("policy.central_inference.dynamic_adjustment");
   policy.adjust_interval_seconds = config.get_double("policy.central_inference.adjust_interval_seconds");
-  return std::make_unique<CentralInferencePolicy>(policy, context.env_config, context.learner, context.device);
+  return std::make_unique<CentralInferencePolicy>(policy, context.env_config, context.learner, context.device,
+                                                  context.bonus);
 }
 
 // Each rank builds this on its own envs (TrainingRun seeds them per rank); the sync strategy is
@@ -64,7 +66,9 @@ std::unique_ptr<Policy> make_multi_learner(const PolicyContext& context) {
   rank_envs.num_envs /= communicator.world_size();
   auto policy = std::make_unique<MultiLearnerPolicy>(std::make_unique<envs::VectorEnv>(rank_envs),
                                                      context.learner, context.device, communicator,
-                                                     context.config.get_int("policy.multi_learner.check_every"));
+                                                     context.config.get_int("policy.multi_learner.check_every"),
+                                                     context.bonus,
+                                                     context.config.get_int("policy.multi_learner.merge_counts_every"));
   context.learner.set_sync_strategy(
       sync::make_sync_strategy(context.config.get_string("sync.strategy"), context.config, communicator));
   return policy;
@@ -76,7 +80,7 @@ std::unique_ptr<Policy> make_actor_processes(const PolicyContext& context) {
   policy.broadcast_every = context.config.get_int("policy.actor_processes.broadcast_every");
   policy.on_actor_failure = context.config.get_string("policy.actor_processes.on_actor_failure");
   return std::make_unique<ActorProcessesPolicy>(policy, context.env_config, context.learner, context.device,
-                                                *context.communicator);
+                                                *context.communicator, context.bonus);
 }
 
 void declare_nothing(core::ConfigSchema&) {}
@@ -94,6 +98,8 @@ void declare_actor_processes(core::ConfigSchema& schema) {
 void declare_multi_learner(core::ConfigSchema& schema) {
   schema.declare("policy.multi_learner.check_every", int64_t{100},
                  "Every this many updates, check that every rank's parameters equal rank 0's (0: never)");
+  schema.declare("policy.multi_learner.merge_counts_every", int64_t{10},
+                 "Updates between merges of the ranks' exploration counts (explore.bonus)");
 }
 
 void declare_hogwild(core::ConfigSchema& schema) {

@@ -10,6 +10,7 @@
 #include "concord/comm/communicator.h"
 #include "concord/core/config.h"
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -39,6 +40,7 @@ struct PolicyContext {
   torch::Device device;              // where models and rollouts live (core::resolve_device)
   // The ranks of a multi-process run; nullptr for policies that run in one process.
   comm::Communicator* communicator = nullptr;
+  explore::Bonus* bonus = nullptr;   // the exploration bonus every actor adds, one for all; may be null
 };
 
 // Declares every policy's keys. Throws std::logic_error if one is already declared.

@@ -6,12 +6,14 @@
 #include <torch/torch.h>
 
 #include "concord/core/timer.h"
+#include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
 
-SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, int ranks_in_lockstep)
-    : env_(env), learner_(learner), device_(device), ranks_in_lockstep_(ranks_in_lockstep) {
+SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
+                           explore::Bonus* bonus, int ranks_in_lockstep)
+    : env_(env), learner_(learner), device_(device), bonus_(bonus), ranks_in_lockstep_(ranks_in_lockstep) {
   if (env_.is_async()) {
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
@@ -19,8 +21,8 @@ SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch:
 }
 
 SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
-                           int ranks_in_lockstep)
-    : SinglePolicy(*env, learner, device, ranks_in_lockstep) {
+                           explore::Bonus* bonus, int ranks_in_lockstep)
+    : SinglePolicy(*env, learner, device, bonus, ranks_in_lockstep) {
   owned_env_ = std::move(env);
 }
 
@@ -43,8 +45,10 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
 
     // --- Collect T steps of experience with the current policy ---
     core::Stopwatch rollout_clock;
-    const algos::Rollout& rollout = collector.collect(model, on_episode);
+    const algos::Rollout& collected = collector.collect(model, on_episode);
     state.global_step += collector.env_steps_per_rollout() * ranks_in_lockstep_;
+    algos::Metrics bonus_metrics;
+    const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     rollout_seconds += rollout_clock.elapsed_seconds();
 
     // --- Learn from it ---
@@ -55,6 +59,7 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     update_seconds += update_clock.elapsed_seconds();
     check_finite(metrics, state);
 
+    metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
     metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;

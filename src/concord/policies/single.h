@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "concord/envs/vector_env.h"
+#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -25,17 +26,20 @@ namespace concord::policies {
 // (what Gymnasium's ClipAction wrapper does); the rollout stores the unclipped sample. All
 // tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
 // time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
-// loop started), so a benchmark can tell which side bounds throughput. Not thread-safe.
+// loop started), so a benchmark can tell which side bounds throughput. With an exploration
+// `bonus`, each rollout's rewards get it added before the update (see exploration_bonus.h).
+// Not thread-safe.
 //
 // `ranks_in_lockstep` > 1 is for replicas of this loop on other ranks (multi_learner), each with
 // as many envs: global_step then counts every rank's env steps, so total_timesteps, checkpoint
 // intervals and progress mean the same whatever the number of ranks.
 class SinglePolicy : public Policy {
  public:
-  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, int ranks_in_lockstep = 1);
+  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
+               explore::Bonus* bonus = nullptr, int ranks_in_lockstep = 1);
   // The same, owning its environments.
   SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
-               int ranks_in_lockstep = 1);
+               explore::Bonus* bonus = nullptr, int ranks_in_lockstep = 1);
 
   // Trains until state.global_step >= total_steps or callbacks.should_stop() says so.
   // Throws std::runtime_error naming the update and step if a loss becomes NaN or infinite.
@@ -47,6 +51,7 @@ class SinglePolicy : public Policy {
   envs::VectorEnv& env_;
   algos::Learner& learner_;
   torch::Device device_;
+  explore::Bonus* bonus_;  // may be null
   int ranks_in_lockstep_;
   core::EpisodeStats episodes_;
 };

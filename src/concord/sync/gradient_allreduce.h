@@ -32,6 +32,7 @@ class GradientAllreduce : public SyncStrategy {
   void attach(nn::FlatParameters& parameters) override;
   void synchronize_gradients() override;
   SyncStats stats() const override { return stats_; }
+  bool keeps_replicas_identical() const override { return true; }
 
   // Buckets as [begin, end) element ranges of the flat gradient, in launch order.
   const std::vector<std::pair<int64_t, int64_t>>& buckets() const { return bucket_ranges_; }

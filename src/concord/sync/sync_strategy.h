@@ -37,6 +37,9 @@ class SyncStrategy {
   // After the optimiser step.
   virtual void after_step() {}
   virtual SyncStats stats() const { return {}; }
+  // Whether every replica holds the same parameters after every step (synchronous allreduce),
+  // so that a policy may check them bit for bit. Local SGD, EASGD and gossip let them drift.
+  virtual bool keeps_replicas_identical() const { return false; }
 };
 
 // The strategy of a single replica: does nothing.
@@ -44,6 +47,8 @@ class NoSync : public SyncStrategy {
  public:
   std::string name() const override { return "none"; }
   void attach(nn::FlatParameters&) override {}
+  // One replica is trivially identical to itself (none refuses several ranks).
+  bool keeps_replicas_identical() const override { return true; }
 };
 
 }  // namespace concord::sync

@@ -45,24 +45,7 @@ void CartPole::reset_state(float* observation) {
 
 StepResult CartPole::step_state(const Action& action, float* observation) {
   if (action.index != 0 && action.index != 1) throw_invalid_action(spec(), action.index);
-  const double force = action.index == 1 ? kForceMag : -kForceMag;
-  const double cos_theta = std::cos(state_.theta);
-  const double sin_theta = std::sin(state_.theta);
-
-  // Florian's corrected cart-pole equations, term for term in Gymnasium's evaluation order, so
-  // the double results agree with it up to the math library's sin and cos.
-  const double temp =
-      (force + kPoleMassLength * (state_.theta_dot * state_.theta_dot) * sin_theta) / kTotalMass;
-  const double theta_acc =
-      (kGravity * sin_theta - cos_theta * temp) /
-      (kHalfLength * (4.0 / 3.0 - kMassPole * (cos_theta * cos_theta) / kTotalMass));
-  const double x_acc = temp - kPoleMassLength * theta_acc * cos_theta / kTotalMass;
-
-  // Explicit Euler: positions advance with the old velocities.
-  state_.x = state_.x + kTau * state_.x_dot;
-  state_.x_dot = state_.x_dot + kTau * x_acc;
-  state_.theta = state_.theta + kTau * state_.theta_dot;
-  state_.theta_dot = state_.theta_dot + kTau * theta_acc;
+  state_ = next_state(state_, action.index);
 
   StepResult result;
   result.terminated = state_.x < -kXThreshold || state_.x > kXThreshold ||
@@ -77,6 +60,29 @@ StepResult CartPole::step_state(const Action& action, float* observation) {
   }
   write_observation(observation);
   return result;
+}
+
+CartPole::State CartPole::next_state(const State& state, int64_t action) {
+  const double force = action == 1 ? kForceMag : -kForceMag;
+  const double cos_theta = std::cos(state.theta);
+  const double sin_theta = std::sin(state.theta);
+
+  // Florian's corrected cart-pole equations, term for term in Gymnasium's evaluation order, so
+  // the double results agree with it up to the math library's sin and cos.
+  const double temp =
+      (force + kPoleMassLength * (state.theta_dot * state.theta_dot) * sin_theta) / kTotalMass;
+  const double theta_acc =
+      (kGravity * sin_theta - cos_theta * temp) /
+      (kHalfLength * (4.0 / 3.0 - kMassPole * (cos_theta * cos_theta) / kTotalMass));
+  const double x_acc = temp - kPoleMassLength * theta_acc * cos_theta / kTotalMass;
+
+  // Explicit Euler: positions advance with the old velocities.
+  State next;
+  next.x = state.x + kTau * state.x_dot;
+  next.x_dot = state.x_dot + kTau * x_acc;
+  next.theta = state.theta + kTau * state.theta_dot;
+  next.theta_dot = state.theta_dot + kTau * theta_acc;
+  return next;
 }
 
 void CartPole::write_observation(float* observation) const {

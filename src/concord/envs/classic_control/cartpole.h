@@ -38,6 +38,10 @@ class CartPole final : public Env {
   // Id "CartPole-v1", Box(4) observations, Discrete(2) actions, 500 steps, threshold 475.
   static EnvSpec make_spec();
 
+  // Gymnasium's equations of motion and Euler step for action 0 (push left) or 1 (push right),
+  // unchecked; shared with CartPoleSwingUp.
+  static State next_state(const State& state, int64_t action);
+
   // For tests: places the env mid-episode at `state` (clearing the "already terminated" mark);
   // the step counter is left alone.
   void set_state(const State& state);

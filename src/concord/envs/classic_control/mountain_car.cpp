@@ -33,23 +33,25 @@ void MountainCar::reset_state(float* observation) {
 
 StepResult MountainCar::step_state(const Action& action, float* observation) {
   if (action.index < 0 || action.index > 2) throw_invalid_action(spec(), action.index);
-  double position = state_.position;
-  double velocity = state_.velocity;
+  state_ = next_state(state_, action.index);
+
+  StepResult result;
+  result.terminated = state_.position >= kGoalPosition && state_.velocity >= kGoalVelocity;
+  result.reward = -1.0f;
+  write_observation(observation);
+  return result;
+}
+
+MountainCar::State MountainCar::next_state(const State& state, int64_t action) {
+  double position = state.position;
+  double velocity = state.velocity;
   // Gymnasium's `velocity += a + b` sums the two accelerations before adding them.
-  velocity += static_cast<double>(action.index - 1) * kForce +
-              std::cos(3 * position) * (-kGravity);
+  velocity += static_cast<double>(action - 1) * kForce + std::cos(3 * position) * (-kGravity);
   velocity = std::min(std::max(velocity, -kMaxSpeed), kMaxSpeed);
   position += velocity;
   position = std::min(std::max(position, kMinPosition), kMaxPosition);
   if (position == kMinPosition && velocity < 0) velocity = 0.0;
-  state_.position = position;
-  state_.velocity = velocity;
-
-  StepResult result;
-  result.terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
-  result.reward = -1.0f;
-  write_observation(observation);
-  return result;
+  return State{position, velocity};
 }
 
 void MountainCar::write_observation(float* observation) const {

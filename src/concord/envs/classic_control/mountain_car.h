@@ -33,6 +33,9 @@ class MountainCar final : public Env {
   // Id "MountainCar-v0", Box(2) observations, Discrete(3) actions, 200 steps, threshold -110.
   static EnvSpec make_spec();
 
+  // Gymnasium's transition for an action in {0, 1, 2} (unchecked), shared with SparseMountainCar.
+  static State next_state(const State& state, int64_t action);
+
   // For tests: places the env mid-episode at `state`; the step counter is left alone.
   void set_state(const State& state) { state_ = state; }
   // For tests: the current double-precision state.

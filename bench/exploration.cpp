@@ -1,0 +1,232 @@
+// exploration: does the count-based bonus (explore/, Tang et al. 2017) explore where the plain
+// agent cannot? Every run trains along `concord train`'s own path (cli::TrainingRun) with PPO.
+//
+// DeepSea(N), bsuite's criterion: a dithering agent needs about 2^N episodes to see the
+// treasure once. For each N, bonus and seed it reports the episode that first reached the
+// treasure, and whether the agent solved the task: 90 of its last 100 episodes reach it (the
+// run stops there, or at the episode budget).
+//
+// Sparse MountainCar and CartPole swing-up: success rate and mean return of the final greedy
+// policy (20 evaluation episodes per seed), for no bonus, SimHash with k in {16, 64, 256}, and
+// AE-SimHash.
+//
+//   exploration --task deepsea --sizes 10,20,30 --seeds 3 [--policy hogwild]
+//   exploration --task mountaincar --seeds 3 --steps 300000
+//   exploration --quick              a smoke run (DeepSea 10, one seed, a small budget)
+//   any run: --set key=value (repeatable) overrides the config, as `concord train --set`
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "concord/cli/run_config.h"
+#include "concord/cli/run_context.h"
+#include "concord/cli/training_run.h"
+#include "concord/core/config.h"
+#include "concord/core/timer.h"
+#include "concord/policies/evaluation.h"
+
+namespace {
+
+using concord::core::Config;
+
+struct Options {
+  std::string task = "deepsea";
+  std::vector<int> sizes{10, 20, 30};
+  int64_t seeds = 3;
+  int64_t episode_budget = 20000;  // DeepSea: episodes per run
+  int64_t steps = 300000;          // MountainCar, swing-up: environment steps per run
+  std::string policy = "single";
+  std::vector<std::string> bonuses{"none", "simhash"};  // DeepSea
+  std::vector<std::string> overrides;
+  bool quick = false;
+};
+
+// What every run shares: PPO without learning-rate annealing (runs stop at different points).
+Config base_config(const Options& options, const std::string& env_id, int64_t seed) {
+  Config config(concord::cli::concord_schema());
+  config.set("env.id", env_id, "bench");
+  config.set("run.seed", seed, "bench");
+  config.set("train.algo", std::string("ppo"), "bench");
+  config.set("train.policy", options.policy, "bench");
+  config.set("train.checkpoint_interval_steps", int64_t{1} << 40, "bench");
+  for (const char* assignment : {"env.num_envs=16", "algo.ppo.num_steps=32", "algo.ppo.anneal_lr=false",
+                                 "algo.ppo.learning_rate=1e-3", "explore.sketch.table_size=100000"}) {
+    config.apply_override(assignment, "bench");
+  }
+  if (options.policy == "hogwild") {
+    // One lock-free gradient step per update, two workers (one per core here).
+    for (const char* assignment :
+         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2"}) {
+      config.apply_override(assignment, "bench");
+    }
+  }
+  return config;
+}
+
+// --- DeepSea ---
+
+struct DeepSeaResult {
+  std::optional<int64_t> first_treasure;  // episode index (1-based) of the first treasure
+  std::optional<int64_t> solved_at;       // episode at which 90 of the last 100 reached it
+  int64_t episodes = 0;
+  double seconds = 0.0;
+};
+
+DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& bonus, int64_t seed) {
+  Config config = base_config(options, "DeepSea" + std::to_string(size) + "-v0", seed);
+  config.set("explore.bonus", bonus, "bench");
+  config.apply_override("explore.beta=0.1", "bench");
+  config.apply_override("algo.ppo.ent_coef=0.0", "bench");
+  for (const std::string& assignment : options.overrides) config.apply_override(assignment);
+  config.set("train.total_timesteps", options.episode_budget * size, "bench");
+
+  concord::cli::TrainingRun training(config);
+  DeepSeaResult result;
+  std::deque<bool> recent;
+  int64_t recent_treasures = 0;
+  concord::policies::TrainingCallbacks callbacks;
+  callbacks.on_episode = [&](double episode_return, int64_t) {
+    const bool treasure = episode_return > 0.5;
+    ++result.episodes;
+    if (treasure && !result.first_treasure) result.first_treasure = result.episodes;
+    recent.push_back(treasure);
+    recent_treasures += treasure;
+    if (recent.size() > 100) {
+      recent_treasures -= recent.front();
+      recent.pop_front();
+    }
+    if (recent.size() == 100 && recent_treasures >= 90 && !result.solved_at) result.solved_at = result.episodes;
+  };
+  callbacks.should_stop = [&] { return result.solved_at.has_value() || result.episodes >= options.episode_budget; };
+  concord::core::Stopwatch clock;
+  concord::policies::TrainingState state;
+  training.train(state, callbacks);
+  result.seconds = clock.elapsed_seconds();
+  return result;
+}
+
+std::string episode_text(const std::optional<int64_t>& episode) {
+  return episode ? std::to_string(*episode) : std::string("-");
+}
+
+void deep_sea_table(const Options& options) {
+  std::printf("DeepSea(N), PPO, policy %s, %lld seeds, budget %lld episodes per run\n", options.policy.c_str(),
+              static_cast<long long>(options.seeds), static_cast<long long>(options.episode_budget));
+  std::printf("%4s %-8s %5s %14s %10s %9s %8s %10s\n", "N", "bonus", "seed", "first treasure", "solved at", "episodes",
+              "seconds", "2^N");
+  for (const int size : options.sizes) {
+    for (const std::string& bonus : options.bonuses) {
+      int64_t solved = 0;
+      std::vector<int64_t> firsts;
+      for (int64_t seed = 1; seed <= options.seeds; ++seed) {
+        const DeepSeaResult result = run_deep_sea(options, size, bonus, seed);
+        solved += result.solved_at.has_value();
+        if (result.first_treasure) firsts.push_back(*result.first_treasure);
+        std::printf("%4d %-8s %5lld %14s %10s %9lld %8.1f %10.3g\n", size, bonus.c_str(), static_cast<long long>(seed),
+                    episode_text(result.first_treasure).c_str(), episode_text(result.solved_at).c_str(),
+                    static_cast<long long>(result.episodes), result.seconds, std::pow(2.0, size));
+        std::fflush(stdout);
+      }
+      std::sort(firsts.begin(), firsts.end());
+      std::printf("%4d %-8s solved %lld/%lld, median first treasure %s\n", size, bonus.c_str(),
+                  static_cast<long long>(solved), static_cast<long long>(options.seeds),
+                  firsts.empty() ? "-" : std::to_string(firsts[firsts.size() / 2]).c_str());
+    }
+  }
+}
+
+// --- Sparse MountainCar, CartPole swing-up ---
+
+struct Variant {
+  const char* name;
+  const char* bonus;
+  int64_t bits;
+};
+
+void sparse_task_table(const Options& options, const std::string& env_id) {
+  const Variant variants[] = {{"baseline", "none", 64},
+                              {"simhash k=16", "simhash", 16},
+                              {"simhash k=64", "simhash", 64},
+                              {"simhash k=256", "simhash", 256},
+                              {"ae_simhash", "ae_simhash", 64}};
+  const int64_t episodes = options.quick ? 2 : 20;
+  std::printf("%s, PPO, policy %s, %lld steps per run, greedy evaluation over %lld episodes per seed\n", env_id.c_str(),
+              options.policy.c_str(), static_cast<long long>(options.steps), static_cast<long long>(episodes));
+  std::printf("%-14s %5s %12s %12s %8s\n", "variant", "seed", "success", "eval return", "seconds");
+  for (const Variant& variant : variants) {
+    double success_sum = 0.0;
+    double return_sum = 0.0;
+    for (int64_t seed = 1; seed <= options.seeds; ++seed) {
+      Config config = base_config(options, env_id, seed);
+      config.set("explore.bonus", std::string(variant.bonus), "bench");
+      config.set("explore.simhash.k", variant.bits, "bench");
+      for (const std::string& assignment : options.overrides) config.apply_override(assignment);
+      config.set("train.total_timesteps", options.steps, "bench");
+      concord::cli::TrainingRun training(config);
+      concord::core::Stopwatch clock;
+      concord::policies::TrainingState state;
+      training.train(state, concord::policies::TrainingCallbacks{});
+      const double seconds = clock.elapsed_seconds();
+      concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
+      eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
+      const std::vector<double> returns =
+          concord::policies::evaluate_episodes(training.learner().model(), eval_env, episodes);
+      double successes = 0.0;
+      double total = 0.0;
+      for (const double value : returns) {
+        successes += value > 0.0;
+        total += value;
+      }
+      const double success = successes / static_cast<double>(returns.size());
+      const double mean_return = total / static_cast<double>(returns.size());
+      success_sum += success;
+      return_sum += mean_return;
+      std::printf("%-14s %5lld %11.0f%% %12.2f %8.1f\n", variant.name, static_cast<long long>(seed), 100 * success,
+                  mean_return, seconds);
+      std::fflush(stdout);
+    }
+    const double n = static_cast<double>(options.seeds);
+    std::printf("%-14s  mean %11.0f%% %12.2f\n", variant.name, 100 * success_sum / n, return_sum / n);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Count-based exploration: DeepSea, sparse MountainCar and CartPole swing-up, with and without bonus"};
+  app.add_option("--task", options.task, "deepsea, mountaincar, swingup")
+      ->check(CLI::IsMember({"deepsea", "mountaincar", "swingup"}));
+  app.add_option("--sizes", options.sizes, "DeepSea sizes N (registered: 5, 10, ..., 50)")->delimiter(',');
+  app.add_option("--seeds", options.seeds, "Seeds per configuration");
+  app.add_option("--episodes", options.episode_budget, "DeepSea: episode budget per run");
+  app.add_option("--steps", options.steps, "MountainCar, swing-up: environment steps per run");
+  app.add_option("--bonuses", options.bonuses, "DeepSea: explore.bonus values to compare")->delimiter(',');
+  app.add_option("--policy", options.policy, "Distribution policy (train.policy)");
+  app.add_option("--set", options.overrides, "Config override key=value (repeatable)");
+  app.add_flag("--quick", options.quick, "Smoke run: DeepSea 10, one seed, small budgets");
+  CLI11_PARSE(app, argc, argv);
+  if (options.quick) {
+    options.sizes = {10};
+    options.seeds = 1;
+    options.episode_budget = 300;
+    options.steps = 4096;
+  }
+  try {
+    if (options.task == "deepsea") deep_sea_table(options);
+    if (options.task == "mountaincar") sparse_task_table(options, "SparseMountainCar-v0");
+    if (options.task == "swingup") sparse_task_table(options, "CartPoleSwingUp-v0");
+    if (options.quick) sparse_task_table(options, "SparseMountainCar-v0");
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "exploration: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

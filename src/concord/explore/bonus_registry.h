@@ -1,0 +1,34 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "concord/core/config.h"
+#include "concord/envs/space.h"
+#include "concord/explore/bonus.h"
+
+namespace concord::explore {
+
+// The exploration bonuses a run can name (explore.bonus), one registry line each in
+// bonus_registry.cpp:
+//
+//   none         no bonus (make_bonus returns nullptr)
+//   simhash      beta / sqrt(n(sign(A g(s)))), g = ObservationScaling (explore.simhash.preprocess)
+//   ae_simhash   the same over the rounded code layer of an autoencoder trained online
+//
+// Counts go to a count-min sketch (explore.counter = "sketch", the paper's; exact merge across
+// processes) or an exact hash map ("exact"). The projection is drawn from run.seed, so every rank
+// of a run hashes alike.
+
+// Declares every explore.* key. Throws std::logic_error if one is already declared.
+void declare_explore_keys(core::ConfigSchema& schema);
+
+std::vector<std::string> bonus_names();
+
+// The bonus explore.bonus names for observations of `observation_space`, or nullptr for "none".
+// Throws std::invalid_argument for an unknown bonus or counter name ("unknown exploration bonus
+// 'x' (known: ...)") or bad values, naming the key.
+std::unique_ptr<Bonus> make_bonus(const core::Config& config, const envs::Space& observation_space);
+
+}  // namespace concord::explore

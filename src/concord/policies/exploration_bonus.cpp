@@ -1,0 +1,20 @@
+#include "concord/policies/exploration_bonus.h"
+
+#include <torch/torch.h>
+
+namespace concord::policies {
+
+algos::Rollout with_bonus(explore::Bonus& bonus, const algos::Rollout& rollout, algos::Metrics& metrics) {
+  const int64_t steps = rollout.rewards.size(0);
+  const int64_t envs = rollout.rewards.size(1);
+  const torch::Tensor states = rollout.observations.reshape({steps * envs, -1});
+  const torch::Tensor bonuses = bonus.visit(states).reshape({steps, envs}).to(rollout.rewards.device());
+
+  algos::Rollout learned = rollout;
+  learned.rewards = rollout.rewards + bonuses;
+  metrics["charts/bonus_mean"] = bonuses.mean().item<double>();
+  metrics["charts/env_reward_mean"] = rollout.rewards.mean().item<double>();
+  return learned;
+}
+
+}  // namespace concord::policies

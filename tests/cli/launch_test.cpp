@@ -1,0 +1,367 @@
+// `concord launch` and its parts: the line prefixer, torchrun's variables, wait statuses, the
+// process supervisor, and the real binary launching real processes (`sh -c` scripts stand in
+// for ranks; each test takes a few seconds at most).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "concord/cli/free_port.h"
+#include "concord/cli/line_prefixer.h"
+#include "concord/cli/process_supervisor.h"
+#include "concord/cli/torchrun_environment.h"
+#include "concord/cli/wait_status.h"
+
+#include "cli/concord_process.h"
+
+extern char** environ;
+
+namespace {
+
+using concord::test::CommandResult;
+using concord::test::run_concord;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kSuite = "launch_test";
+
+std::filesystem::path fresh_dir(const std::string& name) { return concord::test::fresh_dir(kSuite, name); }
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// `launch <flags> -- sh -c '<script>'`; the script must not contain single quotes.
+CommandResult launch_script(const std::string& flags, const std::string& script) {
+  return run_concord("launch " + flags + " -- sh -c '" + script + "'");
+}
+
+int count_occurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+// The launcher running in the background, its stdout and stderr going to a file.
+class BackgroundLaunch {
+ public:
+  BackgroundLaunch(const std::vector<std::string>& arguments, const std::filesystem::path& log) : log_(log) {
+    std::vector<std::string> argv{CONCORD_BINARY, "launch"};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    std::vector<char*> pointers;
+    for (std::string& argument : argv) pointers.push_back(argument.data());
+    pointers.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // Its own process group, as a shell gives a foreground job: signalling the group is what a
+    // terminal's Ctrl-C does.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    const int error = posix_spawn(&pid_, pointers[0], &actions, &attributes, pointers.data(), environ);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) pid_ = -1;
+  }
+  ~BackgroundLaunch() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  std::string output() const { return read_file(log_); }
+
+  // The launcher's exit status, or -1 if it has not exited within `limit` (then it is killed).
+  int wait_for_exit(std::chrono::seconds limit) {
+    const auto give_up = Clock::now() + limit;
+    int status = 0;
+    while (Clock::now() < give_up) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+bool wait_for_files(const std::vector<std::filesystem::path>& paths, std::chrono::seconds limit) {
+  const auto give_up = Clock::now() + limit;
+  while (Clock::now() < give_up) {
+    bool all = true;
+    for (const auto& path : paths) all = all && std::filesystem::exists(path);
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// --- parts ---------------------------------------------------------------------------------------
+
+TEST(LinePrefixer, EmitsOnlyWholeLinesWhateverTheChunking) {
+  concord::cli::LinePrefixer lines("[rank 1] ");
+  EXPECT_EQ(lines.feed("hel"), "");
+  EXPECT_EQ(lines.feed("lo\nwor"), "[rank 1] hello\n");
+  EXPECT_EQ(lines.feed("ld\n\nlast"), "[rank 1] world\n[rank 1] \n");
+  EXPECT_EQ(lines.finish(), "[rank 1] last\n");
+  EXPECT_EQ(lines.finish(), "");
+}
+
+TEST(LinePrefixer, SplitsALineLongerThanTheBound) {
+  concord::cli::LinePrefixer lines("> ", 4);
+  EXPECT_EQ(lines.feed("abcdefghij"), "> abcd\n> efgh\n");
+  EXPECT_EQ(lines.feed("\n"), "> ij\n");
+  EXPECT_EQ(lines.feed("wxyz\n"), "> wxyz\n");  // exactly the bound: one line, no empty piece
+}
+
+TEST(TorchrunEnvironment, RanksOffsetByNodeRank) {
+  concord::cli::LaunchTopology topology;
+  topology.nproc_per_node = 4;
+  topology.nnodes = 3;
+  topology.node_rank = 2;
+  topology.master_addr = "10.0.0.1";
+  topology.master_port = 1234;
+  const auto pairs = concord::cli::torchrun_environment(topology, 1);
+  const std::map<std::string, std::string> environment(pairs.begin(), pairs.end());
+  EXPECT_EQ(environment.at("RANK"), "9");
+  EXPECT_EQ(environment.at("WORLD_SIZE"), "12");
+  EXPECT_EQ(environment.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(environment.at("LOCAL_WORLD_SIZE"), "4");
+  EXPECT_EQ(environment.at("GROUP_RANK"), "2");
+  EXPECT_EQ(environment.at("GROUP_WORLD_SIZE"), "3");
+  EXPECT_EQ(environment.at("ROLE_RANK"), "9");
+  EXPECT_EQ(environment.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(environment.at("MASTER_PORT"), "1234");
+  EXPECT_THROW(concord::cli::torchrun_environment(topology, 4), std::invalid_argument);
+  topology.node_rank = 3;
+  EXPECT_THROW(concord::cli::torchrun_environment(topology, 0), std::invalid_argument);
+}
+
+TEST(WaitStatus, DescribesExitsAndSignals) {
+  // system() returns the shell's wait status.
+  EXPECT_EQ(concord::cli::describe_wait_status(std::system("exit 3")), "exited with status 3");
+  EXPECT_EQ(concord::cli::describe_wait_status(std::system("kill -9 $$")), "was killed by signal 9 (SIGKILL)");
+  EXPECT_TRUE(concord::cli::exited_cleanly(std::system("true")));
+  EXPECT_FALSE(concord::cli::exited_cleanly(std::system("false")));
+  EXPECT_EQ(concord::cli::signal_name(SIGTERM), "SIGTERM");
+}
+
+TEST(FreePort, IsBindable) {
+  const int port = concord::cli::find_free_port();
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}
+
+TEST(ProcessSupervisor, ReportsAProgramThatCannotStart) {
+  concord::cli::ChildSpec child;
+  child.name = "rank 0";
+  child.argv = {"/no/such/program"};
+  const auto result = concord::cli::supervise({child}, {});
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.failure, "cannot start '/no/such/program': No such file or directory");
+}
+
+TEST(ProcessSupervisor, AllCleanExitsSucceed) {
+  concord::cli::ChildSpec child;
+  child.name = "worker";
+  child.argv = {"sh", "-c", "test \"$GREETING\" = hello"};
+  child.environment = {{"GREETING", "hello"}};
+  const auto result = concord::cli::supervise({child, child}, {});
+  EXPECT_TRUE(result.success) << result.failure;
+}
+
+// --- the binary ----------------------------------------------------------------------------------
+
+TEST(Launch, ChildrenSeeTorchrunVariables) {
+  unsetenv("OMP_NUM_THREADS");  // so that the launcher sets it
+  const auto dir = fresh_dir("env");
+  const CommandResult result = launch_script(
+      "-n 2", "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK/$MASTER_ADDR/$OMP_NUM_THREADS > " +
+                  dir.string() + "/rank$RANK; echo $MASTER_PORT > " + dir.string() + "/port$RANK");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_file(dir / "rank0"), "0/2/0/2/0/127.0.0.1/1\n");
+  EXPECT_EQ(read_file(dir / "rank1"), "1/2/1/2/0/127.0.0.1/1\n");
+  // With one node and no --master-port, a free port is chosen, the same for every rank.
+  const std::string port = read_file(dir / "port0");
+  EXPECT_EQ(port, read_file(dir / "port1"));
+  EXPECT_GT(std::stoi(port), 0);
+  EXPECT_THAT(result.output, HasSubstr("launching ranks 0-1 of 2"));
+}
+
+TEST(Launch, NodeRankOffsetsRanks) {
+  const auto dir = fresh_dir("node_rank");
+  const CommandResult result = launch_script(
+      "-n 2 --nnodes 3 --node-rank 2 --master-addr 10.1.2.3",
+      "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$GROUP_RANK/$MASTER_ADDR:$MASTER_PORT > " + dir.string() + "/rank$RANK");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_file(dir / "rank4"), "4/6/0/2/10.1.2.3:29500\n");  // torchrun's default port
+  EXPECT_EQ(read_file(dir / "rank5"), "5/6/1/2/10.1.2.3:29500\n");
+  const CommandResult port = launch_script("--master-port 29612", "echo $MASTER_PORT > " + dir.string() + "/port");
+  ASSERT_EQ(port.exit_code, 0) << port.output;
+  EXPECT_EQ(read_file(dir / "port"), "29612\n");
+}
+
+TEST(Launch, PrefixesEveryLineWithItsRank) {
+  const CommandResult result =
+      launch_script("-n 2", "echo out of $RANK; echo err of $RANK >&2; printf \"no newline $RANK\"");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_THAT(result.output, HasSubstr("[rank " + rank + "] out of " + rank + "\n"));
+    EXPECT_THAT(result.output, HasSubstr("[rank " + rank + "] err of " + rank + "\n"));
+    EXPECT_THAT(result.output, HasSubstr("[rank " + rank + "] no newline " + rank + "\n"));
+  }
+}
+
+TEST(Launch, FloodingChildrenLoseNoLines) {
+  const CommandResult result = launch_script("-n 2", "seq 1 100000");
+  ASSERT_EQ(result.exit_code, 0) << result.output.substr(0, 2000);
+  EXPECT_EQ(count_occurrences(result.output, "[rank 0] "), 100000);
+  EXPECT_EQ(count_occurrences(result.output, "[rank 1] "), 100000);
+  EXPECT_THAT(result.output, HasSubstr("[rank 1] 100000\n"));
+}
+
+TEST(Launch, ConcordMeansThisBinary) {
+  const CommandResult result = run_concord("launch -n 1 -- concord envs");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("[rank 0] CartPole-v1"));
+}
+
+TEST(Launch, FailingRankIsNamedAndTheOthersStopped) {
+  const auto start = Clock::now();
+  const CommandResult result = launch_script("-n 3", "if [ $RANK = 2 ]; then exit 3; fi; exec sleep 60");
+  EXPECT_LT(seconds_since(start), 8.0);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("concord: error: rank 2 (pid "));
+  EXPECT_THAT(result.output, HasSubstr(") exited with status 3\n"));
+  EXPECT_THAT(result.output, HasSubstr("was killed by signal 15 (SIGTERM)"));  // ranks 0 and 1
+}
+
+TEST(Launch, KilledRankIsNamedWithItsSignal) {
+  const CommandResult result = launch_script("-n 2", "if [ $RANK = 1 ]; then kill -9 $$; fi; exec sleep 60");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("concord: error: rank 1 (pid "));
+  EXPECT_THAT(result.output, HasSubstr(") was killed by signal 9 (SIGKILL)\n"));
+}
+
+TEST(Launch, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  const auto start = Clock::now();
+  const CommandResult result = launch_script("-n 2 --grace-seconds 0.5",
+                                             "if [ $RANK = 1 ]; then sleep 0.2; exit 4; fi; trap \"\" TERM; sleep 60");
+  EXPECT_LT(seconds_since(start), 8.0);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("rank 1 (pid "));
+  EXPECT_THAT(result.output, HasSubstr("exited with status 4"));
+  EXPECT_THAT(result.output, HasSubstr("sending SIGKILL"));
+  EXPECT_THAT(result.output, HasSubstr("was killed by signal 9 (SIGKILL)"));
+}
+
+TEST(Launch, SigtermToTheLauncherIsForwarded) {
+  const auto dir = fresh_dir("sigterm");
+  const std::string d = dir.string();
+  // Rank 0 handles SIGTERM and exits cleanly; rank 1 dies of it.
+  BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
+                             "if [ $RANK = 0 ]; then trap \"echo term > " + d +
+                                 "/term0; exit 0\" TERM; fi; "
+                                 "touch " +
+                                 d + "/ready$RANK; while :; do sleep 0.1; done"},
+                            dir / "log");
+  ASSERT_GT(launcher.pid(), 0);
+  ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
+  kill(launcher.pid(), SIGTERM);
+  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 1) << launcher.output();
+  EXPECT_EQ(read_file(dir / "term0"), "term\n");
+  const std::string output = launcher.output();
+  EXPECT_THAT(output, HasSubstr("received SIGTERM"));
+  EXPECT_THAT(output, HasSubstr("concord: error: interrupted by SIGTERM; rank 1 (pid "));
+}
+
+TEST(Launch, CtrlCReachesEveryRankOnceAndCleanExitsSucceed) {
+  const auto dir = fresh_dir("sigint");
+  const std::string d = dir.string();
+  // Each rank notes every SIGINT it gets, lingers long enough to get a second one, then exits 0.
+  BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
+                             "trap \"echo int >> " + d + "/int$RANK; stop=1\" INT; touch " + d +
+                                 "/ready$RANK; while [ -z \"$stop\" ]; do sleep 0.1; done; sleep 0.5; exit 0"},
+                            dir / "log");
+  ASSERT_GT(launcher.pid(), 0);
+  ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
+  kill(-launcher.pid(), SIGINT);  // the whole foreground group, as the terminal's Ctrl-C
+  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 0) << launcher.output();
+  // The ranks are outside the launcher's group, so only the launcher's forwarded copy reached them.
+  EXPECT_EQ(read_file(dir / "int0"), "int\n");
+  EXPECT_EQ(read_file(dir / "int1"), "int\n");
+  EXPECT_THAT(launcher.output(), HasSubstr("stopped by SIGINT; every rank exited cleanly"));
+}
+
+TEST(Launch, SecondSignalKillsAtOnce) {
+  const auto dir = fresh_dir("second_signal");
+  const std::string d = dir.string();
+  BackgroundLaunch launcher({"-n", "2", "--grace-seconds", "60", "--", "sh", "-c",
+                             "trap \"\" TERM; touch " + d + "/ready$RANK; while :; do sleep 0.1; done"},
+                            dir / "log");
+  ASSERT_GT(launcher.pid(), 0);
+  ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
+  kill(launcher.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(launcher.pid(), SIGTERM);
+  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 1) << launcher.output();
+  EXPECT_THAT(launcher.output(), HasSubstr("killing every rank"));
+  EXPECT_THAT(launcher.output(), HasSubstr("was killed by signal 9 (SIGKILL)"));
+}
+
+void expect_one_line_error(const std::string& arguments, const std::string& needle, int exit_code) {
+  const CommandResult result = run_concord(arguments);
+  EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "\n"), 1) << arguments << "\n" << result.output;
+  EXPECT_THAT(result.output, StartsWith("concord: error: ")) << arguments;
+  EXPECT_THAT(result.output, HasSubstr(needle)) << arguments;
+}
+
+TEST(Launch, BadFlagsGetOneClearLine) {
+  expect_one_line_error("launch -n 2", "needs a command after '--'", 2);
+  expect_one_line_error("launch -n 0 -- true", "--nproc-per-node", 2);
+  expect_one_line_error("launch --nnodes 2 --node-rank 2 -- true", "--node-rank: must be below --nnodes", 2);
+  expect_one_line_error("launch --master-port 70000 -- true", "--master-port", 2);
+  expect_one_line_error("launch --grace-seconds 5000 -- true", "--grace-seconds", 2);
+}
+
+TEST(Launch, ProgramThatCannotStartGetsOneClearLine) {
+  expect_one_line_error("launch -n 2 -- no-such-program-xyz", "cannot start 'no-such-program-xyz'", 1);
+  expect_one_line_error("launch -- /no/such/program", "cannot start '/no/such/program'", 1);
+  expect_one_line_error("lunch", "commands: train, eval, envs, config, rollout, launch", 2);
+}
+
+}  // namespace
