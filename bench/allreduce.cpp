@@ -151,7 +151,10 @@ struct SizeResult {
 SizeResult measure(int64_t bytes, const Options& options, Communicator& communicator, c10d::ProcessGroupGloo& raw) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   const int64_t width = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(floats / kLayers))));
-  if (kLayers * width * width != floats) throw std::logic_error("payload " + std::to_string(bytes) + " is not " + std::to_string(kLayers) + " equal squares of floats");
+  if (kLayers * width * width != floats) {
+    throw std::logic_error("payload " + std::to_string(bytes) + " is not " + std::to_string(kLayers) +
+                           " equal squares of floats");
+  }
 
   const torch::Tensor payload = torch::ones({floats});
   std::vector<torch::Tensor> raw_tensors{payload};
