@@ -56,19 +56,20 @@ std::vector<std::string> config_overrides(const Options& options, int actors) {
 }
 
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
-  std::printf("actor_processes: PPO on CartPole-v1, rank 0 learns, %lld envs per actor, %lld updates of %lld steps "
-              "per actor, %s, median of %d run(s) per actor count\n",
-              static_cast<long long>(options.envs_per_actor), static_cast<long long>(options.updates),
-              static_cast<long long>(options.envs_per_actor * options.num_steps),
-              options.asynchronous ? "asynchronous (one update of policy lag)" : "synchronous (on-policy)",
-              options.runs);
+  std::printf(
+      "actor_processes: PPO on CartPole-v1, rank 0 learns, %lld envs per actor, %lld updates of %lld steps "
+      "per actor, %s, median of %d run(s) per actor count\n",
+      static_cast<long long>(options.envs_per_actor), static_cast<long long>(options.updates),
+      static_cast<long long>(options.envs_per_actor * options.num_steps),
+      options.asynchronous ? "asynchronous (one update of policy lag)" : "synchronous (on-policy)", options.runs);
   std::printf("each rank runs (A actors): %s\n",
               concord::bench::as_train_command(config_overrides(options, 1)).c_str());
   std::printf("  with env.num_envs = %lld x A and train.total_timesteps scaled with it\n",
               static_cast<long long>(options.envs_per_actor));
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());
-  std::printf("steps/s: env steps of all actors / wall time of train() on rank 0 (start-up and rendezvous excluded)\n\n");
+  std::printf(
+      "steps/s: env steps of all actors / wall time of train() on rank 0 (start-up and rendezvous excluded)\n\n");
   std::printf("%6s %9s %9s %10s %8s %10s  %s\n", "actors", "processes", "steps", "steps/s", "vs 1", "cores busy",
               "steps/s of each run");
   std::fflush(stdout);
@@ -101,8 +102,9 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
                 baseline > 0.0 ? rate / baseline : 0.0, cores_busy, per_run.c_str());
     std::fflush(stdout);
   }
-  std::printf("\nvs 1: median steps/s over the 1-actor median; cores busy: CPU time of train() summed over all "
-              "processes / its wall time (median over runs)\n");
+  std::printf(
+      "\nvs 1: median steps/s over the 1-actor median; cores busy: CPU time of train() summed over all "
+      "processes / its wall time (median over runs)\n");
   std::printf("load average at end: %s\n", concord::bench::load_average().c_str());
   return all_ran ? 0 : 1;
 }
@@ -119,7 +121,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--num-steps", options.num_steps, "Steps per env per rollout (algo.ppo.num_steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  app.add_option("--updates", options.updates, "Learner updates per run")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  app.add_option("--updates", options.updates, "Learner updates per run")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   app.add_option("--hidden", options.hidden, "algo.hidden_sizes, as TOML (e.g. \"[64, 64]\")");
   app.add_flag("--asynchronous", options.asynchronous, "policy.actor_processes.synchronous = false");
   app.add_option("--timeout", options.timeout_seconds, "Seconds one run may take before its ranks are killed")

@@ -16,11 +16,11 @@
 //   allreduce --quick            1 KB to 256 KB, few repetitions: the ctest smoke run
 //   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. allreduce   one rank, from a launcher
 
+#include <torch/torch.h>
 #include <CLI/CLI.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -227,14 +227,16 @@ int run_rank(const Options& options) {
   const bool report = communicator->rank() == 0;
 
   if (report) {
-    std::printf("allreduce: %d ranks (%s, %s:%d), float32 sum, median of %d repetitions after %d warm-up, rank 0's clock\n",
-                communicator->world_size(), communicator->backend().c_str(), launch.master_addr.c_str(),
-                launch.master_port, options.repeats, options.warmup);
-    std::printf("(a) raw: c10d ProcessGroupGloo::allreduce; (b) comm: Communicator::allreduce; (c) bucketed: "
-                "GradientAllreduce (bucket %lld KiB) on %d bias-free linear layers, batch %d: (c) = bwd+sync - bwd, "
-                "the time backward + synchronize_gradients() takes beyond backward alone\nGB/s = payload bytes / time; "
-                "target (c)/(a) <= %.2f\n\n",
-                static_cast<long long>(options.bucket_kb), kLayers, options.batch, kTarget);
+    std::printf(
+        "allreduce: %d ranks (%s, %s:%d), float32 sum, median of %d repetitions after %d warm-up, rank 0's clock\n",
+        communicator->world_size(), communicator->backend().c_str(), launch.master_addr.c_str(), launch.master_port,
+        options.repeats, options.warmup);
+    std::printf(
+        "(a) raw: c10d ProcessGroupGloo::allreduce; (b) comm: Communicator::allreduce; (c) bucketed: "
+        "GradientAllreduce (bucket %lld KiB) on %d bias-free linear layers, batch %d: (c) = bwd+sync - bwd, "
+        "the time backward + synchronize_gradients() takes beyond backward alone\nGB/s = payload bytes / time; "
+        "target (c)/(a) <= %.2f\n\n",
+        static_cast<long long>(options.bucket_kb), kLayers, options.batch, kTarget);
     std::printf("%7s %9s %7s %9s %7s %7s %7s %9s %9s %9s %7s %7s %s\n", "size", "(a) ms", "GB/s", "(b) ms", "GB/s",
                 "(b)/(a)", "buckets", "bwd ms", "bwd+sync", "(c) ms", "GB/s", "(c)/(a)", "target");
     std::fflush(stdout);
@@ -283,9 +285,9 @@ int main(int argc, char** argv) {
   try {
     if (concord::bench::started_as_rank()) return run_rank(options);
     const std::vector<std::string> arguments(argv + 1, argv + argc);
-    const auto outcomes = concord::bench::run_self_as_ranks(
-        options.ranks, arguments, /*echo_rank0=*/true,
-        std::chrono::seconds(static_cast<int64_t>(options.timeout_seconds) * 4 + 60));
+    const auto outcomes =
+        concord::bench::run_self_as_ranks(options.ranks, arguments, /*echo_rank0=*/true,
+                                          std::chrono::seconds(static_cast<int64_t>(options.timeout_seconds) * 4 + 60));
     return concord::bench::report_rank_failures(outcomes) ? 0 : 1;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "allreduce: error: %s\n", error.what());

@@ -100,24 +100,26 @@ Row measure(int processes, bool independent_worlds, const Options& options, cons
 void print_row(const std::string& label, int processes, int64_t envs_per_process, const Row& row, double baseline) {
   const double speedup = baseline > 0.0 ? row.steps_per_second / baseline : 0.0;
   std::printf("%-22s %9lld %9lld %10.0f %7.2fx %9.0f%% %10.2f  %s\n", label.c_str(),
-              static_cast<long long>(envs_per_process), static_cast<long long>(row.steps), row.steps_per_second, speedup,
-              100.0 * speedup / processes, row.cores_busy, row.per_run.c_str());
+              static_cast<long long>(envs_per_process), static_cast<long long>(row.steps), row.steps_per_second,
+              speedup, 100.0 * speedup / processes, row.cores_busy, row.per_run.c_str());
   std::fflush(stdout);
 }
 
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
   const std::vector<std::string> overrides = config_overrides(options);
-  std::printf("multi_learner: PPO on CartPole-v1, %lld envs in all split across the ranks, %lld updates of %lld steps, "
-              "median of %d run(s) per row\n",
-              static_cast<long long>(options.num_envs), static_cast<long long>(options.updates),
-              static_cast<long long>(options.num_envs * options.num_steps), options.runs);
+  std::printf(
+      "multi_learner: PPO on CartPole-v1, %lld envs in all split across the ranks, %lld updates of %lld steps, "
+      "median of %d run(s) per row\n",
+      static_cast<long long>(options.num_envs), static_cast<long long>(options.updates),
+      static_cast<long long>(options.num_envs * options.num_steps), options.runs);
   std::printf("each rank runs: %s\n", concord::bench::as_train_command(overrides).c_str());
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());
   std::printf("steps/s: env steps of all ranks / wall time of train() on rank 0 (start-up and rendezvous excluded)\n");
   if (options.control) {
-    std::printf("control \"K x 1 rank, apart\": K separate 1-rank runs of the whole job at once, no communication; "
-                "steps summed, longest wall time: the parallel speed this machine gives K processes now\n");
+    std::printf(
+        "control \"K x 1 rank, apart\": K separate 1-rank runs of the whole job at once, no communication; "
+        "steps summed, longest wall time: the parallel speed this machine gives K processes now\n");
   }
   std::printf("\n%-22s %9s %9s %10s %8s %10s %10s  %s\n", "run", "envs/rank", "steps", "steps/s", "speedup",
               "efficiency", "cores busy", "steps/s of each run");
@@ -137,7 +139,8 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
       continue;
     }
     if (ranks == 1) baseline = row.steps_per_second;
-    print_row(std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks"), ranks, options.num_envs / ranks, row, baseline);
+    print_row(std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks"), ranks, options.num_envs / ranks, row,
+              baseline);
     if (!options.control || ranks == 1) continue;
     const Row control = measure(ranks, /*independent_worlds=*/true, options, arguments);
     if (!control.ran) {
@@ -146,9 +149,10 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
     }
     print_row(std::to_string(ranks) + " x 1 rank, apart", ranks, options.num_envs, control, baseline);
   }
-  std::printf("\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / processes; cores busy: CPU "
-              "time of train() summed over processes / its wall time (median over runs): below the process count, "
-              "they waited (for each other, or for a CPU that other work held)\n");
+  std::printf(
+      "\nspeedup: median steps/s over the 1-rank median; efficiency: speedup / processes; cores busy: CPU "
+      "time of train() summed over processes / its wall time (median over runs): below the process count, "
+      "they waited (for each other, or for a CPU that other work held)\n");
   std::printf("load average at end: %s\n", concord::bench::load_average().c_str());
   return all_ran ? 0 : 1;
 }
@@ -165,7 +169,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--num-steps", options.num_steps, "Steps per env per rollout (algo.ppo.num_steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  app.add_option("--updates", options.updates, "Learner updates per run")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  app.add_option("--updates", options.updates, "Learner updates per run")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   app.add_option("--hidden", options.hidden, "algo.hidden_sizes, as TOML (e.g. \"[512, 512]\")");
   app.add_option("--timeout", options.timeout_seconds, "Seconds one run may take before its ranks are killed")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
@@ -183,7 +188,8 @@ int main(int argc, char** argv) {
   try {
     if (concord::bench::started_as_rank()) {
       concord::core::Config config(concord::cli::concord_schema());
-      for (const std::string& assignment : config_overrides(options)) config.apply_override(assignment, "multi_learner");
+      for (const std::string& assignment : config_overrides(options))
+        config.apply_override(assignment, "multi_learner");
       concord::bench::train_as_rank(config);
       return 0;
     }

@@ -125,7 +125,8 @@ inline std::vector<RankOutcome> run_self_as_ranks(int world_size, const std::vec
         {"LOCAL_WORLD_SIZE", size_of_world},
         {"MASTER_ADDR", "127.0.0.1"},
         {"MASTER_PORT", independent_worlds ? std::to_string(detail::free_loopback_port()) : shared_port}};
-    outputs.push_back(rank == 0 && echo_rank0 ? std::filesystem::path() : dir / ("rank" + std::to_string(rank) + ".log"));
+    outputs.push_back(rank == 0 && echo_rank0 ? std::filesystem::path()
+                                              : dir / ("rank" + std::to_string(rank) + ".log"));
     pids.push_back(detail::spawn_self(arguments, variables, outputs.back()));
   }
 

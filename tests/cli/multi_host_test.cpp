@@ -136,10 +136,25 @@ TEST(MultiHost, RanksInTwoNetworkNamespacesTrainTogether) {
   for (int rank = 0; rank < 2; ++rank) {
     // Same arguments on both hosts (run.root is part of the config both ranks must agree on);
     // only rank 0 writes a run directory.
-    const std::vector<std::string> arguments = {
-        "netns", "exec", rank == 0 ? hosts.a() : hosts.b(), CONCORD_BINARY, "train", "--config", kCartPoleConfig,
-        "--policy", "multi_learner", "--total-timesteps", "2048", "--seed", "1", "--progress", "off",
-        "--run-root", root.string(), "--set", "comm.timeout_seconds=60"};
+    const std::vector<std::string> arguments = {"netns",
+                                                "exec",
+                                                rank == 0 ? hosts.a() : hosts.b(),
+                                                CONCORD_BINARY,
+                                                "train",
+                                                "--config",
+                                                kCartPoleConfig,
+                                                "--policy",
+                                                "multi_learner",
+                                                "--total-timesteps",
+                                                "2048",
+                                                "--seed",
+                                                "1",
+                                                "--progress",
+                                                "off",
+                                                "--run-root",
+                                                root.string(),
+                                                "--set",
+                                                "comm.timeout_seconds=60"};
     ranks.push_back(concord::test::start_process(ip, arguments, host_variables(rank),
                                                  root / ("rank" + std::to_string(rank) + ".log")));
   }
