@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -136,25 +137,12 @@ TEST(MultiHost, RanksInTwoNetworkNamespacesTrainTogether) {
   for (int rank = 0; rank < 2; ++rank) {
     // Same arguments on both hosts (run.root is part of the config both ranks must agree on);
     // only rank 0 writes a run directory.
-    const std::vector<std::string> arguments = {"netns",
-                                                "exec",
-                                                rank == 0 ? hosts.a() : hosts.b(),
-                                                CONCORD_BINARY,
-                                                "train",
-                                                "--config",
-                                                kCartPoleConfig,
-                                                "--policy",
-                                                "multi_learner",
-                                                "--total-timesteps",
-                                                "2048",
-                                                "--seed",
-                                                "1",
-                                                "--progress",
-                                                "off",
-                                                "--run-root",
-                                                root.string(),
-                                                "--set",
-                                                "comm.timeout_seconds=60"};
+    std::vector<std::string> arguments = {"netns", "exec", rank == 0 ? hosts.a() : hosts.b(), CONCORD_BINARY};
+    std::istringstream words("train --config " + kCartPoleConfig +
+                             " --policy multi_learner --total-timesteps 2048 --seed 1 --progress off"
+                             " --set comm.timeout_seconds=60 --run-root " +
+                             root.string());
+    for (std::string word; words >> word;) arguments.push_back(word);
     ranks.push_back(concord::test::start_process(ip, arguments, host_variables(rank),
                                                  root / ("rank" + std::to_string(rank) + ".log")));
   }
