@@ -81,11 +81,17 @@ TEST(GradientAllreduce, ReplicasOnSlicesMatchOneModelOnTheWholeBatch) {
   }
 
   for (int world_size : {2, 4}) {
+    // Built here, one after another: torch::manual_seed is process-wide, so seeding inside the
+    // rank threads would race. Replicas start from different values; attach() must hand them
+    // rank 0's (the reference's).
+    std::vector<std::shared_ptr<TwoLayers>> models;
+    for (int rank = 0; rank < world_size; ++rank) {
+      torch::manual_seed(rank == 0 ? 1 : 100 + rank);
+      models.push_back(std::make_shared<TwoLayers>());
+    }
     std::vector<torch::Tensor> finals(static_cast<size_t>(world_size));
     on_ranks(world_size, [&](comm::Communicator& communicator) {
-      // Replicas start from different values: attach() must hand them rank 0's.
-      torch::manual_seed(communicator.rank() == 0 ? 1 : 100 + communicator.rank());
-      TwoLayers model;
+      TwoLayers& model = *models[static_cast<size_t>(communicator.rank())];
       nn::FlatParameters parameters(model);
       torch::optim::Adam optimizer({parameters.values()}, torch::optim::AdamOptions(0.01));
       GradientAllreduce strategy(communicator, 40);
