@@ -13,5 +13,6 @@ void add_config_command(CLI::App& app);
 void add_rollout_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
 
 }  // namespace concord::cli

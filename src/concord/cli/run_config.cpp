@@ -6,6 +6,7 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/supervised/fit_config.h"
 
 namespace concord::cli {
 
@@ -41,6 +42,8 @@ core::ConfigSchema concord_schema() {
   policies::declare_policy_keys(schema);
 
   schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
+
+  supervised::declare_fit_keys(schema);
 
   schema.declare("rollout.steps", int64_t{1000000}, "Environment steps a random-policy rollout takes");
   return schema;

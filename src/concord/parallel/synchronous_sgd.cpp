@@ -1,0 +1,35 @@
+#include "concord/parallel/synchronous_sgd.h"
+
+#include <torch/torch.h>
+
+namespace concord::parallel {
+
+SynchronousSgd::SynchronousSgd(comm::Communicator& communicator, nn::FlatParameters& parameters,
+                               torch::optim::Optimizer& optimizer, sync::SyncStrategy& strategy, LossFunction loss,
+                               std::vector<InputKind> inputs, int sub_slices)
+    : parameters_(parameters),
+      optimizer_(optimizer),
+      strategy_(strategy),
+      function_(
+          communicator,
+          [loss = std::move(loss), workers = communicator.world_size()](const std::vector<torch::Tensor>& slice,
+                                                                         const CallSlice& call) {
+            torch::Tensor value = loss(slice);
+            const double share = static_cast<double>(call.rows) / static_cast<double>(call.total_rows);
+            (value * (share * workers)).backward();
+            return std::vector<torch::Tensor>{value.detach()};
+          },
+          FunctionSpec{std::move(inputs), {Aggregation::kAvg}, sub_slices}) {
+  strategy_.attach(parameters_);
+}
+
+double SynchronousSgd::step(const std::vector<torch::Tensor>& batch) {
+  parameters_.zero_grad();
+  const double loss = function_(batch)[0].item<double>();
+  strategy_.synchronize_gradients();
+  optimizer_.step();
+  strategy_.after_step();
+  return loss;
+}
+
+}  // namespace concord::parallel
