@@ -1,6 +1,5 @@
 #include "concord/algos/a2c.h"
 
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
 
@@ -13,6 +12,7 @@
 #include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
+#include "concord/algos/gradient_step.h"
 #include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/returns.h"
 #include "concord/algos/statistics.h"
@@ -182,10 +182,7 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   // One gradient step on the whole batch.
   const A2cLoss loss = a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy,
                                 config_.ent_coef, config_.vf_coef);
-  parameters_.zero_grad();
-  loss.loss.backward();
-  torch::nn::utils::clip_grad_norm_(parameters_.values(), config_.max_grad_norm);
-  optimizer_->step();
+  gradient_step(loss.loss, parameters_, *optimizer_, config_.max_grad_norm, sync_strategy());
   ++updates_;
 
   // Only now may the observation statistics move: the step above saw the rollout as it was acted on.

@@ -8,6 +8,7 @@
 #include "concord/core/checkpoint.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
+#include "concord/sync/sync_strategy.h"
 
 namespace concord::algos {
 
@@ -32,9 +33,21 @@ class Learner {
   // The model's parameters as one flat buffer (and their flat gradient), for policies that copy,
   // publish or share them as a whole.
   virtual nn::FlatParameters& flat_parameters() = 0;
-  // Optimiser steps one update() takes (PPO: epochs x minibatches). Policies that apply each
-  // update lock-free to shared parameters (hogwild) need exactly 1.
+  // Optimiser steps one update() takes (PPO: epochs x minibatches), or 0 when it varies from
+  // update to update (PPO's early stop on target_kl). Policies that apply each update lock-free
+  // to shared parameters (hogwild) need exactly 1; replicas in lockstep (multi_learner) need a
+  // fixed number.
   virtual int64_t gradient_steps_per_update() const = 0;
+
+  // How this learner's replica agrees with replicas on other ranks (sync/sync_strategy.h): the
+  // learner calls its hooks around every optimiser step (see gradient_step.h) and nothing else.
+  // The default is sync::NoSync. Attaches the strategy to flat_parameters(), which makes every
+  // replica start from rank 0's parameters. Call before training starts.
+  void set_sync_strategy(std::shared_ptr<sync::SyncStrategy> strategy) {
+    strategy->attach(flat_parameters());
+    sync_strategy_ = std::move(strategy);
+  }
+  sync::SyncStrategy& sync_strategy() { return *sync_strategy_; }
 
   // A learner with the same config whose parameters and optimiser statistics are this one's
   // (shared storage) but whose gradient buffer is its own: its update() changes this learner's
@@ -46,6 +59,9 @@ class Learner {
   virtual void save(core::Checkpoint& checkpoint) const = 0;
   // Throws core::CheckpointError naming what is missing or mismatched.
   virtual void load(const core::Checkpoint& checkpoint) = 0;
+
+ private:
+  std::shared_ptr<sync::SyncStrategy> sync_strategy_ = std::make_shared<sync::NoSync>();
 };
 
 }  // namespace concord::algos

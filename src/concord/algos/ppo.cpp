@@ -2,7 +2,6 @@
 
 #include <ATen/ops/randperm.h>
 #include <c10/core/GradMode.h>
-#include <torch/nn/utils/clip_grad.h>
 
 #include <optional>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
+#include "concord/algos/gradient_step.h"
 #include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
@@ -178,10 +178,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
                       eval.entropy, config_.clip_coef, config_.clip_vloss, config_.ent_coef,
                       config_.vf_coef);
 
-      parameters_.zero_grad();
-      last.loss.backward();
-      torch::nn::utils::clip_grad_norm_(parameters_.values(), config_.max_grad_norm);
-      optimizer_.step();
+      gradient_step(last.loss, parameters_, optimizer_, config_.max_grad_norm, sync_strategy());
 
       clipfrac_sum += last.clipfrac.item<double>();
       ++minibatches_run;

@@ -101,7 +101,7 @@ class Ppo : public Learner {
   int64_t rollout_length() const override { return config_.num_steps; }
   nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override {
-    return config_.update_epochs * config_.num_minibatches;
+    return config_.target_kl > 0.0 ? 0 : config_.update_epochs * config_.num_minibatches;
   }
   std::unique_ptr<Learner> make_shared_replica() override;
 

@@ -7,6 +7,7 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/supervised/fit_config.h"
+#include "concord/sync/sync_registry.h"
 
 namespace concord::cli {
 
@@ -35,11 +36,20 @@ core::ConfigSchema concord_schema() {
 
   schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
   schema.declare("train.policy", std::string("single"),
-                 "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C)");
+                 "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
+                 "multi_learner (one learner per process), actor_processes (actor processes, one learner)");
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   algos::declare_algorithm_keys(schema);
   policies::declare_policy_keys(schema);
+  sync::declare_sync_keys(schema);
+
+  schema.declare("comm.backend", std::string("gloo"),
+                 "c10d backend between processes: gloo (CPU), nccl (CUDA builds), mpi (LibTorch built with MPI)");
+  schema.declare("comm.timeout_seconds", 60.0,
+                 "Bound on the rendezvous and on every collective or message between processes");
+  schema.declare("comm.interface", std::string(""),
+                 "Network interface for Gloo (e.g. eth0); empty: GLOO_SOCKET_IFNAME, else the route to MASTER_ADDR");
 
   schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
 

@@ -52,6 +52,22 @@ core::Config training_config(const TrainFlags& flags) {
   return config;
 }
 
+// Ranks other than 0 of a multi-process run train in lockstep with rank 0 but write nothing: rank 0
+// owns the run directory, metrics, progress and checkpoints.
+void train_secondary_rank(TrainingRun& training, policies::TrainingState& state) {
+  spdlog::info("rank {} of {}: training {} on {}", training.rank(), training.world_size(), training.algo(),
+               training.env_spec().id);
+  stop_requested = false;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  policies::TrainingCallbacks callbacks;
+  callbacks.should_stop = [] { return stop_requested.load(); };
+  training.train(state, callbacks);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  spdlog::info("rank {} done at step {}", training.rank(), state.global_step);
+}
+
 void run_train(const TrainFlags& flags) {
   if (!flags.resume.empty() && !std::filesystem::is_directory(flags.resume)) {
     throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
@@ -67,14 +83,19 @@ void run_train(const TrainFlags& flags) {
     state.updates = checkpoint->metadata.at("updates").get<int64_t>();
   }
   TrainingRun training(config, checkpoint ? &*checkpoint : nullptr);
+  if (training.rank() != 0) {
+    train_secondary_rank(training, state);
+    return;
+  }
   algos::Learner& learner = training.learner();
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
 
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
-  spdlog::info("training {} on {} for {} steps ({} envs, policy {}, device {})", algo, env_id, training.total_steps(),
-               training.env_config().num_envs, training.policy_name(), training.device().str());
+  spdlog::info("training {} on {} for {} steps ({} envs{}, policy {}, device {})", algo, env_id, training.total_steps(),
+               training.env_config().num_envs, training.world_size() > 1 ? " per rank x " + std::to_string(training.world_size()) + " ranks" : "",
+               training.policy_name(), training.device().str());
 
   auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo);
   stop_requested = false;
@@ -117,7 +138,7 @@ void add_train_command(CLI::App& app) {
   add_run_flags(*command, flags->run);
   command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo or a2c");
   command->add_option("--policy", flags->policy,
-                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference");
+                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference, multi_learner, actor_processes");
   command->add_option("--total-timesteps", flags->total_timesteps, "Environment steps to train for (train.total_timesteps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
   command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");

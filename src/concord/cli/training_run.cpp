@@ -4,17 +4,48 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/cli/run_context.h"
+#include "concord/comm/launch_environment.h"
+#include "concord/comm/thread_group.h"
+#include "concord/core/crc32c.h"
 #include "concord/core/device.h"
+#include "concord/core/rng.h"
 #include "concord/envs/registry.h"
 #include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 namespace {
 
+// derive_seed(run.seed, kRankSeedStream + rank) seeds rank > 0.
+constexpr uint64_t kRankSeedStream = 0x52414e4b;  // "RANK"
+
 int64_t positive_steps(const core::Config& config, const std::string& key) {
   const int64_t steps = config.get_int(key);
   if (steps < 1) throw core::ConfigError(key + " must be at least 1, got " + std::to_string(steps));
   return steps;
+}
+
+// The ranks of a run whose policy spans processes: those a launcher started, or a world of one.
+std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const std::string& policy) {
+  const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
+  if (!policies::policy_spans_processes(policy)) {
+    if (launch.world_size > 1) {
+      throw std::invalid_argument("policy '" + policy + "' runs in one process, but this is rank " +
+                                  std::to_string(launch.rank) + " of WORLD_SIZE=" + std::to_string(launch.world_size) +
+                                  " (" + launch.launcher + "); use a multi-process policy such as multi_learner");
+    }
+    return nullptr;
+  }
+  if (!launch.is_distributed()) return comm::ThreadGroup(1).communicator(0);
+  comm::ConnectOptions options;
+  options.backend = config.get_string("comm.backend");
+  const double timeout_seconds = config.get_double("comm.timeout_seconds");
+  if (!(timeout_seconds > 0.0)) throw core::ConfigError("comm.timeout_seconds must be > 0");
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000.0));
+  options.interface = config.get_string("comm.interface");
+  char fingerprint[16];
+  std::snprintf(fingerprint, sizeof(fingerprint), "%08x", core::crc32c(config.to_toml()));
+  options.config_fingerprint = fingerprint;
+  return comm::connect(launch, options);
 }
 
 }  // namespace
@@ -27,11 +58,18 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
       policy_name_(config.get_string("train.policy")),
       env_config_(vector_env_config(config)),
       env_spec_(envs::make_env(env_config_.env_id)->spec()) {
-  torch::manual_seed(static_cast<uint64_t>(config.get_int("run.seed")));
+  communicator_ = join_ranks(config, policy_name_);
+  // Rank 0 keeps the run's seed, so one rank reproduces a single-process run; the others draw
+  // their envs and samples from streams of their own.
+  uint64_t seed = static_cast<uint64_t>(config.get_int("run.seed"));
+  if (rank() > 0) seed = core::derive_seed(seed, kRankSeedStream + static_cast<uint64_t>(rank()));
+  env_config_.seed = seed;
+  torch::manual_seed(seed);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
   learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
   if (resume_from != nullptr) learner_->load(*resume_from);
-  policy_ = policies::make_policy(policy_name_, policies::PolicyContext{config, env_config_, *learner_, device_});
+  policy_ = policies::make_policy(policy_name_,
+                                  policies::PolicyContext{config, env_config_, *learner_, device_, communicator_.get()});
 }
 
 void TrainingRun::train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks) {

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "concord/algos/learner.h"
+#include "concord/comm/communicator.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/config.h"
 #include "concord/envs/env.h"
@@ -19,9 +20,15 @@ namespace concord::cli {
 // bench/learning. The constructor, in this order:
 //
 //   checks train.total_timesteps and train.checkpoint_interval_steps, resolves run.device,
-//   seeds LibTorch with run.seed, sets run.torch_threads, builds the learner (train.algo,
-//   [algo]) on the device, restores `resume_from` into it when given, then builds the
-//   distribution policy (train.policy) with its environments ([env]).
+//   joins the other ranks when the policy spans processes (comm::connect from torchrun's or
+//   mpirun's variables, refusing a config that differs between ranks; without a launcher the
+//   run is a world of one), seeds LibTorch with run.seed (and envs with it; ranks > 0 derive
+//   their own seeds), sets run.torch_threads, builds the learner (train.algo, [algo]) on the
+//   device, restores `resume_from` into it when given, then builds the distribution policy
+//   (train.policy) with its environments ([env]).
+//
+// A single-process policy started by a launcher with WORLD_SIZE > 1 is refused: every rank would
+// train alone and write the same run.
 //
 // The checkpoint is restored before the policy exists because policies copy or share the
 // learner's parameters and optimiser statistics when they are built (hogwild's replicas alias
@@ -44,6 +51,10 @@ class TrainingRun {
   const std::string& policy_name() const { return policy_name_; }
   torch::Device device() const { return device_; }
   int64_t total_steps() const { return total_steps_; }
+  // This process's rank and the number of ranks (0 and 1 for single-process policies). Only
+  // rank 0 should write run directories, metrics and checkpoints.
+  int rank() const { return communicator_ ? communicator_->rank() : 0; }
+  int world_size() const { return communicator_ ? communicator_->world_size() : 1; }
 
  private:
   int64_t total_steps_;
@@ -53,6 +64,7 @@ class TrainingRun {
   std::string policy_name_;
   envs::VectorEnvConfig env_config_;
   envs::EnvSpec env_spec_;
+  std::unique_ptr<comm::Communicator> communicator_;  // for policies that span processes
   std::unique_ptr<algos::Learner> learner_;
   std::unique_ptr<policies::Policy> policy_;  // refers to *learner_
 };

@@ -56,6 +56,8 @@ void FlatParameters::bind(torch::nn::Module& module, const torch::Tensor& storag
     const int64_t count = parameter.numel();
     parameter.set_data(values_.narrow(0, offset, count).view(parameter.sizes()));
     parameter.mutable_grad() = gradient_.narrow(0, offset, count).view(parameter.sizes());
+    parameters_.push_back(parameter);
+    offsets_.push_back(offset);
     offset += count;
   }
   values_.set_requires_grad(true);

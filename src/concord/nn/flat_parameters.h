@@ -41,6 +41,10 @@ class FlatParameters {
   // Zeroes the flat gradient in one operation.
   void zero_grad() { gradient_.zero_(); }
   int64_t numel() const { return values_.defined() ? values_.numel() : 0; }
+  // The module's parameter tensors, in buffer order: parameters()[i] occupies
+  // values().narrow(0, offset(i), parameters()[i].numel()). For hooks on their gradients.
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+  int64_t offset(size_t index) const { return offsets_.at(index); }
 
  private:
   // Points every parameter of `module` at its slice of `storage` and of a new gradient buffer.
@@ -48,6 +52,8 @@ class FlatParameters {
 
   torch::Tensor values_;
   torch::Tensor gradient_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace concord::nn

@@ -2,9 +2,12 @@
 
 #include <stdexcept>
 
+#include "concord/policies/actor_processes.h"
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
+#include "concord/policies/multi_learner.h"
 #include "concord/policies/single.h"
+#include "concord/sync/sync_registry.h"
 
 namespace concord::policies {
 namespace {
@@ -49,7 +52,49 @@ std::unique_ptr<Policy> make_central_inference(const PolicyContext& context) {
   return std::make_unique<CentralInferencePolicy>(policy, context.env_config, context.learner, context.device);
 }
 
+// Each rank builds this on its own envs (TrainingRun seeds them per rank); the sync strategy is
+// attached last, as its first act is a collective (rank 0's parameters to every replica).
+std::unique_ptr<Policy> make_multi_learner(const PolicyContext& context) {
+  comm::Communicator& communicator = *context.communicator;
+  envs::VectorEnvConfig rank_envs = context.env_config;
+  if (rank_envs.num_envs % communicator.world_size() != 0) {
+    throw std::invalid_argument("policy 'multi_learner': env.num_envs = " + std::to_string(rank_envs.num_envs) +
+                                " must be divisible by its " + std::to_string(communicator.world_size()) + " ranks");
+  }
+  rank_envs.num_envs /= communicator.world_size();
+  auto policy = std::make_unique<MultiLearnerPolicy>(std::make_unique<envs::VectorEnv>(rank_envs),
+                                                     context.learner, context.device, communicator,
+                                                     context.config.get_int("policy.multi_learner.check_every"));
+  context.learner.set_sync_strategy(
+      sync::make_sync_strategy(context.config.get_string("sync.strategy"), context.config, communicator));
+  return policy;
+}
+
+std::unique_ptr<Policy> make_actor_processes(const PolicyContext& context) {
+  ActorProcessesConfig policy;
+  policy.synchronous = context.config.get_bool("policy.actor_processes.synchronous");
+  policy.broadcast_every = context.config.get_int("policy.actor_processes.broadcast_every");
+  policy.on_actor_failure = context.config.get_string("policy.actor_processes.on_actor_failure");
+  return std::make_unique<ActorProcessesPolicy>(policy, context.env_config, context.learner, context.device,
+                                                *context.communicator);
+}
+
 void declare_nothing(core::ConfigSchema&) {}
+
+void declare_actor_processes(core::ConfigSchema& schema) {
+  const ActorProcessesConfig defaults;
+  schema.declare("policy.actor_processes.synchronous", defaults.synchronous,
+                 "true: actors wait for each update's parameters; false: they collect the next rollout meanwhile");
+  schema.declare("policy.actor_processes.broadcast_every", defaults.broadcast_every,
+                 "Updates between parameter broadcasts to the actors");
+  schema.declare("policy.actor_processes.on_actor_failure", defaults.on_actor_failure,
+                 "continue (drop a dead actor and go on) or abort");
+}
+
+void declare_multi_learner(core::ConfigSchema& schema) {
+  schema.declare("policy.multi_learner.check_every", int64_t{100},
+                 "Every this many updates, check that every rank's parameters equal rank 0's (0: never)");
+}
 
 void declare_hogwild(core::ConfigSchema& schema) {
   schema.declare("policy.hogwild.workers", int64_t{2}, "Actor-learner threads (env.num_envs is split among them)");
@@ -78,16 +123,19 @@ void declare_central_inference(core::ConfigSchema& schema) {
 
 struct PolicyEntry {
   const char* name;
+  bool spans_processes;
   void (*declare)(core::ConfigSchema& schema);
   std::unique_ptr<Policy> (*make)(const PolicyContext& context);
 };
 
 // The registry: one line per policy.
 const PolicyEntry kPolicies[] = {
-    {"single", declare_nothing, make_single},
-    {"sync_vector", declare_nothing, make_sync_vector},
-    {"hogwild", declare_hogwild, make_hogwild},
-    {"central_inference", declare_central_inference, make_central_inference},
+    {"single", false, declare_nothing, make_single},
+    {"sync_vector", false, declare_nothing, make_sync_vector},
+    {"hogwild", false, declare_hogwild, make_hogwild},
+    {"central_inference", false, declare_central_inference, make_central_inference},
+    {"multi_learner", true, declare_multi_learner, make_multi_learner},
+    {"actor_processes", true, declare_actor_processes, make_actor_processes},
 };
 
 }  // namespace
@@ -102,13 +150,27 @@ std::vector<std::string> policy_names() {
   return names;
 }
 
-std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
+namespace {
+
+const PolicyEntry& find_policy(const std::string& name) {
   for (const PolicyEntry& policy : kPolicies) {
-    if (name == policy.name) return policy.make(context);
+    if (name == policy.name) return policy;
   }
   std::string known;
   for (const std::string& known_name : policy_names()) known += (known.empty() ? "" : ", ") + known_name;
   throw std::invalid_argument("unknown policy '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+bool policy_spans_processes(const std::string& name) { return find_policy(name).spans_processes; }
+
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
+  const PolicyEntry& policy = find_policy(name);
+  if (policy.spans_processes && context.communicator == nullptr) {
+    throw std::logic_error("policy '" + name + "' needs a communicator");
+  }
+  return policy.make(context);
 }
 
 }  // namespace concord::policies

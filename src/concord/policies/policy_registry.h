@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "concord/algos/learner.h"
+#include "concord/comm/communicator.h"
 #include "concord/core/config.h"
 #include "concord/envs/vector_env.h"
 #include "concord/policies/policy.h"
@@ -22,6 +23,11 @@ namespace concord::policies {
 //                      parameters and optimiser statistics
 //   central_inference  GA3C: agent threads step envs, predictor threads batch their inference,
 //                      trainer threads batch finished segments into learner updates
+//   multi_learner      one learner per process (rank), each with its own envs; replicas kept
+//                      identical by a sync strategy (sync.strategy: bucketed gradient
+//                      allreduce by default)
+//   actor_processes    MSRL's multi-actor single learner: rank 0 learns, ranks 1..A step envs
+//                      and act, experience by c10d send/recv, parameters sent back
 //
 // env.num_envs is always the total number of environments of the run.
 
@@ -31,6 +37,8 @@ struct PolicyContext {
   envs::VectorEnvConfig env_config;  // the [env] section and run.seed
   algos::Learner& learner;           // the algorithm; its model is the Actor fragment
   torch::Device device;              // where models and rollouts live (core::resolve_device)
+  // The ranks of a multi-process run; nullptr for policies that run in one process.
+  comm::Communicator* communicator = nullptr;
 };
 
 // Declares every policy's keys. Throws std::logic_error if one is already declared.
@@ -38,6 +46,10 @@ void declare_policy_keys(core::ConfigSchema& schema);
 
 // The names make_policy accepts, in registry order.
 std::vector<std::string> policy_names();
+
+// Whether the named policy runs ranks in several processes (and so needs a communicator).
+// Throws std::invalid_argument for an unknown name.
+bool policy_spans_processes(const std::string& name);
 
 // Builds the named policy, checking at once that it can run this algorithm with this config.
 // Throws std::invalid_argument for an unknown name ("unknown policy 'x' (known: ...)") or a

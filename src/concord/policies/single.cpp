@@ -10,16 +10,17 @@
 
 namespace concord::policies {
 
-SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device)
-    : env_(env), learner_(learner), device_(device) {
+SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, int ranks_in_lockstep)
+    : env_(env), learner_(learner), device_(device), ranks_in_lockstep_(ranks_in_lockstep) {
   if (env_.is_async()) {
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
   }
 }
 
-SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device)
-    : SinglePolicy(*env, learner, device) {
+SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+                           int ranks_in_lockstep)
+    : SinglePolicy(*env, learner, device, ranks_in_lockstep) {
   owned_env_ = std::move(env);
 }
 
@@ -43,7 +44,7 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     // --- Collect T steps of experience with the current policy ---
     core::Stopwatch rollout_clock;
     const algos::Rollout& rollout = collector.collect(model, on_episode);
-    state.global_step += collector.env_steps_per_rollout();
+    state.global_step += collector.env_steps_per_rollout() * ranks_in_lockstep_;
     rollout_seconds += rollout_clock.elapsed_seconds();
 
     // --- Learn from it ---

@@ -26,11 +26,16 @@ namespace concord::policies {
 // tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
 // time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
 // loop started), so a benchmark can tell which side bounds throughput. Not thread-safe.
+//
+// `ranks_in_lockstep` > 1 is for replicas of this loop on other ranks (multi_learner), each with
+// as many envs: global_step then counts every rank's env steps, so total_timesteps, checkpoint
+// intervals and progress mean the same whatever the number of ranks.
 class SinglePolicy : public Policy {
  public:
-  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device);
+  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, int ranks_in_lockstep = 1);
   // The same, owning its environments.
-  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device);
+  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+               int ranks_in_lockstep = 1);
 
   // Trains until state.global_step >= total_steps or callbacks.should_stop() says so.
   // Throws std::runtime_error naming the update and step if a loss becomes NaN or infinite.
@@ -42,6 +47,7 @@ class SinglePolicy : public Policy {
   envs::VectorEnv& env_;
   algos::Learner& learner_;
   torch::Device device_;
+  int ranks_in_lockstep_;
   core::EpisodeStats episodes_;
 };
 

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "concord/nn/flat_parameters.h"
+#include "concord/sync/sync_strategy.h"
+
+namespace concord::algos {
+
+// One optimiser step on `loss`, the same in every learner:
+//
+//   g = d loss / d theta                      (into parameters.gradient())
+//   g = sync(g)                               (e.g. the mean over ranks; nothing in one process)
+//   g = g * min(1, max_grad_norm / ||g||)     (global norm clipping)
+//   theta = optimizer.step(theta, g)
+//   theta = sync.after_step(theta)            (e.g. local SGD's periodic average)
+//
+// Synchronising before clipping makes every replica clip the same gradient, so replicas in
+// lockstep stay identical.
+void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer,
+                   double max_grad_norm, sync::SyncStrategy& sync);
+
+}  // namespace concord::algos

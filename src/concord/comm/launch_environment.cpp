@@ -1,0 +1,236 @@
+#include "concord/comm/launch_environment.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "concord/comm/process_group_communicator.h"
+
+namespace concord::comm {
+namespace {
+
+const char* variable(const char* name) {
+  const char* value = std::getenv(name);
+  return (value != nullptr && *value != '\0') ? value : nullptr;
+}
+
+int parse_int(const char* name, const char* text, int minimum) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < minimum || value > 1'000'000) {
+    throw CommError(std::string(name) + "='" + text + "' is not an integer >= " + std::to_string(minimum));
+  }
+  return static_cast<int>(value);
+}
+
+// Reads a rank/size pair (e.g. RANK and WORLD_SIZE): both or neither must be set.
+bool read_pair(const char* rank_name, const char* size_name, int& rank, int& size) {
+  const char* rank_text = variable(rank_name);
+  const char* size_text = variable(size_name);
+  if (rank_text == nullptr && size_text == nullptr) return false;
+  if (rank_text == nullptr || size_text == nullptr) {
+    throw CommError(std::string(rank_text == nullptr ? rank_name : size_name) + " is not set while " +
+                    (rank_text == nullptr ? size_name : rank_name) + " is; a launcher sets both");
+  }
+  rank = parse_int(rank_name, rank_text, 0);
+  size = parse_int(size_name, size_text, 1);
+  if (rank >= size) {
+    throw CommError(std::string(rank_name) + "=" + rank_text + " is not below " + size_name + "=" + size_text);
+  }
+  return true;
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+// The local address this machine uses to reach `host`: what Gloo must bind so that peers on other
+// machines (or network namespaces) can connect back. A UDP connect() only picks the route; no
+// packet is sent.
+std::string local_address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* resolved = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &resolved) != 0 || resolved == nullptr) {
+    throw CommError("MASTER_ADDR '" + host + "' does not resolve to an IPv4 address");
+  }
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  std::string local;
+  if (fd >= 0 && ::connect(fd, resolved->ai_addr, resolved->ai_addrlen) == 0) {
+    sockaddr_in address{};
+    socklen_t length = sizeof(address);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      char text[INET_ADDRSTRLEN] = {};
+      if (inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text)) != nullptr) local = text;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(resolved);
+  if (local.empty()) throw CommError("no network route from this machine to MASTER_ADDR '" + host + "'");
+  return local;
+}
+
+std::string first_line(const std::exception& error) {
+  std::string message = error.what();
+  if (const size_t newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
+  return message;
+}
+
+std::string seconds(std::chrono::milliseconds duration) {
+  return std::to_string(static_cast<double>(duration.count()) / 1000.0).substr(0, 5) + " s";
+}
+
+c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment, const ConnectOptions& options) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(environment.master_port);
+  store_options.isServer = environment.rank == 0;
+  store_options.waitWorkers = false;  // joining is checked below, naming the ranks that are missing
+  store_options.timeout = options.timeout;
+  const std::string where = environment.master_addr + ":" + std::to_string(environment.master_port);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(environment.master_addr, store_options);
+  } catch (const std::exception& error) {
+    const std::string cause = first_line(error);
+    if (environment.rank == 0) {
+      if (cause.find("ddress already in use") != std::string::npos || cause.find("EADDRINUSE") != std::string::npos) {
+        throw CommError("rank 0 cannot serve the rendezvous store: port " + std::to_string(environment.master_port) +
+                        " is already in use (MASTER_PORT; choose a free one, or let `concord launch` pick one)");
+      }
+      throw CommError("rank 0 cannot serve the rendezvous store on port " + std::to_string(environment.master_port) +
+                      ": " + cause);
+    }
+    throw CommTimeout("rank " + std::to_string(environment.rank) + " could not reach the rendezvous store at " + where +
+                      " within " + seconds(options.timeout) + " (is rank 0 running? check MASTER_ADDR/MASTER_PORT): " +
+                      cause);
+  }
+}
+
+std::string to_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// Every rank announces "world_size|fingerprint" under its rank; each then waits for all others,
+// comparing what they announced with its own.
+void join(c10d::Store& store, const LaunchEnvironment& environment, const ConnectOptions& options) {
+  const std::string mine = std::to_string(environment.world_size) + "|" + options.config_fingerprint;
+  store.set("concord/join/" + std::to_string(environment.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<bool> seen(static_cast<size_t>(environment.world_size), false);
+  seen[static_cast<size_t>(environment.rank)] = true;
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  while (true) {
+    std::string missing;
+    for (int rank = 0; rank < environment.world_size; ++rank) {
+      if (seen[static_cast<size_t>(rank)]) continue;
+      const std::string key = "concord/join/" + std::to_string(rank);
+      if (!store.check({key})) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+        continue;
+      }
+      seen[static_cast<size_t>(rank)] = true;
+      const std::string theirs = to_string(store.get(key));
+      const size_t bar = theirs.find('|');
+      const std::string their_size = theirs.substr(0, bar);
+      if (their_size != std::to_string(environment.world_size)) {
+        throw CommError("WORLD_SIZE mismatch: rank " + std::to_string(rank) + " was started with WORLD_SIZE=" +
+                        their_size + ", rank " + std::to_string(environment.rank) + " with WORLD_SIZE=" +
+                        std::to_string(environment.world_size));
+      }
+      if (theirs.substr(bar + 1) != options.config_fingerprint) {
+        throw CommError("config mismatch: rank " + std::to_string(rank) + "'s resolved config (hash " +
+                        theirs.substr(bar + 1) + ") differs from rank " + std::to_string(environment.rank) +
+                        "'s (hash " + options.config_fingerprint + "); every rank must run the same config");
+      }
+    }
+    if (missing.empty()) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw CommTimeout("rendezvous at " + environment.master_addr + ":" + std::to_string(environment.master_port) +
+                        ": rank(s) " + missing + " of WORLD_SIZE=" + std::to_string(environment.world_size) +
+                        " never joined within " + seconds(options.timeout));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const LaunchEnvironment& environment,
+                                                       const ConnectOptions& options) {
+  std::string interface = options.interface;
+  if (interface.empty()) {
+    if (const char* from_environment = variable("GLOO_SOCKET_IFNAME")) interface = from_environment;
+  }
+  try {
+    if (!interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+    const std::string address =
+        is_loopback(environment.master_addr) ? "127.0.0.1" : local_address_towards(environment.master_addr);
+    return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw CommError("Gloo cannot open a device" + (interface.empty() ? std::string() : " on interface '" + interface + "'") +
+                    ": " + first_line(error));
+  }
+}
+
+}  // namespace
+
+LaunchEnvironment LaunchEnvironment::from_environment() {
+  LaunchEnvironment environment;
+  if (read_pair("RANK", "WORLD_SIZE", environment.rank, environment.world_size)) {
+    environment.launcher = "torchrun";
+    if (const char* local_rank = variable("LOCAL_RANK")) environment.local_rank = parse_int("LOCAL_RANK", local_rank, 0);
+    if (const char* local_size = variable("LOCAL_WORLD_SIZE")) {
+      environment.local_world_size = parse_int("LOCAL_WORLD_SIZE", local_size, 1);
+    }
+  } else if (read_pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", environment.rank, environment.world_size)) {
+    environment.launcher = "mpirun";
+    if (const char* local_rank = variable("OMPI_COMM_WORLD_LOCAL_RANK")) {
+      environment.local_rank = parse_int("OMPI_COMM_WORLD_LOCAL_RANK", local_rank, 0);
+    }
+    if (const char* local_size = variable("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+      environment.local_world_size = parse_int("OMPI_COMM_WORLD_LOCAL_SIZE", local_size, 1);
+    }
+  } else {
+    return environment;
+  }
+  if (const char* address = variable("MASTER_ADDR")) environment.master_addr = address;
+  if (const char* port = variable("MASTER_PORT")) {
+    environment.master_port = parse_int("MASTER_PORT", port, 1);
+    if (environment.master_port > 65535) throw CommError(std::string("MASTER_PORT='") + port + "' is not a TCP port");
+  }
+  return environment;
+}
+
+std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, const ConnectOptions& options) {
+  if (options.backend == "nccl") {
+    throw CommError("comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
+                    "(set comm.backend = \"gloo\")");
+  }
+  if (options.backend == "mpi") {
+    throw CommError("comm backend 'mpi' needs LibTorch built with MPI, and Debian's is not; under mpirun, Concord "
+                    "reads OMPI_COMM_WORLD_RANK/SIZE and connects with Gloo (set comm.backend = \"gloo\")");
+  }
+  if (options.backend != "gloo") {
+    throw CommError("unknown comm backend '" + options.backend + "' (known: gloo, nccl, mpi)");
+  }
+  c10::intrusive_ptr<c10d::Store> store = open_store(environment, options);
+  join(*store, environment, options);
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  gloo_options->devices.push_back(gloo_device(environment, options));
+  gloo_options->threads = 2;
+  try {
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", store),
+                                                            environment.rank, environment.world_size, gloo_options);
+    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout);
+  } catch (const std::exception& error) {
+    const std::string cause = first_line(error);
+    throw CommError("rank " + std::to_string(environment.rank) + " could not connect the Gloo process group: " + cause);
+  }
+}
+
+}  // namespace concord::comm

@@ -1,0 +1,312 @@
+#include "concord/policies/actor_processes.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "concord/core/timer.h"
+#include "concord/policies/rollout_collector.h"
+
+namespace concord::policies {
+namespace {
+
+// Message tags. A rollout's fields use kRolloutTag + field index.
+constexpr int kShapesTag = 1;
+constexpr int kRolloutTag = 10;
+constexpr int kEpisodesTag = 30;
+constexpr int kVersionTag = 31;
+constexpr int kControlTag = 40;
+constexpr int kParametersTag = 41;
+constexpr int kBuffersTag = 50;  // + buffer index
+
+constexpr int kFields = 9;
+constexpr int kMaxDims = 4;
+
+std::vector<torch::Tensor*> fields(algos::Rollout& rollout) {
+  return {&rollout.observations, &rollout.actions,    &rollout.log_probs,
+          &rollout.values,       &rollout.rewards,    &rollout.terminated,
+          &rollout.truncated,    &rollout.truncation_values, &rollout.bootstrap_value};
+}
+
+// Per field: dtype, number of dims, then the sizes (-1 padded), so the learner can allocate.
+torch::Tensor describe(algos::Rollout& rollout) {
+  torch::Tensor shapes = torch::full({kFields, 2 + kMaxDims}, -1, torch::kInt64);
+  const auto tensors = fields(rollout);
+  for (int field = 0; field < kFields; ++field) {
+    const torch::Tensor& tensor = *tensors[static_cast<size_t>(field)];
+    if (tensor.dim() > kMaxDims) throw std::invalid_argument("actor_processes: rollout field with more than 4 dims");
+    shapes[field][0] = static_cast<int64_t>(tensor.scalar_type());
+    shapes[field][1] = tensor.dim();
+    for (int64_t d = 0; d < tensor.dim(); ++d) shapes[field][2 + d] = tensor.size(d);
+  }
+  return shapes;
+}
+
+algos::Rollout allocate(const torch::Tensor& shapes) {
+  algos::Rollout rollout;
+  const auto tensors = fields(rollout);
+  for (int field = 0; field < kFields; ++field) {
+    const auto dtype = static_cast<c10::ScalarType>(shapes[field][0].item<int64_t>());
+    std::vector<int64_t> sizes;
+    for (int64_t d = 0; d < shapes[field][1].item<int64_t>(); ++d) sizes.push_back(shapes[field][2 + d].item<int64_t>());
+    *tensors[static_cast<size_t>(field)] = torch::empty(sizes, torch::TensorOptions().dtype(dtype));
+  }
+  return rollout;
+}
+
+// Joins the actors' rollouts along the env dimension (dim 1; dim 0 for bootstrap_value).
+algos::Rollout concatenate(std::vector<algos::Rollout*> parts) {
+  algos::Rollout joined;
+  const auto joined_fields = fields(joined);
+  for (int field = 0; field < kFields; ++field) {
+    std::vector<torch::Tensor> pieces;
+    for (algos::Rollout* part : parts) pieces.push_back(*fields(*part)[static_cast<size_t>(field)]);
+    *joined_fields[static_cast<size_t>(field)] = torch::cat(pieces, field == kFields - 1 ? 0 : 1);
+  }
+  return joined;
+}
+
+}  // namespace
+
+// The learner's view of one actor rank.
+struct ActorProcessesPolicy::ActorLink {
+  int rank = 0;
+  bool alive = true;
+  algos::Rollout rollout;        // receive buffers
+  torch::Tensor episodes;        // float64 [1 + 2 * max episodes]: count, then (return, length) pairs
+  torch::Tensor version = torch::zeros({1}, torch::kInt64);
+};
+
+ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
+                                           algos::Learner& learner, torch::Device device,
+                                           comm::Communicator& communicator)
+    : config_(config), env_config_(env_config), learner_(learner), device_(device), communicator_(communicator) {
+  const int actors = communicator.world_size() - 1;
+  if (actors < 1) {
+    throw std::invalid_argument("policy 'actor_processes' needs a learner and at least one actor process, but there " +
+                                std::string(communicator.world_size() == 1 ? "is 1 rank" : "are no actor ranks") +
+                                "; start it with e.g. `concord launch -n 3 -- concord train --policy actor_processes`");
+  }
+  if (env_config.num_envs % actors != 0) {
+    throw std::invalid_argument("policy 'actor_processes': env.num_envs = " + std::to_string(env_config.num_envs) +
+                                " must be divisible by its " + std::to_string(actors) + " actor processes");
+  }
+  if (config.broadcast_every < 1) {
+    throw std::invalid_argument("policy.actor_processes.broadcast_every must be >= 1, got " +
+                                std::to_string(config.broadcast_every));
+  }
+  if (config.on_actor_failure != "continue" && config.on_actor_failure != "abort") {
+    throw std::invalid_argument("policy.actor_processes.on_actor_failure must be \"continue\" or \"abort\", got \"" +
+                                config.on_actor_failure + "\"");
+  }
+  if (env_config.batch_size != 0) {
+    throw std::invalid_argument("policy 'actor_processes' steps each actor's envs together: set env.batch_size = 0");
+  }
+  env_config_.num_envs = env_config.num_envs / actors;
+}
+
+ActorProcessesPolicy::~ActorProcessesPolicy() = default;
+
+void ActorProcessesPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                 const TrainingCallbacks& callbacks) {
+  if (communicator_.rank() == 0) {
+    learn(state, total_steps, checkpoint_interval_steps, callbacks);
+  } else {
+    act();
+  }
+}
+
+void ActorProcessesPolicy::actor_failed(ActorLink& link, const std::string& error) {
+  link.alive = false;
+  if (config_.on_actor_failure == "abort") {
+    throw std::runtime_error("actor rank " + std::to_string(link.rank) + " failed: " + error);
+  }
+  int alive = 0;
+  for (const auto& actor : actors_) alive += actor->alive ? 1 : 0;
+  spdlog::warn("actor rank {} failed and was dropped ({} actor(s) left): {}", link.rank, alive, error);
+  if (alive == 0) throw std::runtime_error("every actor process failed; the last, rank " + std::to_string(link.rank) + ": " + error);
+}
+
+void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                 const TrainingCallbacks& callbacks) {
+  // --- Start-up: every actor describes its rollout once ---
+  actors_.clear();
+  for (int rank = 1; rank < communicator_.world_size(); ++rank) {
+    auto link = std::make_unique<ActorLink>();
+    link->rank = rank;
+    torch::Tensor shapes = torch::empty({kFields, 2 + kMaxDims}, torch::kInt64);
+    communicator_.recv(shapes, rank, kShapesTag);
+    link->rollout = allocate(shapes);
+    link->episodes = torch::zeros({1 + 2 * link->rollout.num_steps() * link->rollout.num_envs()}, torch::kFloat64);
+    actors_.push_back(std::move(link));
+  }
+  nn::ActorCritic model = learner_.model();
+  const int64_t steps_per_actor_rollout = actors_.front()->rollout.num_steps() * actors_.front()->rollout.num_envs();
+  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
+  const int64_t steps_at_start = state.global_step;
+  core::Stopwatch clock;
+  double receive_seconds = 0.0;
+  double update_seconds = 0.0;
+  int64_t version = 0;  // parameter version the actors hold
+
+  bool stop = false;
+  while (!stop) {
+    // --- Receive rollout k from every live actor ---
+    core::Stopwatch receive_clock;
+    std::vector<algos::Rollout*> parts;
+    double lag_sum = 0.0;
+    for (auto& link : actors_) {
+      if (!link->alive) continue;
+      try {
+        std::vector<std::unique_ptr<comm::Request>> pending;
+        for (int field = 0; field < kFields; ++field) {
+          pending.push_back(communicator_.recv_async(*fields(link->rollout)[static_cast<size_t>(field)], link->rank,
+                                                     kRolloutTag + field));
+        }
+        pending.push_back(communicator_.recv_async(link->episodes, link->rank, kEpisodesTag));
+        pending.push_back(communicator_.recv_async(link->version, link->rank, kVersionTag));
+        for (auto& request : pending) request->wait();
+      } catch (const comm::CommError& error) {
+        actor_failed(*link, error.what());
+        continue;
+      }
+      parts.push_back(&link->rollout);
+      lag_sum += static_cast<double>(state.updates - link->version.item<int64_t>());
+      const double* episodes = link->episodes.data_ptr<double>();
+      for (int64_t i = 0; i < static_cast<int64_t>(episodes[0]); ++i) {
+        const double episode_return = episodes[1 + 2 * i];
+        const auto episode_length = static_cast<int64_t>(episodes[2 + 2 * i]);
+        episodes_.add(episode_return, episode_length);
+        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+      }
+    }
+    if (parts.empty()) throw std::runtime_error("actor_processes: no actor process is left");
+    receive_seconds += receive_clock.elapsed_seconds();
+
+    // --- Learn ---
+    core::Stopwatch update_clock;
+    const algos::Rollout rollout = concatenate(parts);
+    state.global_step += steps_per_actor_rollout * static_cast<int64_t>(parts.size());
+    const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
+    algos::Metrics metrics = learner_.update(rollout, progress);
+    ++state.updates;
+    update_seconds += update_clock.elapsed_seconds();
+    check_finite(metrics, state);
+
+    // --- Control k (and parameters) back to the actors ---
+    stop = state.global_step >= total_steps || (callbacks.should_stop && callbacks.should_stop());
+    const bool send_parameters = !stop && state.updates % config_.broadcast_every == 0;
+    torch::Tensor control = torch::tensor({stop ? int64_t{0} : int64_t{1}, send_parameters ? int64_t{1} : int64_t{0}});
+    for (auto& link : actors_) {
+      if (!link->alive) continue;
+      try {
+        communicator_.send(control, link->rank, kControlTag);
+        if (send_parameters) {
+          torch::NoGradGuard no_grad;
+          communicator_.send(learner_.flat_parameters().values().detach(), link->rank, kParametersTag);
+          int index = 0;
+          for (const auto& buffer : model->named_buffers()) {
+            communicator_.send(buffer.value(), link->rank, kBuffersTag + index++);
+          }
+        }
+      } catch (const comm::CommError& error) {
+        actor_failed(*link, error.what());
+      }
+    }
+    if (send_parameters) version = state.updates;
+
+    int alive = 0;
+    for (const auto& link : actors_) alive += link->alive ? 1 : 0;
+    metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+    metrics["charts/policy_lag"] = lag_sum / static_cast<double>(parts.size());
+    metrics["actors/alive"] = alive;
+    metrics["time/receive_seconds"] = receive_seconds;
+    metrics["time/update_seconds"] = update_seconds;
+    if (auto recent = episodes_.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
+    if (auto recent = episodes_.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
+    if (callbacks.on_update) callbacks.on_update(state, metrics, episodes_);
+    if (state.global_step >= next_checkpoint_step && callbacks.on_checkpoint) {
+      callbacks.on_checkpoint(state);
+      next_checkpoint_step += checkpoint_interval_steps;
+    }
+  }
+}
+
+void ActorProcessesPolicy::act() {
+  envs::VectorEnv env(env_config_);
+  RolloutCollector collector(env, learner_.rollout_length(), device_);
+  nn::ActorCritic model = learner_.model();
+  const int64_t max_episodes = collector.env_steps_per_rollout();
+  std::vector<std::pair<double, int64_t>> finished;
+  const auto on_episode = [&](double episode_return, int64_t episode_length) {
+    finished.emplace_back(episode_return, episode_length);
+  };
+  int64_t version = 0;
+
+  // Rollout k with its episodes and the parameter version it was collected with.
+  struct Outgoing {
+    algos::Rollout rollout;
+    torch::Tensor episodes;
+    torch::Tensor version;
+  };
+  const auto collect = [&] {
+    finished.clear();
+    Outgoing outgoing{collector.collect(model, on_episode), torch::zeros({1 + 2 * max_episodes}, torch::kFloat64),
+                      torch::tensor({version})};
+    // Owned copies: the collector reuses its buffers for the next rollout while these are sent.
+    for (torch::Tensor* field : fields(outgoing.rollout)) *field = field->to(torch::kCPU).contiguous().clone();
+    double* episodes = outgoing.episodes.data_ptr<double>();
+    episodes[0] = static_cast<double>(finished.size());
+    for (size_t i = 0; i < finished.size(); ++i) {
+      episodes[1 + 2 * i] = finished[i].first;
+      episodes[2 + 2 * i] = static_cast<double>(finished[i].second);
+    }
+    return outgoing;
+  };
+  std::vector<std::unique_ptr<comm::Request>> sending;
+  std::optional<Outgoing> in_flight;  // alive until its sends complete
+  const auto send = [&](Outgoing outgoing) {
+    for (auto& request : sending) request->wait();
+    sending.clear();
+    in_flight = std::move(outgoing);
+    auto rollout_fields = fields(in_flight->rollout);
+    for (int field = 0; field < kFields; ++field) {
+      sending.push_back(communicator_.send_async(*rollout_fields[static_cast<size_t>(field)], 0, kRolloutTag + field));
+    }
+    sending.push_back(communicator_.send_async(in_flight->episodes, 0, kEpisodesTag));
+    sending.push_back(communicator_.send_async(in_flight->version, 0, kVersionTag));
+  };
+  // Waits for control k; returns false when the learner says stop.
+  const auto receive_control = [&](int64_t update) {
+    torch::Tensor control = torch::zeros({2}, torch::kInt64);
+    communicator_.recv(control, 0, kControlTag);
+    if (control[0].item<int64_t>() == 0) return false;
+    if (control[1].item<int64_t>() == 1) {
+      torch::NoGradGuard no_grad;
+      communicator_.recv(learner_.flat_parameters().values().detach(), 0, kParametersTag);
+      int index = 0;
+      for (const auto& buffer : model->named_buffers()) communicator_.recv(buffer.value(), 0, kBuffersTag + index++);
+      version = update;
+    }
+    return true;
+  };
+
+  Outgoing outgoing = collect();
+  communicator_.send(describe(outgoing.rollout), 0, kShapesTag);
+  for (int64_t update = 1;; ++update) {
+    send(std::move(outgoing));
+    if (config_.synchronous) {
+      if (!receive_control(update)) break;
+      outgoing = collect();
+    } else {
+      Outgoing next = collect();  // overlaps the learner's update on the rollout just sent
+      if (!receive_control(update)) break;
+      outgoing = std::move(next);
+    }
+  }
+  for (auto& request : sending) request->wait();
+}
+
+}  // namespace concord::policies

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "concord/comm/communicator.h"
+#include "concord/core/episode_stats.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+
+namespace concord::policies {
+
+struct ActorProcessesConfig {
+  // true: actors wait for the parameters of update k before collecting rollout k + 1 (on-policy).
+  // false: actors collect rollout k + 1 while the learner trains on rollout k (one update of
+  // policy lag, reported as charts/policy_lag), overlapping acting and learning.
+  bool synchronous = true;
+  // Parameters go to the actors after every this many updates.
+  int64_t broadcast_every = 1;
+  // "continue": an actor that dies or stops answering is dropped, logged, and the run goes on
+  // with the others; "abort": the run fails naming the actor.
+  std::string on_actor_failure = "continue";
+};
+
+// The `actor_processes` distribution policy (MSRL's multi-actor, single-learner layout): rank 0
+// is the learner and steps no envs; ranks 1..A each step env.num_envs / A envs with their own
+// copy of the model and send every rollout to the learner by c10d send/recv. The learner
+// concatenates the live actors' rollouts along the env dimension, updates, and sends the
+// parameters (and model buffers) back:
+//
+//   actor a:  collect rollout k with parameters v -> send (rollout, episodes, v) to rank 0
+//             -> [synchronous] wait for control k, then collect k + 1
+//             -> [asynchronous] collect k + 1, then wait for control k
+//   learner:  receive rollout k from every live actor -> learner.update -> send control k
+//             (continue or stop; parameters follow every broadcast_every updates)
+//
+// Only point-to-point messages are used after start-up, so an actor that dies (its recv fails,
+// or times out after comm.timeout_seconds) can be dropped without stalling the others. The
+// learner's state is never touched by an actor's failure; rank 0's callbacks write checkpoints.
+class ActorProcessesPolicy : public Policy {
+ public:
+  // `env_config` is the whole run's (num_envs over all actors). Throws std::invalid_argument for
+  // fewer than 2 ranks, num_envs not divisible by the actors, or a bad config value.
+  ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
+                       algos::Learner& learner, torch::Device device, comm::Communicator& communicator);
+  ~ActorProcessesPolicy() override;
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+ private:
+  struct ActorLink;
+  void learn(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks);
+  void act();
+  // Drops actor `link` after `error` (or throws, under on_actor_failure = "abort").
+  void actor_failed(ActorLink& link, const std::string& error);
+
+  ActorProcessesConfig config_;
+  envs::VectorEnvConfig env_config_;  // one actor's share
+  algos::Learner& learner_;
+  torch::Device device_;
+  comm::Communicator& communicator_;
+  std::vector<std::unique_ptr<ActorLink>> actors_;  // on the learner
+  core::EpisodeStats episodes_;
+};
+
+}  // namespace concord::policies

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "concord/comm/communicator.h"
+#include "concord/policies/single.h"
+
+namespace concord::policies {
+
+// The `multi_learner` distribution policy: K processes (ranks), each running the synchronous
+// loop of SinglePolicy on its own env.num_envs / K envs with its own replica of the learner
+// (data parallelism: an update's batch is split across ranks, as DDP splits a global batch). The learner's sync
+// strategy (set by the registry from sync.strategy, e.g. bucketed gradient allreduce) keeps the
+// replicas' parameters identical; this policy keeps the rest of the ranks in lockstep:
+//
+//   every rank:  rollout on own envs -> learner.update (sync inside every gradient step)
+//                -> broadcast rank 0's model buffers (observation statistics, DDP's
+//                   broadcast_buffers) -> every check_every updates, compare parameters with
+//                   rank 0's bit for bit -> agree on stopping (allreduce of the stop flag)
+//
+// global_step counts all ranks' env steps. Every rank calls the callbacks; the owner lets rank 0
+// write metrics and checkpoints. Refuses a learner whose gradient steps per update vary (PPO's
+// target_kl): ranks would issue different numbers of collectives.
+class MultiLearnerPolicy : public Policy {
+ public:
+  MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+                     comm::Communicator& communicator, int64_t check_every);
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+ private:
+  // Throws std::runtime_error if this rank's parameters differ from rank 0's.
+  void check_replicas_identical(const TrainingState& state);
+
+  algos::Learner& learner_;
+  comm::Communicator& communicator_;
+  int64_t check_every_;
+  SinglePolicy loop_;
+};
+
+}  // namespace concord::policies

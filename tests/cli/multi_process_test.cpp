@@ -1,0 +1,138 @@
+// `concord train --policy multi_learner` as real processes on loopback, started with torchrun's
+// variables as `concord launch` or torchrun would: learning, rank 0 owning the run directory,
+// resume, and the start-up refusals (a peer that never joins, configs that differ, a
+// single-process policy under a launcher).
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/concord_process.h"
+#include "comm/rank_processes.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kCartPoleConfig = std::string(CONCORD_SOURCE_DIR) + "/configs/ppo_cartpole.toml";
+
+std::vector<std::string> train_arguments(const std::filesystem::path& root, const std::string& extra) {
+  std::vector<std::string> arguments{"train", "--progress", "off", "--run-root", root.string()};
+  std::istringstream words(extra);
+  for (std::string word; words >> word;) arguments.push_back(word);
+  return arguments;
+}
+
+// Starts `world_size` ranks of `concord <arguments>`; per_rank_extra[r] is appended to rank r's.
+std::vector<concord::test::RankResult> run_training_ranks(int world_size, const std::filesystem::path& root,
+                                                          const std::string& extra,
+                                                          std::map<int, std::string> per_rank_extra = {},
+                                                          std::map<std::string, std::string> variables = {}) {
+  const int port = concord::test::free_port();
+  std::vector<concord::test::RankProcess> processes;
+  for (int rank = 0; rank < world_size; ++rank) {
+    auto rank_vars = concord::test::rank_variables(rank, world_size, port);
+    for (const auto& [name, value] : variables) rank_vars[name] = value;
+    processes.push_back(concord::test::start_process(CONCORD_BINARY, train_arguments(root, extra + " " + per_rank_extra[rank]),
+                                                     rank_vars, root / ("rank" + std::to_string(rank) + ".log")));
+  }
+  std::vector<concord::test::RankResult> results;
+  for (const auto& process : processes) results.push_back(concord::test::finish_rank(process, std::chrono::seconds(240)));
+  return results;
+}
+
+std::vector<std::filesystem::path> run_dirs(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (entry.is_directory()) found.push_back(entry.path());
+  }
+  return found;
+}
+
+double eval_mean_return(const std::string& output) {
+  std::smatch match;
+  if (!std::regex_search(output, match, std::regex("return (-?[0-9.]+) \\+- "))) return -1e9;
+  return std::stod(match[1]);
+}
+
+TEST(MultiProcess, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
+  const auto root = concord::test::fresh_dir("multi_process", "learn");
+  const auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 40000 --seed 1");
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  EXPECT_THAT(ranks[0].output, HasSubstr("8 envs per rank x 2 ranks"));
+  EXPECT_THAT(ranks[1].output, HasSubstr("rank 1 of 2"));
+  const auto dirs = run_dirs(root);
+  ASSERT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";
+  const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 20");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_GT(eval_mean_return(eval.output), 150.0) << eval.output;
+}
+
+TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {
+  const auto root = concord::test::fresh_dir("multi_process", "resume");
+  // 8 envs in all x 32 steps = 256 global steps per update.
+  auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 2048");
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  const auto dirs = run_dirs(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  const int port = concord::test::free_port();
+  std::vector<concord::test::RankProcess> processes;
+  for (int rank = 0; rank < 2; ++rank) {
+    processes.push_back(concord::test::start_process(
+        CONCORD_BINARY, {"train", "--resume", dirs[0].string(), "--total-timesteps", "4096", "--progress", "off"},
+        concord::test::rank_variables(rank, 2, port), root / ("resume" + std::to_string(rank) + ".log")));
+  }
+  const auto rank0 = concord::test::finish_rank(processes[0], std::chrono::seconds(120));
+  const auto rank1 = concord::test::finish_rank(processes[1], std::chrono::seconds(120));
+  ASSERT_EQ(rank0.exit_code, 0) << rank0.output;
+  ASSERT_EQ(rank1.exit_code, 0) << rank1.output;
+  EXPECT_THAT(rank0.output, HasSubstr("resumed at step 2048"));
+  EXPECT_THAT(rank0.output, HasSubstr("4,096"));
+}
+
+TEST(MultiProcess, APeerThatNeverJoinsIsNamed) {
+  const auto root = concord::test::fresh_dir("multi_process", "never_joins");
+  const int port = concord::test::free_port();
+  const auto rank0 = concord::test::finish_rank(
+      concord::test::start_process(CONCORD_BINARY,
+                                   train_arguments(root, "--policy multi_learner --set comm.timeout_seconds=1.5"),
+                                   concord::test::rank_variables(0, 3, port), root / "rank0.log"),
+      std::chrono::seconds(60));
+  EXPECT_EQ(rank0.exit_code, 1);
+  EXPECT_THAT(rank0.output, HasSubstr("concord: error: rendezvous at 127.0.0.1:" + std::to_string(port) +
+                                      ": rank(s) 1, 2 of WORLD_SIZE=3 never joined within 1.500 s"));
+}
+
+TEST(MultiProcess, RanksWithDifferentConfigsAreRefused) {
+  const auto root = concord::test::fresh_dir("multi_process", "mismatch");
+  const auto ranks = run_training_ranks(2, root, "--policy multi_learner --set comm.timeout_seconds=20", {{0, "--seed 1"}, {1, "--seed 2"}});
+  for (const auto& rank : ranks) {
+    EXPECT_EQ(rank.exit_code, 1);
+    EXPECT_THAT(rank.output, HasSubstr("config mismatch"));
+  }
+  EXPECT_TRUE(run_dirs(root).empty());
+}
+
+TEST(MultiProcess, ASingleProcessPolicyUnderALauncherIsRefused) {
+  const auto root = concord::test::fresh_dir("multi_process", "single");
+  const auto rank0 = concord::test::finish_rank(
+      concord::test::start_process(CONCORD_BINARY, train_arguments(root, "--policy single"),
+                                   concord::test::rank_variables(0, 2, concord::test::free_port()), root / "rank0.log"),
+      std::chrono::seconds(60));
+  EXPECT_EQ(rank0.exit_code, 1);
+  EXPECT_THAT(rank0.output, HasSubstr("policy 'single' runs in one process, but this is rank 0 of WORLD_SIZE=2"));
+}
+
+TEST(MultiProcess, WithoutALauncherMultiLearnerIsAWorldOfOne) {
+  const auto root = concord::test::fresh_dir("multi_process", "world_of_one");
+  const concord::test::CommandResult train = concord::test::run_concord(
+      "train --policy multi_learner --total-timesteps 2048 --progress off --run-root " + root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_EQ(run_dirs(root).size(), 1u);
+}
+
+}  // namespace
