@@ -26,6 +26,7 @@ const data::MnistSplit& mnist() {
 struct StrategyCase {
   std::string strategy;
   std::vector<std::string> overrides;
+  double min_accuracy = 0.8;  // chance is 0.1
 };
 
 class FitStrategyTest : public ::testing::TestWithParam<StrategyCase> {};
@@ -42,7 +43,7 @@ TEST_P(FitStrategyTest, LearnsWellAboveChance) {
   FitCallbacks callbacks;
   callbacks.on_evaluation = [&](const FitRecord& record) { records.push_back(record); };
   const FitResult result = fit_with_threads(fit, config, mnist(), callbacks);
-  EXPECT_GT(result.final.test.accuracy, 0.8) << GetParam().strategy;
+  EXPECT_GT(result.final.test.accuracy, GetParam().min_accuracy) << GetParam().strategy;
   EXPECT_FALSE(records.empty());
   EXPECT_GT(result.final.sync.bytes, 0);
   EXPECT_GT(result.final.sync.rounds, 0);
@@ -55,8 +56,11 @@ INSTANTIATE_TEST_SUITE_P(
                       StrategyCase{"gossip", {}},
                       StrategyCase{"fedavg", {"fit.fedavg.rounds=10", "fit.eval_interval=10",
                                               "fit.fedavg.local_epochs=2"}},
-                      StrategyCase{"fedavg", {"fit.fedavg.rounds=10", "fit.eval_interval=10",
-                                              "fit.fedavg.partition=non_iid", "fit.fedavg.client_fraction=0.2"}}),
+                      // Two digits per client: ten rounds learn, more slowly than IID.
+                      StrategyCase{"fedavg",
+                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid",
+                                    "fit.fedavg.client_fraction=0.2"},
+                                   0.5}),
     [](const ::testing::TestParamInfo<StrategyCase>& info) {
       return info.param.strategy + std::to_string(info.index);
     });

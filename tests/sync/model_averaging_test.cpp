@@ -1,4 +1,6 @@
 // Local SGD and federated averaging: the two strategies that average whole models.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "concord/nn/flat_parameters.h"

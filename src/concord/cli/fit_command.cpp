@@ -3,6 +3,7 @@
 // process or, under `concord launch -n W -- concord fit ...`, as processes joined over Gloo.
 // Rank 0 owns the run directory: progress, metrics (CSV + TensorBoard), checkpoints.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
