@@ -81,7 +81,7 @@ double parallel_samples_per_second(const Options& options, const concord::data::
       torch::optim::SGD optimizer({parameters.values()}, 0.05);
       auto strategy = concord::sync::make_sync_strategy("allreduce", config, *communicator);
       parallel::SynchronousSgd sgd(
-          *communicator, parameters, optimizer, *strategy,
+          *communicator, *model, parameters, optimizer, *strategy,
           [&](const std::vector<torch::Tensor>& slice) {
             return torch::nn::functional::cross_entropy(model->forward(slice[0]), slice[1]);
           },

@@ -41,7 +41,7 @@ TEST(SynchronousSgdTest, WWorkersMatchOneWorkerOnTheWholeBatch) {
     nn::FlatParameters parameters(*net);
     torch::optim::SGD optimizer({parameters.values()}, 0.1);
     auto strategy = sync::make_sync_strategy("allreduce", config, communicator);
-    SynchronousSgd sgd(communicator, parameters, optimizer, *strategy,
+    SynchronousSgd sgd(communicator, *net, parameters, optimizer, *strategy,
                        [&](const std::vector<torch::Tensor>& s) { return loss_of(net, s); },
                        {InputKind::kSliced, InputKind::kSliced});
     for (int step = 0; step < 5; ++step) sgd.step({x, y});
@@ -55,7 +55,7 @@ TEST(SynchronousSgdTest, WWorkersMatchOneWorkerOnTheWholeBatch) {
       nn::FlatParameters parameters(*net);
       torch::optim::SGD optimizer({parameters.values()}, 0.1);
       auto strategy = sync::make_sync_strategy("allreduce", config, communicator);
-      SynchronousSgd sgd(communicator, parameters, optimizer, *strategy,
+      SynchronousSgd sgd(communicator, *net, parameters, optimizer, *strategy,
                          [&](const std::vector<torch::Tensor>& s) { return loss_of(net, s); },
                          {InputKind::kSliced, InputKind::kSliced}, sub_slices);
       for (int step = 0; step < 5; ++step) {

@@ -58,11 +58,11 @@ INSTANTIATE_TEST_SUITE_P(
                                               "fit.fedavg.local_epochs=2"}},
                       // Two digits per client: ten rounds learn, more slowly than IID.
                       StrategyCase{"fedavg",
-                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid",
+                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid", "fit.fedavg.local_epochs=2",
                                     "fit.fedavg.client_fraction=0.2"},
                                    0.5}),
-    [](const ::testing::TestParamInfo<StrategyCase>& info) {
-      return info.param.strategy + std::to_string(info.index);
+    [](const ::testing::TestParamInfo<StrategyCase>& test_case) {
+      return test_case.param.strategy + std::to_string(test_case.index);
     });
 
 // Stopping at a target accuracy stops every worker at the same evaluation.

@@ -69,7 +69,7 @@ void run_fit(const FitFlags& flags) {
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
-  const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : fit.data_dir);
+  const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;

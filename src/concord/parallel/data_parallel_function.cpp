@@ -158,7 +158,7 @@ std::vector<torch::Tensor> DataParallelFunction::operator()(const std::vector<to
     for (size_t i = 0; i < local.size(); ++i) {
       piece_inputs.push_back(is_sliced(spec_.inputs[i]) ? local[i].slice(0, begin, end) : local[i]);
     }
-    results.push_back(function_(piece_inputs, CallSlice{end - begin, total_rows}));
+    results.push_back(function_(piece_inputs, CallSlice{end - begin, total_rows, piece, pieces}));
     if (results.back().size() != spec_.outputs.size()) {
       throw std::invalid_argument("data-parallel function returned " + std::to_string(results.back().size()) +
                                   " outputs, its spec declares " + std::to_string(spec_.outputs.size()));

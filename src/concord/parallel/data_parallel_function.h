@@ -25,6 +25,8 @@ enum class InputKind {
 struct CallSlice {
   int64_t rows;        // rows in this invocation's slice
   int64_t total_rows;  // rows of the whole call (over all workers and sub-slices)
+  int piece = 0;       // which of this worker's sub-slices, 0-based
+  int pieces = 1;      // this worker's sub-slices in this call
 };
 
 using TensorFunction =
