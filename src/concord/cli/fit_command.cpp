@@ -84,10 +84,9 @@ void run_fit(const FitFlags& flags) {
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
     run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-" + fit.model + "-" + fit.strategy));
-    spdlog::info("fitting {} on {} ({} train / {} test digits) with {} over {} {} ({}), {} {}", fit.model, fit.dataset,
+    spdlog::info("fitting {} on {} ({} train / {} test digits) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
-                 launch.is_distributed() ? "processes" : "threads", communicator ? communicator->backend() : "threads",
-                 total, steps_name);
+                 communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total, steps_name);
     progress = run->make_progress_bar(total, fit.dataset + " " + fit.model + " " + fit.strategy);
   }
   const core::Config& run_config = run ? run->config : config;
