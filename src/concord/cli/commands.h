@@ -14,5 +14,6 @@ void add_rollout_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
 
 }  // namespace concord::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   concord::cli::add_config_command(app);
   concord::cli::add_rollout_command(app);
   concord::cli::add_launch_command(app);
+  concord::cli::add_fit_command(app);
   // CLI11 reports a mistyped command as a missing one; name it instead.
   auto is_command = [&app](const std::string& name) {
     for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout, launch; see --help)\n",
+    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout, launch, fit; see --help)\n",
                  argv[1]);
     return 2;
   }

@@ -7,6 +7,7 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/supervised/fit_config.h"
 #include "concord/sync/sync_registry.h"
 
 namespace concord::cli {
@@ -53,6 +54,8 @@ core::ConfigSchema concord_schema() {
                  "Network interface for Gloo (e.g. eth0); empty: GLOO_SOCKET_IFNAME, else the route to MASTER_ADDR");
 
   schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
+
+  supervised::declare_fit_keys(schema);
 
   schema.declare("rollout.steps", int64_t{1000000}, "Environment steps a random-policy rollout takes");
   return schema;

@@ -9,10 +9,10 @@
 namespace concord::cli {
 
 RunContext start_run(core::Config config, const std::string& command_name,
-                     const std::filesystem::path& existing_run_dir) {
+                     const std::filesystem::path& existing_run_dir, const std::string& subject) {
   // Reject a bad level before anything is created on disk.
   core::init_logging(config.get_string("run.log_level"));
-  const std::string name = config.get_string("env.id") + "__" + command_name + "__" +
+  const std::string name = (subject.empty() ? config.get_string("env.id") : subject) + "__" + command_name + "__" +
                            std::to_string(config.get_int("run.seed"));
   RunContext context{std::move(config), {}, nullptr};
   context.run_dir = existing_run_dir.empty() ? core::create_run_dir(context.config.get_string("run.root"), name)

@@ -25,8 +25,9 @@ struct RunContext {
 };
 
 // With `existing_run_dir` (resume), that directory is reused instead of making a new one.
+// `subject` names what the run is about in the directory name (default: env.id).
 RunContext start_run(core::Config config, const std::string& command_name,
-                     const std::filesystem::path& existing_run_dir = {});
+                     const std::filesystem::path& existing_run_dir = {}, const std::string& subject = "");
 
 // The environment engine's settings from the [env] section and run.seed.
 envs::VectorEnvConfig vector_env_config(const core::Config& config);

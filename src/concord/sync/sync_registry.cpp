@@ -2,7 +2,10 @@
 
 #include <stdexcept>
 
+#include "concord/sync/easgd.h"
+#include "concord/sync/gossip.h"
 #include "concord/sync/gradient_allreduce.h"
+#include "concord/sync/local_sgd.h"
 
 namespace concord::sync {
 namespace {
@@ -28,6 +31,45 @@ std::unique_ptr<SyncStrategy> make_allreduce(const core::Config& config, comm::C
   return std::make_unique<GradientAllreduce>(communicator, bucket_kb * 1024);
 }
 
+void declare_local_sgd(core::ConfigSchema& schema) {
+  const LocalSgdConfig defaults;
+  schema.declare("sync.local_sgd.local_steps", defaults.local_steps, "H: local steps between two parameter averages");
+  schema.declare("sync.local_sgd.warmup_steps", defaults.warmup_steps,
+                 "Post-local SGD: steps of synchronous gradient averaging before local SGD starts (0: none)");
+}
+
+std::unique_ptr<SyncStrategy> make_local_sgd(const core::Config& config, comm::Communicator& communicator) {
+  return std::make_unique<LocalSgd>(
+      communicator, LocalSgdConfig{config.get_int("sync.local_sgd.local_steps"), config.get_int("sync.local_sgd.warmup_steps")});
+}
+
+void declare_easgd(core::ConfigSchema& schema) {
+  const EasgdConfig defaults;
+  schema.declare("sync.easgd.alpha", defaults.alpha, "Elastic coefficient; synchronous needs workers * alpha <= 1");
+  schema.declare("sync.easgd.tau", defaults.tau, "Steps between elastic exchanges with the centre variable");
+  schema.declare("sync.easgd.asynchronous", defaults.asynchronous,
+                 "The asynchronous rule: workers meet the centre (on rank 0) one at a time");
+  schema.declare("sync.easgd.momentum", defaults.momentum, "EAMSGD's Nesterov momentum delta (0: plain EASGD)");
+}
+
+std::unique_ptr<SyncStrategy> make_easgd(const core::Config& config, comm::Communicator& communicator) {
+  return std::make_unique<Easgd>(communicator,
+                                 EasgdConfig{config.get_double("sync.easgd.alpha"), config.get_int("sync.easgd.tau"),
+                                             config.get_bool("sync.easgd.asynchronous"),
+                                             config.get_double("sync.easgd.momentum")});
+}
+
+void declare_gossip(core::ConfigSchema& schema) {
+  schema.declare("sync.gossip.probability", GossipConfig{}.probability,
+                 "p: chance that a replica pushes its parameters and half its weight to a random peer after a step");
+}
+
+std::unique_ptr<SyncStrategy> make_gossip(const core::Config& config, comm::Communicator& communicator) {
+  // Every rank derives the same exchange pattern from the run's seed.
+  return std::make_unique<Gossip>(communicator, GossipConfig{config.get_double("sync.gossip.probability"),
+                                                             static_cast<uint64_t>(config.get_int("run.seed"))});
+}
+
 struct StrategyEntry {
   const char* name;
   void (*declare)(core::ConfigSchema& schema);
@@ -38,6 +80,9 @@ struct StrategyEntry {
 const StrategyEntry kStrategies[] = {
     {"none", declare_nothing, make_none},
     {"allreduce", declare_allreduce, make_allreduce},
+    {"local_sgd", declare_local_sgd, make_local_sgd},
+    {"easgd", declare_easgd, make_easgd},
+    {"gossip", declare_gossip, make_gossip},
 };
 
 }  // namespace

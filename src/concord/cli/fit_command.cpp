@@ -1,0 +1,156 @@
+// concord fit: supervised data-parallel training of an MNIST classifier under a synchronisation
+// strategy (sync, local_sgd, easgd, gossip, fedavg, fedsgd), with workers as threads of this
+// process or, under `concord launch -n W -- concord fit ...`, as processes joined over Gloo.
+// Rank 0 owns the run directory: progress, metrics (CSV + TensorBoard), checkpoints.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "concord/cli/commands.h"
+#include "concord/cli/run_config.h"
+#include "concord/cli/run_context.h"
+#include "concord/comm/launch_environment.h"
+#include "concord/core/checkpoint.h"
+#include "concord/core/progress_bar.h"
+#include "concord/data/mnist.h"
+#include "concord/supervised/fit.h"
+
+namespace concord::cli {
+namespace {
+
+struct FitFlags {
+  RunFlags run;
+  std::string dataset;
+  std::string model;
+  std::string strategy;
+  int64_t workers = 0;
+  int64_t steps = 0;
+  int64_t rounds = 0;
+};
+
+core::Config fit_command_config(const FitFlags& flags) {
+  core::Config config = resolve_config(flags.run);
+  if (!flags.dataset.empty()) config.set("fit.dataset", flags.dataset, "--dataset");
+  if (!flags.model.empty()) config.set("fit.model", flags.model, "--model");
+  if (!flags.strategy.empty()) config.set("fit.strategy", flags.strategy, "--strategy");
+  if (flags.workers > 0) config.set("fit.workers", flags.workers, "--workers");
+  if (flags.steps > 0) config.set("fit.steps", flags.steps, "--steps");
+  if (flags.rounds > 0) config.set("fit.fedavg.rounds", flags.rounds, "--rounds");
+  return config;
+}
+
+std::map<std::string, double> record_metrics(const supervised::FitRecord& record) {
+  return {{"test/accuracy", record.test.accuracy},
+          {"test/loss", record.test.loss},
+          {"train/loss", record.train_loss},
+          {"sync/bytes", static_cast<double>(record.sync.bytes)},
+          {"sync/rounds", static_cast<double>(record.sync.rounds)},
+          {"fit/samples", static_cast<double>(record.samples)},
+          {"time/seconds", record.seconds}};
+}
+
+void run_fit(const FitFlags& flags) {
+  core::Config config = fit_command_config(flags);
+  supervised::FitConfig fit = supervised::fit_config_from(config);
+  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+
+  const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
+  if (launch.is_distributed()) {
+    if (fit.workers != launch.world_size && config.origin("fit.workers") != "default") {
+      spdlog::warn("fit.workers = {} is ignored: this run has the {} processes `concord launch` started", fit.workers,
+                   launch.world_size);
+    }
+    fit.workers = launch.world_size;
+  }
+  // Everything that can reject the run (the data set above all) comes before the run directory.
+  supervised::check_strategy(fit, config);
+  const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
+  std::unique_ptr<comm::Communicator> communicator;
+  if (launch.is_distributed()) {
+    comm::ConnectOptions options;
+    options.config_fingerprint = config.digest();
+    communicator = comm::connect(launch, options);
+  }
+  const bool leader = launch.rank == 0;
+  const std::string steps_name = fit.federated() ? "rounds" : "steps";
+  const int64_t total = fit.federated() ? fit.rounds : fit.steps;
+
+  std::optional<RunContext> run;
+  std::unique_ptr<core::ProgressBar> progress;
+  if (leader) {
+    run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-" + fit.model + "-" + fit.strategy));
+    spdlog::info("fitting {} on {} ({} train / {} test digits) with {} over {} {}, {} {}", fit.model, fit.dataset,
+                 data.train.size(), data.test.size(), fit.strategy, fit.workers,
+                 communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total, steps_name);
+    progress = run->make_progress_bar(total, fit.dataset + " " + fit.model + " " + fit.strategy);
+  }
+  const core::Config& run_config = run ? run->config : config;
+
+  supervised::FitCallbacks callbacks;
+  callbacks.on_step = [&](int64_t step) {
+    if (progress) progress->update(step);
+  };
+  callbacks.on_evaluation = [&](const supervised::FitRecord& record) {
+    run->metrics->log(record.step, record_metrics(record));
+    spdlog::info("{} {}: test accuracy {:.4f}, train loss {:.4f}, {} sync rounds, {} bytes", steps_name, record.step,
+                 record.test.accuracy, record.train_loss, record.sync.rounds, record.sync.bytes);
+  };
+  callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters) {
+    core::Checkpoint checkpoint;
+    checkpoint.metadata = {{"command", "fit"}, {steps_name, step}, {"model", fit.model},
+                           {"strategy", fit.strategy}, {"config", run->config.to_toml()}};
+    checkpoint.tensors["parameters"] = parameters;
+    core::save_checkpoint(run->run_dir / "checkpoint.ckpt", checkpoint);
+  };
+
+  const supervised::FitResult result =
+      communicator ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
+                   : supervised::fit_with_threads(fit, run_config, data, callbacks);
+  if (!leader) return;
+  if (progress) progress->finish();
+
+  const supervised::FitRecord& last = result.final;
+  std::printf("\n%-20s %s %s on %s, %d workers\n", "fitted", fit.model.c_str(), fit.strategy.c_str(),
+              fit.dataset.c_str(), fit.workers);
+  std::printf("%-20s %lld\n", steps_name.c_str(), static_cast<long long>(last.step));
+  std::printf("%-20s %.4f\n", "test accuracy", last.test.accuracy);
+  if (fit.target_accuracy > 0.0) {
+    std::printf("%-20s %lld %s\n", "to target", static_cast<long long>(result.steps_to_target), steps_name.c_str());
+  }
+  std::printf("%-20s %lld rounds, %s bytes (rank 0)\n", "communicated", static_cast<long long>(last.sync.rounds),
+              core::format_count(last.sync.bytes).c_str());
+  std::printf("%-20s %.1f s\n", "wall time", last.seconds);
+  std::printf("%-20s %s\n", "run directory", run->run_dir.string().c_str());
+}
+
+}  // namespace
+
+void add_fit_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand("fit", "Supervised data-parallel training (MNIST) under a sync strategy");
+  auto flags = std::make_shared<FitFlags>();
+  command->add_option("-c,--config", flags->run.config_files, "TOML config file(s), merged in order")
+      ->check(CLI::ExistingFile);
+  command->add_option("--set", flags->run.overrides, "Override a config key: --set fit.batch_size=64 (repeatable)");
+  command->add_option("--seed", flags->run.seed, "Seed (run.seed)")->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+  command->add_option("--run-root", flags->run.run_root, "Directory for run directories (run.root)");
+  command->add_option("--progress", flags->run.progress, "auto, bar, plain or off (run.progress)")
+      ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
+  command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist");
+  command->add_option("--model", flags->model, "Classifier (fit.model): mlp or cnn");
+  command->add_option("--strategy", flags->strategy,
+                      "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
+  command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command->callback([flags] { run_fit(*flags); });
+}
+
+}  // namespace concord::cli

@@ -1,0 +1,70 @@
+#include "concord/supervised/federated_training.h"
+
+#include <torch/torch.h>
+
+#include "concord/core/rng.h"
+#include "concord/data/batch_sampler.h"
+#include "concord/data/partition.h"
+#include "concord/sync/federated_averaging.h"
+
+namespace concord::supervised {
+
+FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
+                          const data::MnistSplit& data, comm::Communicator& communicator,
+                          const FitCallbacks& callbacks) {
+  const uint64_t partition_seed = core::derive_seed(fit.seed, 2);
+  const std::vector<torch::Tensor> client_rows =
+      fit.partition == "iid" ? data::iid_partition(data.train.size(), fit.clients, partition_seed)
+                             : data::label_sorted_shards(data.train.labels, fit.clients, 2, partition_seed);
+  sync::FederatedAveraging server(communicator,
+                                  {fit.clients, fit.client_fraction, core::derive_seed(fit.seed, 3)});
+  torch::optim::SGD optimizer({parameters.values()}, torch::optim::SGDOptions(fit.learning_rate));
+  torch::Tensor global = parameters.values().detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    communicator.broadcast(global, 0);
+  }
+
+  FitMonitor monitor(fit, communicator, data.test, callbacks, fit.rounds);
+  int64_t samples = 0;
+  torch::Tensor weighted_sum = torch::zeros_like(global);
+  for (int64_t round = 1; round <= fit.rounds; ++round) {
+    weighted_sum.zero_();
+    double weight = 0.0;
+    double loss_sum = 0.0;
+    int64_t loss_count = 0;
+    for (const int client : server.select_clients()) {
+      samples += client_rows[static_cast<size_t>(client)].size(0) * fit.local_epochs;
+      if (!server.owns(client)) continue;
+      const data::LabelledData local = data.train.select(client_rows[static_cast<size_t>(client)]);
+      data::ShuffledBatches batches(local.size(), fit.local_batch,
+                                    core::derive_seed(fit.seed, static_cast<uint64_t>(round * fit.clients + client)));
+      {
+        torch::NoGradGuard no_grad;
+        parameters.values().copy_(global);
+      }
+      for (int64_t step = 0; step < fit.local_epochs * batches.batches_per_epoch(); ++step) {
+        const data::LabelledData batch = local.select(batches.next());
+        parameters.zero_grad();
+        const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(batch.images), batch.labels);
+        loss.backward();
+        optimizer.step();
+        loss_sum += loss.item<double>();
+        ++loss_count;
+      }
+      weighted_sum.add_(parameters.values().detach(), static_cast<double>(local.size()));
+      weight += static_cast<double>(local.size());
+    }
+    server.average(weighted_sum, weight);
+    global.copy_(weighted_sum);
+    {
+      torch::NoGradGuard no_grad;
+      parameters.values().copy_(global);
+    }
+    const double loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
+    if (!monitor.after_step(round, samples, loss, model, parameters.values(), server.stats())) break;
+  }
+  return monitor.result();
+}
+
+}  // namespace concord::supervised

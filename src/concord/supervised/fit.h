@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+
+#include "concord/comm/communicator.h"
+#include "concord/core/config.h"
+#include "concord/data/mnist.h"
+#include "concord/supervised/fit_config.h"
+#include "concord/supervised/fit_monitor.h"
+
+namespace concord::supervised {
+
+// The sync registry's name for a fit.strategy: "sync" is the registry's gradient `allreduce`;
+// local_sgd, easgd, gossip (and any other registry name) are themselves.
+std::string sync_strategy_for(const std::string& fit_strategy);
+
+// Builds (and discards) the strategy fit.strategy names for fit.workers ranks, so that a bad
+// sync.* key is refused before anything starts. Throws std::invalid_argument naming it.
+void check_strategy(const FitConfig& fit, const core::Config& config);
+
+// Trains this rank's replica of fit.model: builds it (seeded with fit.seed, so replicas start
+// alike even before a strategy broadcasts), then runs the federated loop for fedavg/fedsgd or the
+// per-step loop with the named sync strategy (its keys sync.<name>.* read from `config`).
+// A collective over `communicator`; callbacks fire on rank 0. Throws std::invalid_argument for
+// an unknown strategy.
+FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+                      comm::Communicator& communicator, const FitCallbacks& callbacks);
+
+// fit_replica on fit.workers threads of this process joined by a comm::ThreadGroup; returns rank
+// 0's result. The first error of any worker is rethrown (preferring a cause over the timeouts it
+// leaves the other workers with).
+FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+                           const FitCallbacks& callbacks);
+
+}  // namespace concord::supervised

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
+
+#include "concord/comm/communicator.h"
+#include "concord/core/timer.h"
+#include "concord/data/labelled_data.h"
+#include "concord/supervised/evaluation.h"
+#include "concord/supervised/fit_config.h"
+#include "concord/sync/sync_strategy.h"
+
+namespace concord::supervised {
+
+// One evaluation of a fit, as logged: steps are per-replica optimiser steps (federated: rounds).
+struct FitRecord {
+  int64_t step = 0;
+  int64_t samples = 0;        // training rows processed by all replicas so far
+  double train_loss = 0.0;    // rank 0's mean minibatch loss since the previous record
+  Evaluation test;            // rank 0's replica on the test set
+  sync::SyncStats sync;       // rank 0's bytes and rounds so far
+  double seconds = 0.0;       // wall time since training started
+};
+
+struct FitResult {
+  FitRecord final;                   // the last evaluation
+  int64_t steps_to_target = -1;      // step (round) of the first evaluation reaching fit.target_accuracy
+  double seconds_to_target = -1.0;
+  torch::Tensor parameters;          // rank 0's final flat parameters
+};
+
+// What the caller hears, on rank 0 only, from the training thread of rank 0.
+struct FitCallbacks {
+  std::function<void(int64_t step)> on_step;
+  std::function<void(const FitRecord&)> on_evaluation;
+  std::function<void(int64_t step, const torch::Tensor& parameters)> on_checkpoint;
+};
+
+// The bookkeeping a fit loop shares with every other: after each step (or round) it collects
+// the loss, and every fit.eval_interval steps rank 0 evaluates its replica on the test set,
+// reports the record, checkpoints when due and decides whether to stop (the last step, or the
+// target accuracy reached); the decision is broadcast so that every rank stops at the same step.
+class FitMonitor {
+ public:
+  FitMonitor(const FitConfig& fit, comm::Communicator& communicator, const data::LabelledData& test,
+             const FitCallbacks& callbacks, int64_t last_step);
+
+  // After step `step` (1-based) with rank 0's minibatch loss. Returns false when training stops.
+  // Collective at evaluation steps: every rank calls it after every step.
+  bool after_step(int64_t step, int64_t samples, double loss, torch::nn::Sequential& model,
+                  const torch::Tensor& parameters, const sync::SyncStats& stats);
+
+  const FitResult& result() const { return result_; }
+
+ private:
+  const FitConfig& fit_;
+  comm::Communicator& communicator_;
+  const data::LabelledData& test_;
+  const FitCallbacks& callbacks_;
+  int64_t last_step_;
+  core::Stopwatch clock_;
+  double loss_sum_ = 0.0;
+  int64_t loss_count_ = 0;
+  int64_t last_checkpoint_ = 0;
+  FitResult result_;
+};
+
+}  // namespace concord::supervised

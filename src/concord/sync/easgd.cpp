@@ -1,0 +1,90 @@
+#include "concord/sync/easgd.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "concord/sync/payload.h"
+
+namespace concord::sync {
+namespace {
+
+// Tags of the asynchronous exchange: worker -> rank 0, rank 0 -> worker.
+constexpr int kWorkerToCentreTag = 0x45410;
+constexpr int kCentreToWorkerTag = 0x45411;
+
+}  // namespace
+
+Easgd::Easgd(comm::Communicator& communicator, EasgdConfig config) : communicator_(communicator), config_(config) {
+  const int workers = communicator_.world_size();
+  const bool bad_alpha = !(config_.alpha > 0.0 && config_.alpha < 1.0) ||
+                         (!config_.asynchronous && workers * config_.alpha > 1.0);
+  if (bad_alpha || config_.tau < 1 || !(config_.momentum >= 0.0 && config_.momentum < 1.0)) {
+    throw std::invalid_argument(
+        "easgd: need 0 < alpha < 1 (and workers * alpha <= 1 when synchronous), tau >= 1 and 0 <= momentum < 1; got "
+        "alpha = " + std::to_string(config_.alpha) + " with " + std::to_string(workers) + " workers, tau = " +
+        std::to_string(config_.tau) + ", momentum = " + std::to_string(config_.momentum));
+  }
+}
+
+void Easgd::attach(nn::FlatParameters& parameters) {
+  parameters_ = &parameters;
+  torch::NoGradGuard no_grad;
+  communicator_.broadcast(parameters.values(), 0);
+  stats_.bytes += payload_bytes(parameters.values());
+  centre_ = parameters.values().detach().clone();
+  velocity_ = torch::zeros_like(centre_);
+}
+
+void Easgd::synchronize_gradients() {
+  if (config_.momentum == 0.0) return;
+  // Nesterov momentum as a gradient transform: the optimiser's plain step x <- x - eta (g + delta v)
+  // is then EAMSGD's local step.
+  const torch::Tensor& gradient = parameters_->gradient();
+  velocity_.mul_(config_.momentum).add_(gradient);
+  gradient.add_(velocity_, config_.momentum);
+}
+
+void Easgd::after_step() {
+  if (++steps_ % config_.tau != 0) return;
+  torch::NoGradGuard no_grad;
+  if (config_.asynchronous) {
+    asynchronous_exchange();
+  } else {
+    synchronous_exchange();
+  }
+  ++stats_.rounds;
+}
+
+void Easgd::synchronous_exchange() {
+  const torch::Tensor& x = parameters_->values();
+  torch::Tensor difference = x - centre_;
+  x.sub_(difference, config_.alpha);
+  communicator_.allreduce(difference, comm::ReduceOp::kSum);
+  stats_.bytes += payload_bytes(difference);
+  centre_.add_(difference, config_.alpha);
+}
+
+void Easgd::asynchronous_exchange() {
+  const torch::Tensor& x = parameters_->values();
+  if (communicator_.rank() != 0) {
+    torch::Tensor mine = x.detach().clone();
+    communicator_.send(mine, 0, kWorkerToCentreTag);
+    communicator_.recv(centre_, 0, kCentreToWorkerTag);
+    stats_.bytes += payload_bytes(mine);
+    x.sub_(mine - centre_, config_.alpha);
+    return;
+  }
+  torch::Tensor theirs = torch::empty_like(centre_);
+  for (int worker = 1; worker < communicator_.world_size(); ++worker) {
+    communicator_.recv(theirs, worker, kWorkerToCentreTag);
+    communicator_.send(centre_, worker, kCentreToWorkerTag);
+    stats_.bytes += payload_bytes(centre_);
+    centre_.add_(theirs - centre_, config_.alpha);
+  }
+  const torch::Tensor difference = x - centre_;
+  x.sub_(difference, config_.alpha);
+  centre_.add_(difference, config_.alpha);
+}
+
+}  // namespace concord::sync

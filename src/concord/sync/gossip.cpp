@@ -1,0 +1,81 @@
+#include "concord/sync/gossip.h"
+
+#include <memory>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "concord/sync/payload.h"
+
+namespace concord::sync {
+namespace {
+
+constexpr int kGossipTag = 0x60551;
+
+}  // namespace
+
+double gossip_mix(const torch::Tensor& x, double w, const torch::Tensor& x_sent, double w_sent) {
+  const double total = w + w_sent;
+  x.mul_(w / total).add_(x_sent, w_sent / total);
+  return total;
+}
+
+Gossip::Gossip(comm::Communicator& communicator, GossipConfig config)
+    : communicator_(communicator),
+      config_(config),
+      rng_(config.seed),
+      weight_(1.0 / communicator.world_size()) {
+  if (!(config_.probability >= 0.0 && config_.probability <= 1.0)) {
+    throw std::invalid_argument("gossip: the exchange probability must lie in [0, 1], got " +
+                                std::to_string(config_.probability));
+  }
+}
+
+void Gossip::attach(nn::FlatParameters& parameters) {
+  parameters_ = &parameters;
+  torch::NoGradGuard no_grad;
+  communicator_.broadcast(parameters.values(), 0);
+  stats_.bytes += payload_bytes(parameters.values());
+}
+
+std::vector<int> Gossip::draw_exchanges() {
+  const int world = communicator_.world_size();
+  std::vector<int> targets(static_cast<size_t>(world), -1);
+  for (int sender = 0; sender < world; ++sender) {
+    // Both draws happen for every rank, whatever the outcome, so the generators never diverge.
+    const bool pushes = core::uniform(rng_, 0.0, 1.0) < config_.probability;
+    const int offset = world > 1 ? 1 + static_cast<int>(core::uniform_index(rng_, world - 1)) : 0;
+    if (pushes && world > 1) targets[static_cast<size_t>(sender)] = (sender + offset) % world;
+  }
+  return targets;
+}
+
+void Gossip::after_step() {
+  const std::vector<int> targets = draw_exchanges();
+  const int rank = communicator_.rank();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor& x = parameters_->values();
+
+  // The message is (x, w / 2) in one tensor, the weight as its last element.
+  torch::Tensor outgoing;
+  std::unique_ptr<comm::Request> sending;
+  const int target = targets[static_cast<size_t>(rank)];
+  if (target >= 0) {
+    weight_ /= 2.0;
+    outgoing = torch::cat({x.detach().flatten(), torch::full({1}, weight_, x.options().requires_grad(false))});
+    sending = communicator_.send_async(outgoing, target, kGossipTag);
+    stats_.bytes += payload_bytes(outgoing);
+    ++stats_.rounds;
+  }
+  torch::Tensor incoming;
+  for (int sender = 0; sender < communicator_.world_size(); ++sender) {
+    if (targets[static_cast<size_t>(sender)] != rank) continue;
+    if (!incoming.defined()) incoming = torch::empty({x.numel() + 1}, x.options().requires_grad(false));
+    communicator_.recv(incoming, sender, kGossipTag);
+    const double sent_weight = incoming[x.numel()].item<double>();
+    weight_ = gossip_mix(x, weight_, incoming.narrow(0, 0, x.numel()), sent_weight);
+  }
+  if (sending) sending->wait();
+}
+
+}  // namespace concord::sync

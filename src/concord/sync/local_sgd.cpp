@@ -1,0 +1,44 @@
+#include "concord/sync/local_sgd.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "concord/sync/payload.h"
+
+namespace concord::sync {
+
+LocalSgd::LocalSgd(comm::Communicator& communicator, LocalSgdConfig config)
+    : communicator_(communicator), config_(config) {
+  if (config_.local_steps < 1 || config_.warmup_steps < 0) {
+    throw std::invalid_argument("local_sgd: local_steps must be >= 1 and warmup_steps >= 0, got local_steps = " +
+                                std::to_string(config_.local_steps) +
+                                ", warmup_steps = " + std::to_string(config_.warmup_steps));
+  }
+}
+
+void LocalSgd::attach(nn::FlatParameters& parameters) {
+  parameters_ = &parameters;
+  torch::NoGradGuard no_grad;
+  communicator_.broadcast(parameters.values(), 0);
+  stats_.bytes += payload_bytes(parameters.values());
+}
+
+void LocalSgd::synchronize_gradients() {
+  if (!in_warmup()) return;
+  communicator_.allreduce_mean(parameters_->gradient());
+  stats_.bytes += payload_bytes(parameters_->gradient());
+  ++stats_.rounds;
+}
+
+void LocalSgd::after_step() {
+  ++steps_;
+  const int64_t local_steps_done = steps_ - config_.warmup_steps;
+  if (local_steps_done <= 0 || local_steps_done % config_.local_steps != 0) return;
+  torch::NoGradGuard no_grad;
+  communicator_.allreduce_mean(parameters_->values());
+  stats_.bytes += payload_bytes(parameters_->values());
+  ++stats_.rounds;
+}
+
+}  // namespace concord::sync

@@ -1,0 +1,42 @@
+// `concord fit` end to end, as a user runs it.
+#include <gtest/gtest.h>
+
+#include "cli/concord_process.h"
+
+namespace concord::test {
+namespace {
+
+TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
+  const auto root = fresh_dir("fit", "runs");
+  const CommandResult result = run_concord("fit --dataset mnist --model mlp --strategy sync --workers 2 --steps 60 "
+                                           "--set fit.eval_interval=30 --progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
+  int runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    ++runs;
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "metrics.csv"));
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "checkpoint.ckpt"));
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "config.toml"));
+  }
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(FitCommandTest, BadKeysAndMissingDataAreOneLineErrors) {
+  const auto root = fresh_dir("fit", "errors");
+  CommandResult result = run_concord("fit --set fit.no_such_key=1 --run-root " + root.string());
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("fit.no_such_key"), std::string::npos) << result.output;
+
+  result = run_concord("fit --set fit.data_dir=" + (root / "nowhere").string() + " --run-root " + root.string());
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("scripts/setup.sh"), std::string::npos) << result.output;
+
+  result = run_concord("fit --strategy easgd --set sync.easgd.alpha=0.9 --workers 4 --run-root " + root.string());
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("alpha"), std::string::npos) << result.output;
+  EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+}  // namespace
+}  // namespace concord::test
