@@ -103,6 +103,24 @@ TEST(MultiLearner, TwoRanksStayIdenticalCountGlobalStepsAndLearn) {
   EXPECT_GT(ranks[0].eval_mean, 150.0);
 }
 
+// The RL learner runs unchanged under every sync strategy chosen by name; replicas that are
+// allowed to drift are not checked bit for bit, and every strategy reports its communication.
+class MultiLearnerStrategies : public testing::TestWithParam<std::string> {};
+
+TEST_P(MultiLearnerStrategies, RunInLockstepAndCommunicate) {
+  core::Config config = fast_ppo_config();
+  config.apply_override("sync.strategy=\"" + GetParam() + "\"");
+  const std::vector<RankOutcome> ranks = train_ranks(2, 4'096, config);
+  for (const RankOutcome& rank : ranks) ASSERT_EQ(rank.error, "") << GetParam();
+  EXPECT_EQ(ranks[0].state.global_step, 4'096);
+  EXPECT_EQ(ranks[1].state.updates, 8);
+  EXPECT_GT(ranks[0].last_metrics.at("sync/rounds"), 0.0) << GetParam();
+  EXPECT_GT(ranks[0].last_metrics.at("sync/bytes"), 0.0) << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies,
+                         testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
+
 TEST(MultiLearner, AStopOnOneRankStopsEveryRankAtTheSameUpdate) {
   comm::ThreadGroup group(2, std::chrono::seconds(30));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;

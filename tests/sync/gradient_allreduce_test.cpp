@@ -9,6 +9,7 @@
 #include "concord/algos/gradient_step.h"
 #include "concord/comm/thread_group.h"
 #include "concord/nn/flat_parameters.h"
+#include "sync/thread_ranks.h"
 
 namespace concord::sync {
 namespace {
@@ -23,25 +24,6 @@ struct TwoLayers : torch::nn::Module {
   torch::nn::Linear first{nullptr};
   torch::nn::Linear second{nullptr};
 };
-
-void on_ranks(int world_size, const std::function<void(comm::Communicator&)>& body) {
-  comm::ThreadGroup group(world_size, std::chrono::seconds(20));
-  std::vector<std::unique_ptr<comm::Communicator>> communicators;
-  for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
-  std::vector<std::string> errors(static_cast<size_t>(world_size));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        body(*communicators[static_cast<size_t>(rank)]);
-      } catch (const std::exception& error) {
-        errors[static_cast<size_t>(rank)] = error.what();
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  for (const std::string& error : errors) ASSERT_EQ(error, "");
-}
 
 TEST(GradientAllreduce, BucketsRunBackwardsOverTheFlatGradientAndCoverItOnce) {
   comm::ThreadGroup group(1);
@@ -90,7 +72,7 @@ TEST(GradientAllreduce, ReplicasOnSlicesMatchOneModelOnTheWholeBatch) {
       models.push_back(std::make_shared<TwoLayers>());
     }
     std::vector<torch::Tensor> finals(static_cast<size_t>(world_size));
-    on_ranks(world_size, [&](comm::Communicator& communicator) {
+    test::run_on_ranks(world_size, [&](comm::Communicator& communicator) {
       TwoLayers& model = *models[static_cast<size_t>(communicator.rank())];
       nn::FlatParameters parameters(model);
       torch::optim::Adam optimizer({parameters.values()}, torch::optim::AdamOptions(0.01));
@@ -117,7 +99,7 @@ TEST(GradientAllreduce, ReplicasOnSlicesMatchOneModelOnTheWholeBatch) {
 
 // A parameter outside the loss fires no gradient hook; its bucket must still be reduced.
 TEST(GradientAllreduce, ParametersWithoutGradientDoNotStallTheStep) {
-  on_ranks(2, [](comm::Communicator& communicator) {
+  test::run_on_ranks(2, [](comm::Communicator& communicator) {
     TwoLayers model;
     nn::FlatParameters parameters(model);
     torch::optim::SGD optimizer({parameters.values()}, torch::optim::SGDOptions(0.1));

@@ -445,13 +445,7 @@ class Run {
     metrics["charts/active_predictors"] = predictors_.active();
     metrics["charts/active_trainers"] = trainers_.active();
     if (config_.dynamic_adjustment) metrics["charts/adjustments"] = static_cast<double>(adjustments_.load());
-    if (auto recent = episodes_.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
-    if (auto recent = episodes_.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
-    if (callbacks_.on_update) callbacks_.on_update(state_, metrics, episodes_);
-    if (state_.global_step >= next_checkpoint_step_ && callbacks_.on_checkpoint) {
-      callbacks_.on_checkpoint(state_);
-      next_checkpoint_step_ += checkpoint_interval_steps_;
-    }
+    report_update(state_, metrics, episodes_, callbacks_, checkpoint_interval_steps_, next_checkpoint_step_);
   }
 
   const CentralInferenceConfig& config_;

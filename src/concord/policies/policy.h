@@ -44,4 +44,11 @@ class Policy {
 // Throws std::runtime_error naming the first metric that is NaN or infinite.
 void check_finite(const algos::Metrics& metrics, const TrainingState& state);
 
+// The end of an update, the same in every policy's loop: adds the recent episodes'
+// charts/episodic_return and charts/episodic_length to `metrics`, calls on_update, and calls
+// on_checkpoint once global_step reaches next_checkpoint_step (which then moves on by
+// checkpoint_interval_steps).
+void report_update(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
+                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps, int64_t& next_checkpoint_step);
+
 }  // namespace concord::policies

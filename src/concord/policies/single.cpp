@@ -63,14 +63,7 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
-    if (auto recent = episodes_.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
-    if (auto recent = episodes_.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
-    if (callbacks.on_update) callbacks.on_update(state, metrics, episodes_);
-
-    if (state.global_step >= next_checkpoint_step && callbacks.on_checkpoint) {
-      callbacks.on_checkpoint(state);
-      next_checkpoint_step += checkpoint_interval_steps;
-    }
+    report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);
   }
 }
 
