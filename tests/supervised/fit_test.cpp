@@ -2,6 +2,8 @@
 // learns: test accuracy far above chance (10%) within seconds.
 #include "concord/supervised/fit.h"
 
+#include <ostream>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -28,6 +30,9 @@ struct StrategyCase {
   std::vector<std::string> overrides;
   double min_accuracy = 0.8;  // chance is 0.1
 };
+
+// ctest lists the case by its strategy, not by the struct's bytes.
+void PrintTo(const StrategyCase& test_case, std::ostream* out) { *out << test_case.strategy; }
 
 class FitStrategyTest : public ::testing::TestWithParam<StrategyCase> {};
 
