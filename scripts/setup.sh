@@ -7,8 +7,10 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev libgloo-dev
   # LibTorch's CPU matmuls go through libblas.so.3; Debian's reference BLAS makes PPO 2x slower.
-  # The serial OpenBLAS takes over that alternative, single-threaded because Concord owns threads.
-  libopenblas0-serial
+  # OpenBLAS takes over that alternative. The pthread build, not the serial one: the serial build
+  # gives wrong products when several threads multiply at once (hogwild, thread ranks). Concord
+  # still runs it with one BLAS thread per caller (src/concord/core/blas.cpp).
+  libopenblas0-pthread
   libcli11-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev

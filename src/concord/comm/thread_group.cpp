@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/blas.h"
+
 namespace concord::comm {
 
 // One collective in progress: the ranks' inputs, then the result every rank copies out.
@@ -250,6 +252,7 @@ std::unique_ptr<Request> ThreadCommunicator::recv_async(const torch::Tensor& ten
 
 ThreadGroup::ThreadGroup(int world_size, std::chrono::milliseconds timeout) {
   if (world_size < 1) throw std::invalid_argument("a thread group needs at least 1 rank, got " + std::to_string(world_size));
+  if (world_size > 1) core::require_thread_safe_blas("a thread group of " + std::to_string(world_size) + " ranks");
   state_ = std::make_shared<ThreadGroupState>(world_size, timeout);
 }
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "concord/core/blas.h"
 #include "concord/policies/actor_processes.h"
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
@@ -130,18 +131,19 @@ void declare_central_inference(core::ConfigSchema& schema) {
 struct PolicyEntry {
   const char* name;
   bool spans_processes;
+  bool runs_models_on_threads;  // several threads call the model (and so BLAS) at once
   void (*declare)(core::ConfigSchema& schema);
   std::unique_ptr<Policy> (*make)(const PolicyContext& context);
 };
 
 // The registry: one line per policy.
 const PolicyEntry kPolicies[] = {
-    {"single", false, declare_nothing, make_single},
-    {"sync_vector", false, declare_nothing, make_sync_vector},
-    {"hogwild", false, declare_hogwild, make_hogwild},
-    {"central_inference", false, declare_central_inference, make_central_inference},
-    {"multi_learner", true, declare_multi_learner, make_multi_learner},
-    {"actor_processes", true, declare_actor_processes, make_actor_processes},
+    {"single", false, false, declare_nothing, make_single},
+    {"sync_vector", false, false, declare_nothing, make_sync_vector},
+    {"hogwild", false, true, declare_hogwild, make_hogwild},
+    {"central_inference", false, true, declare_central_inference, make_central_inference},
+    {"multi_learner", true, false, declare_multi_learner, make_multi_learner},
+    {"actor_processes", true, false, declare_actor_processes, make_actor_processes},
 };
 
 }  // namespace
@@ -176,6 +178,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
   if (policy.spans_processes && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }
+  if (policy.runs_models_on_threads) core::require_thread_safe_blas("policy '" + name + "'");
   return policy.make(context);
 }
 

@@ -1,0 +1,59 @@
+#include "concord/core/blas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace concord::core {
+namespace {
+
+// OpenBLAS's own queries, looked up at run time: Concord does not link OpenBLAS itself, LibTorch
+// does, through whichever build the system's alternatives chose.
+using GetParallel = int (*)();
+using SetNumThreads = void (*)(int);
+
+GetParallel openblas_get_parallel() {
+  return reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+}
+
+// Concord owns its threads (env workers, actor-learners, ranks): a threaded OpenBLAS would start
+// its own on top and oversubscribe the cores. One BLAS thread per calling thread, unless the user
+// asked for more with OPENBLAS_NUM_THREADS. Runs when this library is loaded, before main(), so
+// every program that can check the BLAS (the CLI, tests, benchmarks) computes the same way.
+struct OneBlasThreadPerCaller {
+  OneBlasThreadPerCaller() {
+    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
+    if (auto set_threads = reinterpret_cast<SetNumThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+      set_threads(1);
+    }
+  }
+};
+const OneBlasThreadPerCaller one_blas_thread_per_caller;
+
+}  // namespace
+
+std::string loaded_blas() {
+  const GetParallel get_parallel = openblas_get_parallel();
+  if (get_parallel == nullptr) return "unknown BLAS";
+  switch (get_parallel()) {
+    case 0: return "OpenBLAS (serial build)";
+    case 1: return "OpenBLAS (pthread build)";
+    case 2: return "OpenBLAS (OpenMP build)";
+    default: return "OpenBLAS (unknown build)";
+  }
+}
+
+bool blas_is_thread_safe() {
+  const GetParallel get_parallel = openblas_get_parallel();
+  return get_parallel == nullptr || get_parallel() != 0;
+}
+
+void require_thread_safe_blas(const std::string& who) {
+  if (blas_is_thread_safe()) return;
+  throw std::runtime_error(who + " runs models on several threads, but the loaded BLAS, " + loaded_blas() +
+                           ", gives wrong products when threads call it at once; install libopenblas0-pthread "
+                           "(bash scripts/setup.sh does)");
+}
+
+}  // namespace concord::core

@@ -1,0 +1,51 @@
+#include "concord/core/blas.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace concord::core {
+namespace {
+
+// The failure this guards against: with Debian's serial OpenBLAS, three threads multiplying the
+// same small matrices got a few hundred wrong products in 60,000 (thread ranks then trained
+// replicas on corrupted gradients). With a thread-safe BLAS every product is bit-exact.
+TEST(Blas, ConcurrentMatrixProductsAreExact) {
+  ASSERT_TRUE(blas_is_thread_safe()) << loaded_blas() << " is loaded; run scripts/setup.sh";
+  torch::manual_seed(1);
+  const torch::Tensor a = torch::randn({7, 16});
+  const torch::Tensor b = torch::randn({16, 6});
+  const torch::Tensor c = torch::randn({16, 7});
+  const torch::Tensor ab = torch::mm(a, b);
+  const torch::Tensor ca = torch::mm(c, a);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5000; ++i) {
+        if (!torch::equal(torch::mm(a, b), ab)) ++wrong;
+        if (!torch::equal(torch::mm(c, a), ca)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// Concord owns its threads: OpenBLAS runs one thread per caller unless OPENBLAS_NUM_THREADS says.
+TEST(Blas, OpenBlasRunsOneThreadPerCaller) {
+  using GetNumThreads = int (*)();
+  const auto get_num_threads = reinterpret_cast<GetNumThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get_num_threads == nullptr) GTEST_SKIP() << "the loaded BLAS is not OpenBLAS: " << loaded_blas();
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set";
+  EXPECT_EQ(get_num_threads(), 1);
+}
+
+}  // namespace
+}  // namespace concord::core
