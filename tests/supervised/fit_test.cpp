@@ -82,6 +82,65 @@ TEST(FitTest, StopsAtTheTargetAccuracy) {
   EXPECT_LT(result.final.step, 2000);
 }
 
+// A budget in epochs ends the fit after the training set has been seen that many times across
+// the replicas, whatever fit.steps's default says.
+TEST(FitTest, AnEpochBudgetEndsAtItsLastStep) {
+  core::Config config = fit_test_config();
+  config.set("fit.epochs", int64_t{1}, "test");
+  config.set("fit.eval_interval", int64_t{1000}, "test");
+  const FitConfig fit = fit_config_from(config);
+  EXPECT_EQ(step_budget(fit, 8000), 125);  // 8000 rows / (2 workers x 32)
+  const FitResult result = fit_with_threads(fit, config, mnist(), {});
+  EXPECT_EQ(result.final.step, 125);
+  EXPECT_EQ(result.final.samples, 8000);
+}
+
+// ABS under synchronous SGD on 2 workers: every epoch ends with an eigenvalue estimate, the batch
+// and learning rate double (forced every epoch here, so the test does not hang on the curvature),
+// epochs take fewer steps as the batch grows, and the model learns.
+TEST(FitTest, AbsDoublesTheBatchAtEpochEndsAndLearns) {
+  torch::set_num_threads(1);
+  core::Config config = fit_test_config();
+  config.set("fit.schedule", std::string("abs"), "test");
+  config.set("fit.epochs", int64_t{3}, "test");
+  config.set("fit.abs.force_after_epochs", int64_t{1}, "test");
+  config.set("fit.abs.hessian_batch", int64_t{128}, "test");
+  config.set("fit.abs.power_iterations", int64_t{10}, "test");
+  config.set("fit.eval_interval", int64_t{1000}, "test");
+  const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
+  EXPECT_EQ(result.final.batch_size, 256);  // 32 doubled after each of the 3 epochs
+  EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.8);
+  EXPECT_GT(result.final.top_eigenvalue, 0.0);
+  EXPECT_EQ(result.final.step, 125 + 63 + 32);
+  EXPECT_GT(result.final.test.accuracy, 0.8);
+}
+
+TEST(FitTest, AbsaLearnsWithAdversarialExamples) {
+  torch::set_num_threads(1);
+  core::Config config = fit_test_config();
+  config.set("fit.schedule", std::string("absa"), "test");
+  config.set("fit.epochs", int64_t{2}, "test");
+  config.set("fit.abs.hessian_batch", int64_t{128}, "test");
+  config.set("fit.abs.power_iterations", int64_t{10}, "test");
+  config.set("fit.eval_interval", int64_t{1000}, "test");
+  const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
+  EXPECT_GT(result.final.test.accuracy, 0.8);
+  EXPECT_GT(result.final.top_eigenvalue, 0.0);
+}
+
+TEST(FitTest, AdaptiveSchedulesRefuseWhatTheyCannotRun) {
+  core::Config absa_without_epochs = fit_test_config();
+  absa_without_epochs.set("fit.schedule", std::string("absa"), "test");
+  EXPECT_THROW(fit_config_from(absa_without_epochs), std::invalid_argument);
+  core::Config federated = fit_test_config();
+  federated.set("fit.schedule", std::string("abs"), "test");
+  federated.set("fit.strategy", std::string("fedavg"), "test");
+  EXPECT_THROW(fit_config_from(federated), std::invalid_argument);
+  core::Config unknown = fit_test_config();
+  unknown.set("fit.schedule", std::string("bigger"), "test");
+  EXPECT_THROW(fit_config_from(unknown), std::invalid_argument);
+}
+
 TEST(FitTest, UnknownStrategyIsRefused) {
   core::Config config = fit_test_config();
   config.set("fit.strategy", std::string("telepathy"), "test");

@@ -31,6 +31,8 @@ struct FitFlags {
   int64_t workers = 0;
   int64_t steps = 0;
   int64_t rounds = 0;
+  int64_t epochs = 0;
+  std::string schedule;
 };
 
 core::Config fit_command_config(const FitFlags& flags) {
@@ -41,6 +43,8 @@ core::Config fit_command_config(const FitFlags& flags) {
   if (flags.workers > 0) config.set("fit.workers", flags.workers, "--workers");
   if (flags.steps > 0) config.set("fit.steps", flags.steps, "--steps");
   if (flags.rounds > 0) config.set("fit.fedavg.rounds", flags.rounds, "--rounds");
+  if (flags.epochs > 0) config.set("fit.epochs", flags.epochs, "--epochs");
+  if (!flags.schedule.empty()) config.set("fit.schedule", flags.schedule, "--schedule");
   return config;
 }
 
@@ -51,7 +55,10 @@ std::map<std::string, double> record_metrics(const supervised::FitRecord& record
           {"sync/bytes", static_cast<double>(record.sync.bytes)},
           {"sync/rounds", static_cast<double>(record.sync.rounds)},
           {"fit/samples", static_cast<double>(record.samples)},
-          {"time/seconds", record.seconds}};
+          {"time/seconds", record.seconds},
+          {"fit/batch_size", static_cast<double>(record.batch_size)},
+          {"fit/learning_rate", record.learning_rate},
+          {"fit/top_eigenvalue", record.top_eigenvalue}};
 }
 
 void run_fit(const FitFlags& flags) {
@@ -78,7 +85,7 @@ void run_fit(const FitFlags& flags) {
   }
   const bool leader = launch.rank == 0;
   const std::string steps_name = fit.federated() ? "rounds" : "steps";
-  const int64_t total = fit.federated() ? fit.rounds : fit.steps;
+  const int64_t total = fit.federated() ? fit.rounds : supervised::step_budget(fit, data.train.size());
 
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
@@ -97,8 +104,12 @@ void run_fit(const FitFlags& flags) {
   };
   callbacks.on_evaluation = [&](const supervised::FitRecord& record) {
     run->metrics->log(record.step, record_metrics(record));
-    spdlog::info("{} {}: test accuracy {:.4f}, train loss {:.4f}, {} sync rounds, {} bytes", steps_name, record.step,
-                 record.test.accuracy, record.train_loss, record.sync.rounds, record.sync.bytes);
+    spdlog::info("{} {}: test accuracy {:.4f}, train loss {:.4f}, {} sync rounds, {} bytes{}", steps_name, record.step,
+                 record.test.accuracy, record.train_loss, record.sync.rounds, record.sync.bytes,
+                 fit.schedule == "fixed" ? std::string()
+                                         : fmt::format(", batch {} x {}, lr {:.3g}, top eigenvalue {:.4g}",
+                                                       fit.workers, record.batch_size, record.learning_rate,
+                                                       record.top_eigenvalue));
   };
   callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters) {
     core::Checkpoint checkpoint;
@@ -121,6 +132,10 @@ void run_fit(const FitFlags& flags) {
   std::printf("%-20s %.4f\n", "test accuracy", last.test.accuracy);
   if (fit.target_accuracy > 0.0) {
     std::printf("%-20s %lld %s\n", "to target", static_cast<long long>(result.steps_to_target), steps_name.c_str());
+  }
+  if (fit.schedule != "fixed") {
+    std::printf("%-20s %lld rows per worker, learning rate %.3g\n", "final batch", static_cast<long long>(last.batch_size),
+                last.learning_rate);
   }
   std::printf("%-20s %lld rounds, %s bytes (rank 0)\n", "communicated", static_cast<long long>(last.sync.rounds),
               core::format_count(last.sync.bytes).c_str());
@@ -150,6 +165,10 @@ void add_fit_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command->add_option("--epochs", flags->epochs, "Epochs of the training set (fit.epochs; per-step strategies)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  command->add_option("--schedule", flags->schedule,
+                      "Batch size schedule (fit.schedule): fixed, abs (Hessian-adaptive) or absa (abs + FGSM)");
   command->callback([flags] { run_fit(*flags); });
 }
 

@@ -26,6 +26,7 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
   }
 
   FitMonitor monitor(fit, communicator, data.test, callbacks, fit.rounds);
+  monitor.note_schedule(fit.local_batch, fit.learning_rate, 0.0);
   int64_t samples = 0;
   torch::Tensor weighted_sum = torch::zeros_like(global);
   for (int64_t round = 1; round <= fit.rounds; ++round) {

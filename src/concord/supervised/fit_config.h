@@ -21,6 +21,7 @@ struct FitConfig {
   int64_t eval_interval = 100;       // steps (or rounds) between test-set evaluations
   double target_accuracy = 0.0;      // stop once the test accuracy reaches this (0: train to the end)
   int64_t checkpoint_interval = 0;   // steps (or rounds) between checkpoints, rounded up to an evaluation (0: only at the end)
+  int64_t epochs = 0;                // per-step strategies: stop after this many epochs of each replica's shard (0: fit.steps decides)
   std::string data_dir;              // where scripts/setup.sh put MNIST (empty: the source tree's third_party)
   uint64_t seed = 1;                 // run.seed
 
@@ -32,8 +33,27 @@ struct FitConfig {
   int64_t local_batch = 10;          // B (0: a client's whole data, B = infinity)
   std::string partition = "iid";     // iid, or non_iid (label-sorted shards, 2 per client)
 
+  // Adaptive batch size (per-step strategies; adaptive_batch_schedule.h): fixed, abs, or absa
+  // (ABS with FGSM examples until mid-training, which needs fit.epochs).
+  std::string schedule = "fixed";
+  int64_t abs_max_ratio = 16;        // batch and learning rate grow at most this many times
+  int64_t abs_force_after_epochs = 0;  // double after this many epochs without a doubling (0: never)
+  int64_t abs_hessian_batch = 256;   // rows of each replica's shard the eigenvalue is estimated on
+  int abs_power_iterations = 20;     // Hessian-vector products per estimate at most
+  double abs_tolerance = 1e-3;       // power iteration stops when the estimate moves by less (relative)
+  double abs_adversarial_share = 0.5;  // absa: share of each batch replaced by FGSM examples at first
+  double abs_fgsm_epsilon = 0.1;     // absa: FGSM step on images in [0, 1]
+
   bool federated() const { return strategy == "fedavg" || strategy == "fedsgd"; }
 };
+
+// Optimiser steps one epoch takes: the training set once across all replicas (the same number on
+// every rank, so that end-of-epoch collectives line up even when shards differ by a row).
+int64_t steps_per_epoch(int64_t train_rows, int workers, int64_t batch_size);
+
+// The steps a per-step fit takes at most: fit.steps, or fewer when fit.epochs ends it first
+// (adaptive schedules take fewer still, their batches growing).
+int64_t step_budget(const FitConfig& fit, int64_t train_rows);
 
 // Declares fit.* and fit.fedavg.* with FitConfig's defaults.
 void declare_fit_keys(core::ConfigSchema& schema);

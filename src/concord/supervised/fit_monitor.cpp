@@ -25,6 +25,9 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
     record.test = evaluate(model, test_);
     record.sync = stats;
     record.seconds = clock_.elapsed_seconds();
+    record.batch_size = batch_size_;
+    record.learning_rate = learning_rate_;
+    record.top_eigenvalue = top_eigenvalue_;
     result_.final = record;
     result_.parameters = parameters.detach().clone();
     const bool reached = fit_.target_accuracy > 0.0 && record.test.accuracy >= fit_.target_accuracy;

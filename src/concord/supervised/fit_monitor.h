@@ -23,6 +23,9 @@ struct FitRecord {
   Evaluation test;            // rank 0's replica on the test set
   sync::SyncStats sync;       // rank 0's bytes and rounds so far
   double seconds = 0.0;       // wall time since training started
+  int64_t batch_size = 0;     // rows per replica and step at this point (adaptive schedules change it)
+  double learning_rate = 0.0;
+  double top_eigenvalue = 0.0;  // abs/absa: the latest estimate of the loss's top Hessian eigenvalue (0: none yet)
 };
 
 struct FitResult {
@@ -53,6 +56,15 @@ class FitMonitor {
   bool after_step(int64_t step, int64_t samples, double loss, torch::nn::Sequential& model,
                   const torch::Tensor& parameters, const sync::SyncStats& stats);
 
+  // Makes `step` the last one (a budget in epochs ends there); call before after_step(step).
+  void finish_at(int64_t step) { last_step_ = step; }
+  // What the next records report of the batch schedule.
+  void note_schedule(int64_t batch_size, double learning_rate, double top_eigenvalue) {
+    batch_size_ = batch_size;
+    learning_rate_ = learning_rate;
+    top_eigenvalue_ = top_eigenvalue;
+  }
+
   const FitResult& result() const { return result_; }
 
  private:
@@ -65,6 +77,9 @@ class FitMonitor {
   double loss_sum_ = 0.0;
   int64_t loss_count_ = 0;
   int64_t last_checkpoint_ = 0;
+  int64_t batch_size_ = 0;
+  double learning_rate_ = 0.0;
+  double top_eigenvalue_ = 0.0;
   FitResult result_;
 };
 

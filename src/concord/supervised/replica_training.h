@@ -14,10 +14,14 @@ namespace concord::supervised {
 // by index, so no data moves between ranks, only what the strategy exchanges:
 //
 //   attach(parameters)                                   (rank 0's initial values everywhere)
-//   each step: batch <- next fit.batch_size rows of the shard, reshuffled every epoch
+//   each step: batch <- next B rows of the shard (B = fit.batch_size at first), reshuffled
+//              absa, before mid-training: the batch's first rows become FGSM examples
 //              zero_grad; cross_entropy(model(x), y).backward()
 //              strategy.synchronize_gradients(); SGD step; strategy.after_step()
-//              monitor: evaluate / checkpoint / stop
+//              at each epoch's end (the training set once across replicas), abs/absa:
+//                lambda <- top Hessian eigenvalue on a sample, averaged over ranks
+//                the schedule may double B and the learning rate (adaptive_batch_schedule.h)
+//              monitor: evaluate / checkpoint / stop (fit.steps or fit.epochs reached)
 //
 // `model` and `parameters` are this rank's replica (parameters flattened from model).
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,

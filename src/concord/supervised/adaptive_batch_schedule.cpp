@@ -1,0 +1,52 @@
+#include "concord/supervised/adaptive_batch_schedule.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace concord::supervised {
+
+AdaptiveBatchSchedule::AdaptiveBatchSchedule(const AdaptiveBatchOptions& options)
+    : options_(options),
+      batch_size_(options.initial_batch),
+      learning_rate_(options.initial_learning_rate),
+      share_(options.adversarial_share) {
+  if (options.initial_batch < 1) throw std::invalid_argument("adaptive batch: the initial batch must be >= 1");
+  if (!(options.initial_learning_rate > 0.0)) throw std::invalid_argument("adaptive batch: the learning rate must be > 0");
+  if (options.max_ratio < 1) {
+    throw std::invalid_argument("fit.abs.max_ratio = " + std::to_string(options.max_ratio) + ": must be >= 1");
+  }
+  if (options.force_after_epochs < 0) {
+    throw std::invalid_argument("fit.abs.force_after_epochs = " + std::to_string(options.force_after_epochs) +
+                                ": must be >= 0");
+  }
+  if (!(options.adversarial_share >= 0.0 && options.adversarial_share < 1.0)) {
+    throw std::invalid_argument("fit.abs.adversarial_share = " + std::to_string(options.adversarial_share) +
+                                ": must lie in [0, 1)");
+  }
+}
+
+bool AdaptiveBatchSchedule::end_of_epoch(int64_t epoch, double eigenvalue) {
+  if (!has_reference_) {
+    reference_ = eigenvalue;
+    has_reference_ = true;
+  }
+  reference_ = std::max(reference_, eigenvalue);
+  const bool flattened = eigenvalue <= reference_ / 2.0;
+  const bool overdue = options_.force_after_epochs > 0 && epoch - last_change_epoch_ >= options_.force_after_epochs;
+  const bool room = batch_size_ * 2 <= options_.initial_batch * options_.max_ratio;
+  if (!(flattened || overdue) || !room) return false;
+  batch_size_ *= 2;
+  learning_rate_ *= 2.0;
+  share_ /= 2.0;
+  reference_ = eigenvalue;
+  last_change_epoch_ = epoch;
+  ++doublings_;
+  return true;
+}
+
+double AdaptiveBatchSchedule::adversarial_share(int64_t epochs_completed) const {
+  return epochs_completed < options_.adversarial_until_epoch ? share_ : 0.0;
+}
+
+}  // namespace concord::supervised
