@@ -2,8 +2,12 @@
 // updates and wall time until the test accuracy first reaches the target, and the final
 // accuracy, with the same model, seed, workers (threads, synchronous SGD) and budget in epochs.
 //
-//   rows: fixed small batch B (lr L); fixed large batch R*B (lr R*L, the linear scaling rule);
-//         ABS from B (lr L), doubling up to R*B; ABSA, the same plus FGSM examples.
+//   rows: fixed small batch B (lr L); fixed large batch R*B at lr R*L (the linear scaling rule)
+//         and at lr Q*L (ABS's learning-rate cap);
+//         ABS from B (lr L), doubling the batch up to R*B and the learning rate up to Q*L when the
+//         eigenvalue halves; the same with the
+//         duration factor k (a doubling forced after k epochs without one); ABSA with k, the
+//         same plus FGSM examples until mid-training.
 //
 // Every run trains along `concord fit`'s own path (supervised::fit_with_threads), evaluating
 // every --eval-interval steps; the eigenvalue estimates are part of ABS's wall time.
@@ -38,6 +42,8 @@ struct Options {
   double learning_rate = 0.05;
   int64_t max_ratio = 16;
   double target = 0.95;
+  int64_t max_lr_ratio = 4;        // ABS's cap on the learning rate's growth
+  int64_t force_after = 2;         // ABS's duration factor for the k= rows
   int64_t eval_interval = 10;
   int64_t seed = 1;
   bool quick = false;
@@ -62,6 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--lr", options.learning_rate, "Learning rate at the small batch");
   app.add_option("--max-ratio", options.max_ratio, "Large batch / small batch (ABS's cap)");
   app.add_option("--target", options.target, "Target test accuracy");
+  app.add_option("--max-lr-ratio", options.max_lr_ratio, "ABS's cap on the learning rate's growth");
+  app.add_option("--force-after", options.force_after, "Duration factor k: double after k epochs without a doubling");
   app.add_option("--eval-interval", options.eval_interval, "Steps between test evaluations");
   app.add_option("--seed", options.seed, "run.seed");
   app.add_flag("--quick", options.quick, "Smoke run: one epoch each");
@@ -73,11 +81,17 @@ int main(int argc, char** argv) {
     const double ratio = static_cast<double>(options.max_ratio);
     const std::vector<Row> rows = {
         {"fixed B=" + std::to_string(options.batch), {}},
-        {"fixed B=" + std::to_string(options.batch * options.max_ratio),
+        {"fixed B=" + std::to_string(options.batch * options.max_ratio) + " lr x" + std::to_string(options.max_ratio),
          {"fit.batch_size=" + std::to_string(options.batch * options.max_ratio),
           "fit.learning_rate=" + std::to_string(options.learning_rate * ratio)}},
+        {"fixed B=" + std::to_string(options.batch * options.max_ratio) + " lr x" + std::to_string(options.max_lr_ratio),
+         {"fit.batch_size=" + std::to_string(options.batch * options.max_ratio),
+          "fit.learning_rate=" + std::to_string(options.learning_rate * static_cast<double>(options.max_lr_ratio))}},
         {"abs", {"fit.schedule=abs"}},
-        {"absa", {"fit.schedule=absa"}},
+        {"abs k=" + std::to_string(options.force_after),
+         {"fit.schedule=abs", "fit.abs.force_after_epochs=" + std::to_string(options.force_after)}},
+        {"absa k=" + std::to_string(options.force_after),
+         {"fit.schedule=absa", "fit.abs.force_after_epochs=" + std::to_string(options.force_after)}},
     };
     std::printf("adaptive_batch: MNIST (%lld train / %lld test digits), %s, %lld workers (threads, sync SGD), "
                 "%lld epochs, small batch %lld per worker at lr %.3g, large %lldx, target %.3f, seed %lld, "
@@ -86,7 +100,7 @@ int main(int argc, char** argv) {
                 options.model.c_str(), static_cast<long long>(options.workers), static_cast<long long>(epochs),
                 static_cast<long long>(options.batch), options.learning_rate, static_cast<long long>(options.max_ratio),
                 options.target, static_cast<long long>(options.seed), std::thread::hardware_concurrency());
-    std::printf("%-16s %18s %14s %10s %12s %10s %10s\n", "schedule", "updates to target", "s to target", "updates",
+    std::printf("%-20s %18s %12s %8s %12s %8s %10s\n", "schedule", "updates to target", "s to target", "updates",
                 "final batch", "wall s", "final acc");
     for (const Row& row : rows) {
       Config config(concord::cli::concord_schema());
@@ -97,6 +111,7 @@ int main(int argc, char** argv) {
       config.set("fit.batch_size", options.batch, "bench");
       config.set("fit.learning_rate", options.learning_rate, "bench");
       config.set("fit.abs.max_ratio", options.max_ratio, "bench");
+      config.set("fit.abs.max_lr_ratio", options.max_lr_ratio, "bench");
       config.set("fit.eval_interval", options.eval_interval, "bench");
       for (const auto& assignment : row.overrides) config.apply_override(assignment, "bench");
       // The whole budget is trained (fit.target_accuracy stays 0): a run stopped at the target
@@ -113,7 +128,7 @@ int main(int argc, char** argv) {
       };
       const supervised::FitResult result =
           supervised::fit_with_threads(supervised::fit_config_from(config), config, data, callbacks);
-      std::printf("%-16s %18s %14s %10lld %12lld %10.1f %10.4f\n", row.label.c_str(),
+      std::printf("%-20s %18s %12s %8lld %12lld %8.1f %10.4f\n", row.label.c_str(),
                   format_or_dash(updates_to_target).c_str(),
                   seconds_to_target >= 0.0 ? std::to_string(seconds_to_target).substr(0, 6).c_str() : "-",
                   static_cast<long long>(result.final.step), static_cast<long long>(result.final.batch_size),

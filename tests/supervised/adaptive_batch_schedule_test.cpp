@@ -49,6 +49,15 @@ TEST(AdaptiveBatchSchedule, StopsAtTheMaximumRatio) {
   EXPECT_EQ(schedule.doublings(), 2);
 }
 
+TEST(AdaptiveBatchSchedule, TheLearningRateStopsAtItsOwnCap) {
+  AdaptiveBatchOptions capped = options(16, 1);
+  capped.max_learning_rate_ratio = 4;
+  AdaptiveBatchSchedule schedule(capped);
+  for (int epoch = 1; epoch <= 4; ++epoch) EXPECT_TRUE(schedule.end_of_epoch(epoch, 5.0));
+  EXPECT_EQ(schedule.batch_size(), 512);
+  EXPECT_DOUBLE_EQ(schedule.learning_rate(), 0.2);  // 0.05 x 4
+}
+
 TEST(AdaptiveBatchSchedule, ForcesADoublingAfterEpochsWithoutOne) {
   AdaptiveBatchSchedule schedule(options(16, 3));
   EXPECT_FALSE(schedule.end_of_epoch(1, 5.0));

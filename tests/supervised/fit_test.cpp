@@ -109,7 +109,7 @@ TEST(FitTest, AbsDoublesTheBatchAtEpochEndsAndLearns) {
   config.set("fit.eval_interval", int64_t{1000}, "test");
   const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
   EXPECT_EQ(result.final.batch_size, 256);  // 32 doubled after each of the 3 epochs
-  EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.8);
+  EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.4);  // 0.1 doubled up to fit.abs.max_lr_ratio = 4
   EXPECT_GT(result.final.top_eigenvalue, 0.0);
   EXPECT_EQ(result.final.step, 125 + 63 + 32);
   EXPECT_GT(result.final.test.accuracy, 0.8);

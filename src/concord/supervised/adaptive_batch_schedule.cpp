@@ -16,6 +16,10 @@ AdaptiveBatchSchedule::AdaptiveBatchSchedule(const AdaptiveBatchOptions& options
   if (options.max_ratio < 1) {
     throw std::invalid_argument("fit.abs.max_ratio = " + std::to_string(options.max_ratio) + ": must be >= 1");
   }
+  if (options.max_learning_rate_ratio < 1) {
+    throw std::invalid_argument("fit.abs.max_lr_ratio = " + std::to_string(options.max_learning_rate_ratio) +
+                                ": must be >= 1");
+  }
   if (options.force_after_epochs < 0) {
     throw std::invalid_argument("fit.abs.force_after_epochs = " + std::to_string(options.force_after_epochs) +
                                 ": must be >= 0");
@@ -37,7 +41,9 @@ bool AdaptiveBatchSchedule::end_of_epoch(int64_t epoch, double eigenvalue) {
   const bool room = batch_size_ * 2 <= options_.initial_batch * options_.max_ratio;
   if (!(flattened || overdue) || !room) return false;
   batch_size_ *= 2;
-  learning_rate_ *= 2.0;
+  if (learning_rate_ * 2.0 <= options_.initial_learning_rate * static_cast<double>(options_.max_learning_rate_ratio)) {
+    learning_rate_ *= 2.0;
+  }
   share_ /= 2.0;
   reference_ = eigenvalue;
   last_change_epoch_ = epoch;

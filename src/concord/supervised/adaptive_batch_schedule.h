@@ -11,16 +11,20 @@ namespace concord::supervised {
 //     reference <- max(reference, lambda)                  (the largest since the last doubling)
 //     if (lambda <= reference / 2  or  epochs since the last doubling >= force_after_epochs)
 //        and the batch is below initial * max_ratio:
-//       batch <- 2 batch;  learning rate <- 2 learning rate;  reference <- lambda
+//       batch <- 2 batch;  reference <- lambda
+//       learning rate <- 2 learning rate, while below initial * max_learning_rate_ratio
 //       adversarial share <- share / 2                                        (ABSA)
 //   ABSA trains on FGSM examples for that share of each batch until mid-training, none after.
 //
 // A flat or falling-by-half curvature means the loss landscape has widened enough for a larger
-// batch (a larger step with less noise) to stay stable.
+// batch (a larger step with less noise) to stay stable. The learning rate has its own cap because
+// plain SGD diverges once it passes 2 / lambda: on MNIST's MLP (lambda about 13) the linear
+// scaling rule's 16x overshoots where 4x does not (bench/RESULTS.md).
 struct AdaptiveBatchOptions {
   int64_t initial_batch = 32;        // rows per replica and step at the start
   double initial_learning_rate = 0.1;
-  int64_t max_ratio = 16;            // batch and learning rate grow at most this many times
+  int64_t max_ratio = 16;            // the batch grows at most this many times
+  int64_t max_learning_rate_ratio = 16;  // the learning rate grows at most this many times
   int64_t force_after_epochs = 0;    // double after this many epochs without a doubling (0: never)
   double adversarial_share = 0.0;    // ABSA: share of each batch replaced by FGSM examples at first (0: ABS)
   int64_t adversarial_until_epoch = 0;  // ABSA: epochs with adversarial examples (mid-training)

@@ -42,7 +42,9 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.schedule", d.schedule,
                  "Batch size schedule: fixed, abs (double batch and learning rate when the Hessian's top eigenvalue halves) "
                  "or absa (abs with FGSM examples until mid-training; needs fit.epochs)");
-  schema.declare("fit.abs.max_ratio", d.abs_max_ratio, "abs/absa: the batch and learning rate grow at most this many times");
+  schema.declare("fit.abs.max_ratio", d.abs_max_ratio, "abs/absa: the batch grows at most this many times");
+  schema.declare("fit.abs.max_lr_ratio", d.abs_max_lr_ratio,
+                 "abs/absa: the learning rate doubles with the batch up to this many times its start");
   schema.declare("fit.abs.force_after_epochs", d.abs_force_after_epochs,
                  "abs/absa: double after this many epochs without a doubling (0: never)");
   schema.declare("fit.abs.hessian_batch", d.abs_hessian_batch, "abs/absa: rows per replica the top eigenvalue is estimated on");
@@ -79,6 +81,7 @@ FitConfig fit_config_from(const core::Config& config) {
   if (fit.epochs > 0 && config.origin("fit.steps") == "default") fit.steps = int64_t{1} << 40;
   fit.schedule = config.get_string("fit.schedule");
   fit.abs_max_ratio = config.get_int("fit.abs.max_ratio");
+  fit.abs_max_lr_ratio = config.get_int("fit.abs.max_lr_ratio");
   fit.abs_force_after_epochs = config.get_int("fit.abs.force_after_epochs");
   fit.abs_hessian_batch = config.get_int("fit.abs.hessian_batch");
   fit.abs_power_iterations = static_cast<int>(config.get_int("fit.abs.power_iterations"));
@@ -117,6 +120,7 @@ FitConfig fit_config_from(const core::Config& config) {
   require(fit.schedule != "absa" || fit.epochs > 0, "fit.schedule", fit.schedule,
           "absa stops its adversarial examples at mid-training, so it needs fit.epochs > 0");
   require(fit.abs_max_ratio >= 1, "fit.abs.max_ratio", std::to_string(fit.abs_max_ratio), "must be >= 1");
+  require(fit.abs_max_lr_ratio >= 1, "fit.abs.max_lr_ratio", std::to_string(fit.abs_max_lr_ratio), "must be >= 1");
   require(fit.abs_force_after_epochs >= 0, "fit.abs.force_after_epochs", std::to_string(fit.abs_force_after_epochs),
           "must be >= 0");
   require(fit.abs_hessian_batch >= 1, "fit.abs.hessian_batch", std::to_string(fit.abs_hessian_batch), "must be >= 1");

@@ -36,7 +36,8 @@ struct FitConfig {
   // Adaptive batch size (per-step strategies; adaptive_batch_schedule.h): fixed, abs, or absa
   // (ABS with FGSM examples until mid-training, which needs fit.epochs).
   std::string schedule = "fixed";
-  int64_t abs_max_ratio = 16;        // batch and learning rate grow at most this many times
+  int64_t abs_max_ratio = 16;        // the batch grows at most this many times
+  int64_t abs_max_lr_ratio = 4;      // the learning rate at most this many times (SGD's stability limit)
   int64_t abs_force_after_epochs = 0;  // double after this many epochs without a doubling (0: never)
   int64_t abs_hessian_batch = 256;   // rows of each replica's shard the eigenvalue is estimated on
   int abs_power_iterations = 20;     // Hessian-vector products per estimate at most

@@ -20,6 +20,7 @@ AdaptiveBatchOptions schedule_options(const FitConfig& fit) {
   options.initial_learning_rate = fit.learning_rate;
   // A fixed schedule is the adaptive one that may never grow.
   options.max_ratio = fit.schedule == "fixed" ? 1 : fit.abs_max_ratio;
+  options.max_learning_rate_ratio = fit.abs_max_lr_ratio;
   options.force_after_epochs = fit.abs_force_after_epochs;
   options.adversarial_share = fit.schedule == "absa" ? fit.abs_adversarial_share : 0.0;
   options.adversarial_until_epoch = fit.epochs / 2;
