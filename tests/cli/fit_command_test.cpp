@@ -1,4 +1,7 @@
 // `concord fit` end to end, as a user runs it.
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "cli/concord_process.h"
@@ -20,6 +23,32 @@ TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
     EXPECT_TRUE(std::filesystem::exists(entry.path() / "config.toml"));
   }
   EXPECT_EQ(runs, 1);
+}
+
+// `--schedule abs --epochs N` trains the epochs, logs the schedule beside the accuracy and
+// reports the final batch.
+TEST(FitCommandTest, AdaptiveBatchScheduleLogsItsEigenvalueAndBatch) {
+  const auto root = fresh_dir("fit", "abs");
+  const CommandResult result =
+      run_concord("fit --schedule abs --epochs 2 --set fit.abs.force_after_epochs=1 --set fit.abs.hessian_batch=64 "
+                  "--set fit.eval_interval=1000 --progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("top eigenvalue"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("final batch          128 rows per worker"), std::string::npos) << result.output;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    std::ifstream csv(entry.path() / "metrics.csv");
+    std::string header;
+    std::getline(csv, header);
+    EXPECT_NE(header.find("fit/top_eigenvalue"), std::string::npos) << header;
+    EXPECT_NE(header.find("fit/batch_size"), std::string::npos) << header;
+  }
+
+  const CommandResult absa = run_concord("fit --schedule absa --run-root " + root.string());
+  EXPECT_NE(absa.exit_code, 0);
+  EXPECT_NE(absa.output.find("fit.epochs"), std::string::npos) << absa.output;
+  const CommandResult unknown = run_concord("fit --schedule huge --run-root " + root.string());
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.output.find("fit.schedule"), std::string::npos) << unknown.output;
 }
 
 TEST(FitCommandTest, BadKeysAndMissingDataAreOneLineErrors) {
