@@ -62,18 +62,27 @@ TEST(SimHash, RejectsBadSizes) {
   EXPECT_THROW(SimHash(4, 2048, 1), std::invalid_argument);
 }
 
-TEST(ObservationScaling, MapsBoundedElementsToMinusOneOneAndAppendsTheBias) {
+TEST(ObservationScaling, MapsBoundedElementsToZeroOneAndAppendsTheBias) {
   const envs::Space space = envs::Space::box({3}, {-1.2f, 0.0f, -INFINITY}, {0.6f, 4.0f, INFINITY});
   ObservationScaling scaling(space, /*append_bias=*/true);
   EXPECT_EQ(scaling.output_dim(), 4);
   const torch::Tensor scaled = scaling(torch::tensor({{-1.2f, 4.0f, 7.0f}, {-0.3f, 2.0f, -2.0f}}));
   EXPECT_TRUE(
-      torch::allclose(scaled, torch::tensor({{-1.0f, 1.0f, 7.0f, 1.0f}, {0.0f, 0.0f, -2.0f, 1.0f}}), 1e-6, 1e-6));
+      torch::allclose(scaled, torch::tensor({{0.0f, 1.0f, 7.0f, 1.0f}, {0.5f, 0.5f, -2.0f, 1.0f}}), 1e-6, 1e-6));
+}
+
+// Every cell of DeepSea(30) keeps its own 64-bit code through the scaling. Centred on [-1, 1],
+// the shared -A 1 term swamped each state's own column and 900 states fell into 35 codes.
+TEST(ObservationScaling, OneHotStatesKeepDistinctCodes) {
+  const envs::Space space = envs::Space::box({900}, 0.0f, 1.0f);
+  SimHash hash(901, 64, 1, ObservationScaling(space, true));
+  const torch::Tensor codes = hash.codes(torch::eye(900));
+  EXPECT_EQ(std::get<0>(torch::unique_dim(codes, 0)).size(0), 900);
 }
 
 TEST(ObservationScaling, WithTheBiasHyperplanesSeparateNearAndFarStatesInOneDirection) {
   // Without the bias, s and 3 s always share a code; with it, some of 64 affine planes part them.
-  const envs::Space space = envs::Space::box({2}, -10.0f, 10.0f);
+  const envs::Space space = envs::Space::box({2}, 0.0f, 10.0f);
   SimHash through_origin(2, 64, 1, ObservationScaling(space, false));
   SimHash affine(3, 64, 1, ObservationScaling(space, true));
   const torch::Tensor near_and_far = torch::tensor({{1.0f, 1.0f}, {3.0f, 3.0f}});

@@ -93,7 +93,7 @@ void declare_explore_keys(core::ConfigSchema& schema) {
                  "Visit counts: sketch (count-min, shared exactly across processes) or exact (hash map)");
   schema.declare("explore.simhash.k", int64_t{64}, "Bits of the SimHash code (granularity; 16 to 512)");
   schema.declare("explore.simhash.preprocess", std::string("bounds"),
-                 "g(s) for simhash: bounds (scale bounded elements to [-1, 1], append 1) or none");
+                 "g(s) for simhash: bounds (scale bounded elements to [0, 1], append 1) or none");
   schema.declare("explore.sketch.tables", int64_t{6}, "Count-min sketch tables");
   schema.declare("explore.sketch.table_size", int64_t{1000000},
                  "Each table's size is one of the largest primes at or below this");

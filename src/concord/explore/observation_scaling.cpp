@@ -19,8 +19,8 @@ ObservationScaling::ObservationScaling(const envs::Space& observation_space, boo
     const float low = observation_space.low()[i];
     const float high = observation_space.high()[i];
     if (std::isfinite(low) && std::isfinite(high) && high > low) {
-      offset[i] = 0.5f * (low + high);
-      scale[i] = 2.0f / (high - low);
+      offset[i] = low;
+      scale[i] = 1.0f / (high - low);
     }
   }
   offset_ = torch::tensor(offset);

@@ -9,9 +9,13 @@
 
 namespace concord::explore {
 
-// The preprocessing g of SimHash for low-dimensional states: each element with finite Box
-// bounds is mapped linearly to [-1, 1] (unbounded elements pass unchanged), and, with
-// `append_bias`, a constant 1 is appended.
+// The preprocessing g of SimHash: each element with finite Box bounds is mapped linearly to
+// [0, 1] (unbounded elements pass unchanged), and, with `append_bias`, a constant 1 is appended.
+//
+// Why [0, 1] and not [-1, 1]: centring adds the same large vector to every high-dimensional
+// sparse state. A one-hot DeepSea(30) state centred is 2 e_i - 1, so A g(s) = 2 A_i - A 1 is
+// dominated by A 1 (norm ~30 against ~2) and 900 states fell into 35 codes of 64 bits; in
+// [0, 1] they keep 900 distinct codes (tests/explore/sim_hash_test.cpp).
 //
 // Why the bias: sign(A x) only depends on the direction of x, so k hyperplanes through the origin
 // cut a 2-D state space (MountainCar) into 2k wedges and never tell a far state from a near one.
