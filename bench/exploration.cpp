@@ -10,7 +10,13 @@
 // policy (20 evaluation episodes per seed), for no bonus, SimHash with k in {16, 64, 256}, and
 // AE-SimHash.
 //
-//   exploration --task deepsea --sizes 10,20,30 --seeds 3 [--policy hogwild]
+// Under `--policy multi_learner` the program starts itself as --ranks processes on loopback
+// (self_launch.h) for every run, and compares counts shared across the ranks (merged every 10
+// updates) with counts each rank keeps alone (policy.multi_learner.merge_counts_every = 0).
+// Episodes are counted over all ranks (every DeepSea episode lasts N steps and the ranks run in
+// lockstep, so rank 0's count times the ranks is exact at each update).
+//
+//   exploration --task deepsea --sizes 10,20,30 --seeds 3 [--policy hogwild | multi_learner]
 //   exploration --task mountaincar --seeds 3 --steps 300000
 //   exploration --quick              a smoke run (DeepSea 10, one seed, a small budget)
 //   any run: --set key=value (repeatable) overrides the config, as `concord train --set`
@@ -20,6 +26,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <deque>
 #include <optional>
 #include <string>
@@ -31,6 +39,7 @@
 #include "concord/core/config.h"
 #include "concord/core/timer.h"
 #include "concord/policies/evaluation.h"
+#include "self_launch.h"
 
 namespace {
 
@@ -46,7 +55,19 @@ struct Options {
   std::vector<std::string> bonuses{"none", "simhash"};  // DeepSea
   std::vector<std::string> overrides;
   bool quick = false;
+  int64_t ranks = 2;  // multi_learner: processes per run
+  // Set in the rank processes multi_learner starts: the one run they take part in.
+  struct RankRun {
+    int size = 0;
+    std::string bonus;
+    int64_t seed = 0;
+    bool shared_counts = true;
+  };
+  std::optional<RankRun> rank_run;
 };
+
+// The line rank 0 of a multi_learner run prints, which the launching process reads back.
+constexpr const char* kRankResultMarker = "concord-bench-deepsea:";
 
 // What every run shares: PPO without learning-rate annealing (runs stop at different points).
 Config base_config(const Options& options, const std::string& env_id, int64_t seed) {
@@ -79,11 +100,19 @@ struct DeepSeaResult {
   double seconds = 0.0;
 };
 
-DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& bonus, int64_t seed) {
+DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& bonus, int64_t seed,
+                           bool shared_counts = true) {
   Config config = base_config(options, "DeepSea" + std::to_string(size) + "-v0", seed);
+  // This process sees 1 / world of the episodes (multi_learner ranks in lockstep).
+  const int64_t world = options.policy == "multi_learner" ? options.ranks : 1;
+  if (options.policy == "multi_learner") {
+    config.set("policy.multi_learner.merge_counts_every", shared_counts ? int64_t{10} : int64_t{0}, "bench");
+  }
   config.set("explore.bonus", bonus, "bench");
-  config.apply_override("explore.beta=0.1", "bench");
-  config.apply_override("algo.ppo.ent_coef=0.0", "bench");
+  // Tuned on DeepSea(25..50), one seed each (bench/RESULTS.md): less entropy or a smaller beta
+  // stalls beyond N = 20.
+  config.apply_override("explore.beta=0.5", "bench");
+  config.apply_override("algo.ppo.ent_coef=0.1", "bench");
   for (const std::string& assignment : options.overrides) config.apply_override(assignment);
   config.set("train.total_timesteps", options.episode_budget * size, "bench");
 
@@ -104,12 +133,61 @@ DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& 
     }
     if (recent.size() == 100 && recent_treasures >= 90 && !result.solved_at) result.solved_at = result.episodes;
   };
-  callbacks.should_stop = [&] { return result.solved_at.has_value() || result.episodes >= options.episode_budget; };
+  callbacks.should_stop = [&] {
+    return result.solved_at.has_value() || result.episodes * world >= options.episode_budget;
+  };
   concord::core::Stopwatch clock;
   concord::policies::TrainingState state;
   training.train(state, callbacks);
   result.seconds = clock.elapsed_seconds();
+  result.episodes *= world;
+  if (result.first_treasure) *result.first_treasure *= world;
+  if (result.solved_at) *result.solved_at *= world;
   return result;
+}
+
+// multi_learner: one run as options.ranks processes; rank 0's result line read back.
+DeepSeaResult run_deep_sea_as_ranks(const Options& options, int size, const std::string& bonus, int64_t seed,
+                                    bool shared_counts) {
+  std::vector<std::string> arguments{"--task", "deepsea", "--policy", "multi_learner", "--ranks",
+                                     std::to_string(options.ranks), "--episodes", std::to_string(options.episode_budget),
+                                     "--rank-run", std::to_string(size), bonus, std::to_string(seed),
+                                     shared_counts ? "shared" : "alone"};
+  for (const std::string& assignment : options.overrides) {
+    arguments.push_back("--set");
+    arguments.push_back(assignment);
+  }
+  const auto outcomes =
+      concord::bench::run_self_as_ranks(static_cast<int>(options.ranks), arguments, false, std::chrono::seconds(3600));
+  if (!concord::bench::report_rank_failures(outcomes)) throw std::runtime_error("a multi_learner run failed");
+  const std::string& output = outcomes[0].output;
+  const size_t at = output.find(kRankResultMarker);
+  if (at == std::string::npos) throw std::runtime_error("rank 0 printed no result line:\n" + output);
+  long long first = -1, solved = -1, episodes = 0;
+  double seconds = 0.0;
+  if (std::sscanf(output.c_str() + at + std::strlen(kRankResultMarker), "%lld %lld %lld %lf", &first, &solved,
+                  &episodes, &seconds) != 4) {
+    throw std::runtime_error("rank 0's result line is malformed:\n" + output.substr(at));
+  }
+  DeepSeaResult result;
+  if (first > 0) result.first_treasure = first;
+  if (solved > 0) result.solved_at = solved;
+  result.episodes = episodes;
+  result.seconds = seconds;
+  return result;
+}
+
+// In a rank process: take part in the run, and on rank 0 print its result line.
+void deep_sea_rank(const Options& options) {
+  const Options::RankRun& run = *options.rank_run;
+  const DeepSeaResult result = run_deep_sea(options, run.size, run.bonus, run.seed, run.shared_counts);
+  const char* rank = std::getenv("RANK");
+  if (rank != nullptr && std::string(rank) == "0") {
+    std::printf("%s %lld %lld %lld %.3f\n", kRankResultMarker, static_cast<long long>(result.first_treasure.value_or(-1)),
+                static_cast<long long>(result.solved_at.value_or(-1)), static_cast<long long>(result.episodes),
+                result.seconds);
+    std::fflush(stdout);
+  }
 }
 
 std::string episode_text(const std::optional<int64_t>& episode) {
@@ -119,23 +197,45 @@ std::string episode_text(const std::optional<int64_t>& episode) {
 void deep_sea_table(const Options& options) {
   std::printf("DeepSea(N), PPO, policy %s, %lld seeds, budget %lld episodes per run\n", options.policy.c_str(),
               static_cast<long long>(options.seeds), static_cast<long long>(options.episode_budget));
-  std::printf("%4s %-8s %5s %14s %10s %9s %8s %10s\n", "N", "bonus", "seed", "first treasure", "solved at", "episodes",
+  const bool ranks = options.policy == "multi_learner";
+  if (ranks) {
+    std::printf("%lld processes per run on loopback; counts: shared = merged every 10 updates, alone = never merged\n",
+                static_cast<long long>(options.ranks));
+  }
+  // Under multi_learner a bonus runs twice: counts shared across the ranks, and each rank's alone.
+  struct Variant {
+    std::string bonus;
+    bool shared_counts;
+    std::string label;
+  };
+  std::vector<Variant> variants;
+  for (const std::string& bonus : options.bonuses) {
+    if (!ranks || bonus == "none") {
+      variants.push_back({bonus, true, bonus});
+    } else {
+      variants.push_back({bonus, true, bonus + " shared"});
+      variants.push_back({bonus, false, bonus + " alone"});
+    }
+  }
+  std::printf("%4s %-14s %5s %14s %10s %9s %8s %10s\n", "N", "bonus", "seed", "first treasure", "solved at", "episodes",
               "seconds", "2^N");
   for (const int size : options.sizes) {
-    for (const std::string& bonus : options.bonuses) {
+    for (const Variant& variant : variants) {
       int64_t solved = 0;
       std::vector<int64_t> firsts;
       for (int64_t seed = 1; seed <= options.seeds; ++seed) {
-        const DeepSeaResult result = run_deep_sea(options, size, bonus, seed);
+        const DeepSeaResult result = ranks ? run_deep_sea_as_ranks(options, size, variant.bonus, seed, variant.shared_counts)
+                                           : run_deep_sea(options, size, variant.bonus, seed);
         solved += result.solved_at.has_value();
         if (result.first_treasure) firsts.push_back(*result.first_treasure);
-        std::printf("%4d %-8s %5lld %14s %10s %9lld %8.1f %10.3g\n", size, bonus.c_str(), static_cast<long long>(seed),
-                    episode_text(result.first_treasure).c_str(), episode_text(result.solved_at).c_str(),
-                    static_cast<long long>(result.episodes), result.seconds, std::pow(2.0, size));
+        std::printf("%4d %-14s %5lld %14s %10s %9lld %8.1f %10.3g\n", size, variant.label.c_str(),
+                    static_cast<long long>(seed), episode_text(result.first_treasure).c_str(),
+                    episode_text(result.solved_at).c_str(), static_cast<long long>(result.episodes), result.seconds,
+                    std::pow(2.0, size));
         std::fflush(stdout);
       }
       std::sort(firsts.begin(), firsts.end());
-      std::printf("%4d %-8s solved %lld/%lld, median first treasure %s\n", size, bonus.c_str(),
+      std::printf("%4d %-14s solved %lld/%lld, median first treasure %s\n", size, variant.label.c_str(),
                   static_cast<long long>(solved), static_cast<long long>(options.seeds),
                   firsts.empty() ? "-" : std::to_string(firsts[firsts.size() / 2]).c_str());
     }
@@ -212,7 +312,15 @@ int main(int argc, char** argv) {
   app.add_option("--policy", options.policy, "Distribution policy (train.policy)");
   app.add_option("--set", options.overrides, "Config override key=value (repeatable)");
   app.add_flag("--quick", options.quick, "Smoke run: DeepSea 10, one seed, small budgets");
+  app.add_option("--ranks", options.ranks, "multi_learner: processes per run")->check(CLI::Range(2, 64));
+  std::vector<std::string> rank_run;
+  app.add_option("--rank-run", rank_run, "(internal) the run a rank process takes part in: N bonus seed shared|alone")
+      ->expected(4);
   CLI11_PARSE(app, argc, argv);
+  if (!rank_run.empty()) {
+    options.rank_run = Options::RankRun{std::stoi(rank_run[0]), rank_run[1], std::stoll(rank_run[2]),
+                                        rank_run[3] == "shared"};
+  }
   if (options.quick) {
     options.sizes = {10};
     options.seeds = 1;
@@ -220,10 +328,14 @@ int main(int argc, char** argv) {
     options.steps = 4096;
   }
   try {
+    if (options.rank_run) {
+      deep_sea_rank(options);
+      return 0;
+    }
     if (options.task == "deepsea") deep_sea_table(options);
     if (options.task == "mountaincar") sparse_task_table(options, "SparseMountainCar-v0");
     if (options.task == "swingup") sparse_task_table(options, "CartPoleSwingUp-v0");
-    if (options.quick) sparse_task_table(options, "SparseMountainCar-v0");
+    if (options.quick && options.policy != "multi_learner") sparse_task_table(options, "SparseMountainCar-v0");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "exploration: %s\n", error.what());
     return 1;

@@ -20,8 +20,8 @@ MultiLearnerPolicy::MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, alg
         "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
         "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
   }
-  if (merge_counts_every < 1) {
-    throw std::invalid_argument("policy.multi_learner.merge_counts_every must be >= 1, got " +
+  if (merge_counts_every < 0) {
+    throw std::invalid_argument("policy.multi_learner.merge_counts_every must be >= 0, got " +
                                 std::to_string(merge_counts_every));
   }
   if (check_every < 0) {
@@ -58,7 +58,9 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       torch::NoGradGuard no_grad;
       for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);
     }
-    if (bonus_ != nullptr && now.updates % merge_counts_every_ == 0) bonus_->merge_counts(communicator_);
+    if (bonus_ != nullptr && merge_counts_every_ > 0 && now.updates % merge_counts_every_ == 0) {
+      bonus_->merge_counts(communicator_);
+    }
     if (check_every_ > 0 && now.updates % check_every_ == 0 && learner_.sync_strategy().keeps_replicas_identical()) {
       check_replicas_identical(now);
     }

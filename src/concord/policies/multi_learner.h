@@ -27,7 +27,8 @@ namespace concord::policies {
 class MultiLearnerPolicy : public Policy {
  public:
   // `bonus` (may be null) is this rank's exploration bonus; every `merge_counts_every` updates
-  // the ranks merge their count increments (Bonus::merge_counts), so all count every state.
+  // the ranks merge their count increments (Bonus::merge_counts), so all count every state
+  // (0: never; each rank counts only its own states, the control for shared counts).
   MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
                      comm::Communicator& communicator, int64_t check_every, explore::Bonus* bonus = nullptr,
                      int64_t merge_counts_every = 10);

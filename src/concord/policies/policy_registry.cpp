@@ -100,7 +100,8 @@ void declare_multi_learner(core::ConfigSchema& schema) {
   schema.declare("policy.multi_learner.check_every", int64_t{100},
                  "Every this many updates, check that every rank's parameters equal rank 0's (0: never)");
   schema.declare("policy.multi_learner.merge_counts_every", int64_t{10},
-                 "Updates between merges of the ranks' exploration counts (explore.bonus)");
+                 "Updates between merges of the ranks' exploration counts (explore.bonus; 0: never, each rank "
+                 "counts alone)");
 }
 
 void declare_hogwild(core::ConfigSchema& schema) {
