@@ -11,6 +11,8 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/comm/thread_group.h"
+#include "concord/core/checkpoint.h"
+#include "concord/explore/bonus_registry.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
@@ -208,6 +210,59 @@ TEST(MultiLearner, ReplicasThatDivergeAreCaught) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_NE(errors[1].find("rank 1's parameters differ from rank 0's after update 1"), std::string::npos) << errors[1];
+}
+
+// Exploration counts: merged every update, every rank ends with the same table (the counts of
+// all ranks' states); with merging off (merge_counts_every = 0), each rank keeps its own.
+TEST(MultiLearner, CountsAreSharedAcrossRanksUnlessMergingIsOff) {
+  for (const int64_t merge_every : {int64_t{1}, int64_t{0}}) {
+    core::ConfigSchema schema;
+    algos::declare_algorithm_keys(schema);
+    declare_policy_keys(schema);
+    sync::declare_sync_keys(schema);
+    explore::declare_explore_keys(schema);
+    schema.declare("run.seed", int64_t{1}, "seed");
+    core::Config config(schema);
+    for (const char* assignment : {"algo.ppo.num_steps=16", "algo.ppo.num_minibatches=1", "algo.ppo.update_epochs=1",
+                                   "explore.bonus=simhash", "explore.sketch.table_size=1009"}) {
+      config.apply_override(assignment);
+    }
+    config.set("policy.multi_learner.merge_counts_every", merge_every, "test");
+    comm::ThreadGroup group(2, std::chrono::seconds(60));
+    std::vector<std::unique_ptr<comm::Communicator>> communicators;
+    for (int rank = 0; rank < 2; ++rank) communicators.push_back(group.communicator(rank));
+    std::vector<core::Checkpoint> counts(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 2; ++rank) {
+      threads.emplace_back([&, rank] {
+        try {
+          std::unique_ptr<algos::Learner> learner = ppo(config);
+          std::unique_ptr<explore::Bonus> bonus = explore::make_bonus(config, envs::Space::box({4}, -1.0f, 1.0f));
+          std::unique_ptr<Policy> policy = make_policy(
+              "multi_learner", PolicyContext{config, cartpole(4, 7 + static_cast<uint64_t>(rank)), *learner, torch::kCPU,
+                                             communicators[static_cast<size_t>(rank)].get(), bonus.get()});
+          TrainingState state;
+          policy->train(state, 3 * 16 * 8, int64_t{1} << 40, {});
+          bonus->save(counts[static_cast<size_t>(rank)]);
+        } catch (const std::exception& error) {
+          errors[static_cast<size_t>(rank)] = error.what();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    ASSERT_EQ(errors[0], "");
+    ASSERT_EQ(errors[1], "");
+    bool identical = true;
+    int compared = 0;
+    for (const auto& [name, tensor] : counts[0].tensors) {
+      if (name.rfind("explore/counts/", 0) != 0) continue;
+      ++compared;
+      identical = identical && torch::equal(tensor, counts[1].tensors.at(name));
+    }
+    EXPECT_GT(compared, 0);
+    EXPECT_EQ(identical, merge_every > 0) << "merge_counts_every = " << merge_every;
+  }
 }
 
 }  // namespace
