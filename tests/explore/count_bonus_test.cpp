@@ -117,6 +117,26 @@ TEST(AeSimHash, CodesAreBinaryAndTheLossFallsWhileLearning) {
   AeSimHash restored(envs::Space::box({6}, 0.0f, 1.0f), ae, 16, /*seed=*/2);
   restored.load(checkpoint, "explore/hash/");
   EXPECT_TRUE(torch::equal(restored.codes(states), codes));
+
+  // Adam's moments travel too: one more step of the restored copy equals one of the original.
+  torch::manual_seed(9);
+  hash.learn(states);
+  torch::manual_seed(9);
+  restored.learn(states);
+  core::Checkpoint original_after;
+  core::Checkpoint restored_after;
+  hash.save(original_after, "p/");
+  restored.save(restored_after, "p/");
+  int compared = 0;
+  for (const auto& [name, tensor] : original_after.tensors) {
+    if (name.rfind("p/ae/", 0) != 0 || name == "p/ae/optimizer") continue;
+    ++compared;
+    EXPECT_TRUE(torch::equal(tensor, restored_after.tensors.at(name))) << name;
+  }
+  EXPECT_GT(compared, 0);
+
+  checkpoint.tensors.erase("explore/hash/ae/optimizer");
+  EXPECT_THROW(restored.load(checkpoint, "explore/hash/"), core::CheckpointError);
 }
 
 TEST(AeSimHash, RejectsBadSettingsListingThemAll) {

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/optimizer_bytes.h"
 #include "concord/explore/checkpoint_tensor.h"
 
 namespace concord::explore {
@@ -81,6 +82,8 @@ void AeSimHash::save(core::Checkpoint& checkpoint, const std::string& prefix) co
   for (const auto& parameter : autoencoder_->named_parameters()) {
     checkpoint.tensors[prefix + "ae/" + parameter.key()] = parameter.value().detach().clone();
   }
+  // Adam's moments too: a resumed autoencoder keeps its step sizes instead of restarting them.
+  checkpoint.tensors[prefix + "ae/optimizer"] = core::optimizer_to_bytes(*optimizer_);
 }
 
 void AeSimHash::load(const core::Checkpoint& checkpoint, const std::string& prefix) {
@@ -91,6 +94,18 @@ void AeSimHash::load(const core::Checkpoint& checkpoint, const std::string& pref
     parameter.value().copy_(required_tensor(checkpoint, prefix + "ae/" + parameter.key(),
                                             parameter.value().sizes().vec(),
                                             "explore.ae.* and explore.simhash.k must match the checkpoint's"));
+  }
+  const std::string optimizer_name = prefix + "ae/optimizer";
+  const auto optimizer_state = checkpoint.tensors.find(optimizer_name);
+  if (optimizer_state == checkpoint.tensors.end()) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "",
+                                "tensor \"" + optimizer_name + "\" (the autoencoder's Adam state) is missing");
+  }
+  try {
+    core::optimizer_from_bytes(optimizer_state->second, *optimizer_, torch::kCPU);
+  } catch (const std::exception& error) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "",
+                                "tensor \"" + optimizer_name + "\" is not the autoencoder's Adam state: " + error.what());
   }
 }
 
