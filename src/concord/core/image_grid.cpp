@@ -87,7 +87,9 @@ void write_png(const std::filesystem::path& path, const torch::Tensor& pixels) {
   const bool written = info != nullptr && encode_png(png, info, file.get(), row_pointers.data(), width, height);
   png_destroy_write_struct(&png, info ? &info : nullptr);
   if (!written) throw std::runtime_error("cannot write " + path.string() + ": " + error);
-  if (std::fflush(file.get()) != 0) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+  if (std::fflush(file.get()) != 0) {
+    throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+  }
 }
 
 }  // namespace concord::core

@@ -1,0 +1,77 @@
+// `concord fit --task gan` end to end, as a user runs it: a short GAP run writes its PNG grids,
+// metrics and quality table; bad flags end with one error line and no run directory.
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/concord_process.h"
+
+namespace concord::test {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+int non_empty_lines(const std::string& text) {
+  std::istringstream lines(text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) count += !line.empty();
+  return count;
+}
+
+TEST(GanCommandTest, ShortGapRunWritesGridsMetricsAndScores) {
+  const auto root = fresh_dir("gan", "runs");
+  const CommandResult result = run_concord(
+      "fit --task gan --gans 2 --swap-every 5 --steps 20 --seed 3 --set gan.eval_interval=10 "
+      "--set gan.sample_interval=10 --set gan.hidden_units=64 --set gan.score_samples=200 "
+      "--set gan.classifier_steps=100 --progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("inception-style score"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("(3 swaps)"), std::string::npos) << result.output;
+  int runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    ++runs;
+    EXPECT_NE(entry.path().filename().string().find("mnist-gan-mlp-gap__fit__3__"), std::string::npos);
+    const std::string metrics = read_file(entry.path() / "metrics.csv");
+    EXPECT_NE(metrics.find("train/discriminator_loss"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("quality/inception_score_pair1"), std::string::npos) << metrics;
+    for (const char* grid : {"samples/step_0000010.png", "samples/step_0000020.png"}) {
+      const std::string png = read_file(entry.path() / grid);
+      EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << grid;
+    }
+    bool events = false;
+    for (const auto& file : std::filesystem::directory_iterator(entry.path())) {
+      events |= file.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    }
+    EXPECT_TRUE(events);
+  }
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(GanCommandTest, BadFlagsAreOneLineErrorsNamingTheProblem) {
+  const auto root = fresh_dir("gan", "errors");
+  const std::string run_root = " --run-root " + root.string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"fit --task gan --gans 1", "gan.pairs = 1"},
+      {"fit --task gan --set gan.swap_every=0", "gan.swap_every = 0"},
+      {"fit --task gan --model resnet", "gan.model = resnet"},
+      {"fit --set fit.task=diffusion", "fit.task = diffusion"},
+      {"fit --gans 3", "--gans needs --task gan"},
+      {"fit --task gan --strategy easgd", "--strategy applies to --task classifier"},
+      {"fit --task picture", "--task"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const CommandResult result = run_concord(arguments + run_root);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_NE(result.output.find(expected), std::string::npos) << arguments << ": " << result.output;
+    EXPECT_EQ(non_empty_lines(result.output), 1) << arguments << ": " << result.output;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+}  // namespace
+}  // namespace concord::test
