@@ -52,6 +52,28 @@ TEST(GanCommandTest, ShortGapRunWritesGridsMetricsAndScores) {
   EXPECT_EQ(runs, 1);
 }
 
+// The line of the final table that starts with `label`.
+std::string table_line(const std::string& output, const std::string& label) {
+  const size_t start = output.find(label);
+  return start == std::string::npos ? "" : output.substr(start, output.find('\n', start) - start);
+}
+
+TEST(GanCommandTest, PairsAsProcessesTrainExactlyAsPairsAsThreads) {
+  const auto root = fresh_dir("gan", "launch");
+  const std::string run = "fit --task gan --swap-every 5 --steps 20 --set gan.eval_interval=10 "
+                          "--set gan.score_samples=0 --set gan.hidden_units=64 --progress off --run-root " +
+                          root.string();
+  const CommandResult threads = run_concord(run + " --gans 2");
+  const CommandResult processes = run_concord("launch -n 2 -- concord " + run);
+  ASSERT_EQ(threads.exit_code, 0) << threads.output;
+  ASSERT_EQ(processes.exit_code, 0) << processes.output;
+  EXPECT_NE(processes.output.find("over processes (gloo)"), std::string::npos) << processes.output;
+  for (const std::string label : {"D / G loss", "samples  ", "updates per pair"}) {
+    EXPECT_FALSE(table_line(threads.output, label).empty()) << threads.output;
+    EXPECT_EQ(table_line(threads.output, label), table_line(processes.output, label));
+  }
+}
+
 TEST(GanCommandTest, BadFlagsAreOneLineErrorsNamingTheProblem) {
   const auto root = fresh_dir("gan", "errors");
   const std::string run_root = " --run-root " + root.string();
