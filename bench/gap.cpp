@@ -65,7 +65,7 @@ Summary summarise(const supervised::GanResult& result) {
 }
 
 void print_row(const char* label, const Summary& s) {
-  std::printf("%-26s %9.3f %15s %13.1f %9.3f %13s %8.1f\n", label, s.score_mean,
+  std::printf("%-27s %9.3f %15s %14.1f %9.3f %13s %8.1f\n", label, s.score_mean,
               (std::to_string(s.score_min).substr(0, 5) + "-" + std::to_string(s.score_max).substr(0, 5)).c_str(),
               s.coverage_mean, s.discriminator_loss,
               (std::to_string(s.sample_mean).substr(0, 5) + "/" + std::to_string(s.sample_std).substr(0, 5)).c_str(),
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     gan.pairs = options.gans;
     gan.steps = options.steps;
     gan.swap_every = options.swap_every;
-    gan.eval_interval = options.steps;
+    gan.eval_interval = std::min<int64_t>(100, options.steps);
     gan.sample_interval = 0;
     gan.score_samples = options.score_samples;
     gan.seed = static_cast<uint64_t>(options.seed);
@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
                 gan.model.c_str(), gan.pairs, static_cast<long long>(gan.steps), static_cast<long long>(gan.batch_size),
                 gan.learning_rate, gan.beta1, static_cast<long long>(options.seed),
                 static_cast<long long>(gan.score_samples));
-    std::printf("%-26s %9s %15s %13s %9s %13s %8s\n", "arm", "IS (mean)", "IS (min-max)", "classes (mean)",
+    std::printf("%-27s %9s %15s %14s %9s %13s %8s\n", "arm", "IS (mean)", "IS (min-max)", "classes (mean)",
                 "D loss", "pixel mean/sd", "wall s");
-    std::printf("%-26s %9.3f %15s %13lld %9s %13s %8s\n", "MNIST test digits (ceiling)", ceiling.inception_score, "-",
+    std::printf("%-27s %9.3f %15s %14lld %9s %13s %8s\n", "MNIST test digits (ceiling)", ceiling.inception_score, "-",
                 static_cast<long long>(ceiling.covered_classes), "-", "-", "-");
 
     gan.swap = false;

@@ -1,5 +1,6 @@
 #include "concord/supervised/gan_training.h"
 
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -183,7 +184,9 @@ GanResult train_gan_pair(const GanConfig& gan, const data::LabelledData& train, 
 GanResult train_gans_with_threads(const GanConfig& gan, const data::LabelledData& train, const GanCallbacks& callbacks,
                                   const DigitJudge* judge) {
   validate(gan);
-  comm::ThreadGroup group(gan.pairs);
+  // Without swaps the pairs meet only at records; on an oversubscribed machine one thread can run
+  // far ahead of another, so the wait bound is generous (threads cannot vanish silently anyway).
+  comm::ThreadGroup group(gan.pairs, std::chrono::minutes(5));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < gan.pairs; ++rank) communicators.push_back(group.communicator(rank));
 
