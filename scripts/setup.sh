@@ -14,6 +14,8 @@ packages=(
   libcli11-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev
+  # PNG image grids of GAN samples (concord fit --task gan).
+  libpng-dev
   openmpi-bin libopenmpi-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps

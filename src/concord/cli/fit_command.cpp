@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
@@ -25,6 +26,7 @@ namespace {
 
 struct FitFlags {
   RunFlags run;
+  std::string task;
   std::string dataset;
   std::string model;
   std::string strategy;
@@ -33,10 +35,33 @@ struct FitFlags {
   int64_t rounds = 0;
   int64_t epochs = 0;
   std::string schedule;
+  int64_t gans = 0;
+  int64_t swap_every = 0;
 };
 
 core::Config fit_command_config(const FitFlags& flags) {
   core::Config config = resolve_config(flags.run);
+  if (!flags.task.empty()) config.set("fit.task", flags.task, "--task");
+  const bool gan = config.get_string("fit.task") == "gan";
+  if (!gan && (flags.gans > 0 || flags.swap_every > 0)) {
+    throw std::invalid_argument(std::string(flags.gans > 0 ? "--gans" : "--swap-every") + " needs --task gan");
+  }
+  if (gan) {
+    if (!flags.strategy.empty() || flags.workers > 0 || flags.rounds > 0 || flags.epochs > 0 ||
+        !flags.schedule.empty()) {
+      const std::string flag = !flags.strategy.empty() ? "--strategy"
+                               : flags.workers > 0     ? "--workers"
+                               : flags.rounds > 0      ? "--rounds"
+                               : flags.epochs > 0      ? "--epochs"
+                                                       : "--schedule";
+      throw std::invalid_argument(flag + " applies to --task classifier; GAN pairs are --gans");
+    }
+    if (!flags.model.empty()) config.set("gan.model", flags.model, "--model");
+    if (flags.gans > 0) config.set("gan.pairs", flags.gans, "--gans");
+    if (flags.swap_every > 0) config.set("gan.swap_every", flags.swap_every, "--swap-every");
+    if (flags.steps > 0) config.set("gan.steps", flags.steps, "--steps");
+    return config;
+  }
   if (!flags.dataset.empty()) config.set("fit.dataset", flags.dataset, "--dataset");
   if (!flags.model.empty()) config.set("fit.model", flags.model, "--model");
   if (!flags.strategy.empty()) config.set("fit.strategy", flags.strategy, "--strategy");
@@ -63,6 +88,7 @@ std::map<std::string, double> record_metrics(const supervised::FitRecord& record
 
 void run_fit(const FitFlags& flags) {
   core::Config config = fit_command_config(flags);
+  if (config.get_string("fit.task") == "gan") return run_gan_fit(std::move(config));
   supervised::FitConfig fit = supervised::fit_config_from(config);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
@@ -146,7 +172,8 @@ void run_fit(const FitFlags& flags) {
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("fit", "Supervised data-parallel training (MNIST) under a sync strategy");
+  CLI::App* command = app.add_subcommand(
+      "fit", "Supervised data-parallel training (MNIST) under a sync strategy, or GAP: GANs swapping discriminators");
   auto flags = std::make_shared<FitFlags>();
   command->add_option("-c,--config", flags->run.config_files, "TOML config file(s), merged in order")
       ->check(CLI::ExistingFile);
@@ -155,13 +182,15 @@ void add_fit_command(CLI::App& app) {
   command->add_option("--run-root", flags->run.run_root, "Directory for run directories (run.root)");
   command->add_option("--progress", flags->run.progress, "auto, bar, plain or off (run.progress)")
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
+  command->add_option("--task", flags->task, "What to train (fit.task): classifier or gan")
+      ->check(CLI::IsMember({"classifier", "gan"}));
   command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist");
-  command->add_option("--model", flags->model, "Classifier (fit.model): mlp or cnn");
+  command->add_option("--model", flags->model, "Classifier (fit.model): mlp or cnn; --task gan: gan.model, mlp or conv");
   command->add_option("--strategy", flags->strategy,
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
   command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps)")
+  command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps; --task gan: gan.steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -169,6 +198,11 @@ void add_fit_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   command->add_option("--schedule", flags->schedule,
                       "Batch size schedule (fit.schedule): fixed, abs (Hessian-adaptive) or absa (abs + FGSM)");
+  command->add_option("--gans", flags->gans, "--task gan: generator/discriminator pairs G (gan.pairs)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  command->add_option("--swap-every", flags->swap_every,
+                      "--task gan: updates S between discriminator swaps (gan.swap_every)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->callback([flags] { run_fit(*flags); });
 }
 

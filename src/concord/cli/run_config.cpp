@@ -8,6 +8,7 @@
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/supervised/fit_config.h"
+#include "concord/supervised/gan_config.h"
 #include "concord/sync/sync_registry.h"
 
 namespace concord::cli {
@@ -56,6 +57,7 @@ core::ConfigSchema concord_schema() {
   schema.declare("eval.episodes", int64_t{10}, "Episodes `concord eval` runs");
 
   supervised::declare_fit_keys(schema);
+  supervised::declare_gan_keys(schema);
 
   schema.declare("rollout.steps", int64_t{1000000}, "Environment steps a random-policy rollout takes");
   return schema;

@@ -24,6 +24,7 @@ int64_t step_budget(const FitConfig& fit, int64_t train_rows) {
 
 void declare_fit_keys(core::ConfigSchema& schema) {
   const FitConfig d;
+  schema.declare("fit.task", d.task, "What `concord fit` trains: classifier, or gan (GAP, keys gan.*)");
   schema.declare("fit.dataset", d.dataset, "Data set `concord fit` trains on: mnist");
   schema.declare("fit.model", d.model, "Classifier: mlp (784-200-200-10) or cnn (two 5x5 conv layers, 128 units)");
   schema.declare("fit.strategy", d.strategy,
@@ -65,6 +66,7 @@ void declare_fit_keys(core::ConfigSchema& schema) {
 
 FitConfig fit_config_from(const core::Config& config) {
   FitConfig fit;
+  fit.task = config.get_string("fit.task");
   fit.dataset = config.get_string("fit.dataset");
   fit.model = config.get_string("fit.model");
   fit.strategy = config.get_string("fit.strategy");
@@ -101,6 +103,7 @@ FitConfig fit_config_from(const core::Config& config) {
     fit.local_batch = 0;
   }
 
+  require(fit.task == "classifier" || fit.task == "gan", "fit.task", fit.task, "must be classifier or gan");
   require(fit.dataset == "mnist", "fit.dataset", fit.dataset, "the only data set is mnist");
   require(fit.model == "mlp" || fit.model == "cnn", "fit.model", fit.model, "must be mlp or cnn");
   require(fit.workers >= 1, "fit.workers", std::to_string(fit.workers), "must be >= 1");

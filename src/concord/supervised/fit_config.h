@@ -10,6 +10,7 @@ namespace concord::supervised {
 // Everything `concord fit` reads from the [fit] section (keys fit.<field>, and fit.fedavg.<field>
 // for the federated ones); the per-step strategies' own keys are sync.<name>.<key>.
 struct FitConfig {
+  std::string task = "classifier";  // classifier, or gan (GAP: the keys gan.*, gan_config.h)
   std::string dataset = "mnist";     // the only data set so far
   std::string model = "mlp";         // mlp or cnn (classifier.h)
   std::string strategy = "sync";     // sync, local_sgd, easgd, gossip (per step) or fedavg, fedsgd (per round)
@@ -60,7 +61,7 @@ int64_t step_budget(const FitConfig& fit, int64_t train_rows);
 void declare_fit_keys(core::ConfigSchema& schema);
 
 // Reads them (and run.seed). Throws std::invalid_argument naming the key for a value out of range
-// or an unknown model, strategy or partition.
+// or an unknown task, model, strategy or partition.
 FitConfig fit_config_from(const core::Config& config);
 
 }  // namespace concord::supervised

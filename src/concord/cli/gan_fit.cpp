@@ -1,0 +1,134 @@
+#include "concord/cli/gan_fit.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "concord/cli/run_context.h"
+#include "concord/comm/launch_environment.h"
+#include "concord/core/image_grid.h"
+#include "concord/data/mnist.h"
+#include "concord/supervised/fit_config.h"
+#include "concord/supervised/gan_config.h"
+#include "concord/supervised/gan_training.h"
+#include "concord/supervised/sample_quality.h"
+
+namespace concord::cli {
+namespace {
+
+// Samples to a row of the PNG grids.
+constexpr int64_t kGridColumns = 8;
+
+std::map<std::string, double> record_metrics(const supervised::GanRecord& record) {
+  return {{"train/discriminator_loss", record.discriminator_loss},
+          {"train/generator_loss", record.generator_loss},
+          {"samples/mean", record.sample_mean},
+          {"samples/std", record.sample_std},
+          {"gap/swaps", static_cast<double>(record.swaps)},
+          {"time/seconds", record.seconds}};
+}
+
+std::filesystem::path grid_path(const std::filesystem::path& run_dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step_%07lld.png", static_cast<long long>(step));
+  return run_dir / "samples" / name;
+}
+
+}  // namespace
+
+void run_gan_fit(core::Config config) {
+  supervised::GanConfig gan = supervised::gan_config_from(config);
+  const supervised::FitConfig fit = supervised::fit_config_from(config);  // fit.data_dir, and fit.* stays valid
+  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+
+  const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
+  if (launch.is_distributed()) {
+    if (gan.pairs != launch.world_size && config.origin("gan.pairs") != "default") {
+      spdlog::warn("gan.pairs = {} is ignored: this run has the {} processes `concord launch` started", gan.pairs,
+                   launch.world_size);
+    }
+    gan.pairs = launch.world_size;
+    supervised::validate(gan);
+  }
+  // Everything that can reject the run (the data set above all) comes before the run directory.
+  const data::MnistSplit data =
+      data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
+  std::unique_ptr<comm::Communicator> communicator;
+  if (launch.is_distributed()) {
+    comm::ConnectOptions options;
+    options.config_fingerprint = config.digest();
+    communicator = comm::connect(launch, options);
+  }
+  const bool leader = launch.rank == 0;
+  const std::string pairing = gan.swapping() ? "gap" : "independent";
+
+  std::optional<RunContext> run;
+  std::unique_ptr<core::ProgressBar> progress;
+  if (leader) {
+    run.emplace(start_run(std::move(config), "fit", {}, "mnist-gan-" + gan.model + "-" + pairing));
+    std::filesystem::create_directories(run->run_dir / "samples");
+  }
+  std::unique_ptr<supervised::DigitJudge> judge;
+  if (gan.score_samples > 0) {
+    judge = std::make_unique<supervised::DigitJudge>(data, gan.classifier_steps, gan.seed);
+    if (leader) spdlog::info("sample judge: mlp classifier, test accuracy {:.4f}", judge->test_accuracy());
+  }
+  if (leader) {
+    spdlog::info("GAP: {} {} GAN pairs over {}, {} updates each, {}", gan.pairs, gan.model,
+                 communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), gan.steps,
+                 gan.swapping() ? "discriminators swapped every " + std::to_string(gan.swap_every) + " updates"
+                                : std::string("no swaps"));
+    progress = run->make_progress_bar(gan.steps, "mnist gan " + gan.model + " " + pairing);
+  }
+
+  supervised::GanCallbacks callbacks;
+  callbacks.on_step = [&](int64_t step) {
+    if (progress) progress->update(step);
+  };
+  callbacks.on_record = [&](const supervised::GanRecord& record) {
+    run->metrics->log(record.step, record_metrics(record));
+    spdlog::info("step {}: discriminator loss {:.4f}, generator loss {:.4f}, samples mean {:.3f} std {:.3f}, {} swaps",
+                 record.step, record.discriminator_loss, record.generator_loss, record.sample_mean, record.sample_std,
+                 record.swaps);
+  };
+  callbacks.on_samples = [&](int64_t step, const torch::Tensor& samples) {
+    core::write_png(grid_path(run->run_dir, step), core::tile_images(samples, kGridColumns));
+  };
+
+  const supervised::GanResult result =
+      communicator ? supervised::train_gan_pair(gan, data.train, *communicator, callbacks, judge.get())
+                   : supervised::train_gans_with_threads(gan, data.train, callbacks, judge.get());
+  if (!leader) return;
+  if (progress) progress->finish();
+
+  const supervised::GanRecord& last = result.final;
+  std::printf("\n%-22s %d %s GAN pairs, %s\n", "fitted", gan.pairs, gan.model.c_str(),
+              gan.swapping() ? ("GAP, swap every " + std::to_string(gan.swap_every)).c_str() : "no swaps");
+  std::printf("%-22s %lld (%lld swaps)\n", "updates per pair", static_cast<long long>(last.step),
+              static_cast<long long>(last.swaps));
+  std::printf("%-22s %.4f / %.4f\n", "D / G loss", last.discriminator_loss, last.generator_loss);
+  std::printf("%-22s mean %.3f std %.3f (data: %.3f, %.3f)\n", "samples", last.sample_mean, last.sample_std,
+              result.data_mean, result.data_std);
+  if (!result.quality.empty()) {
+    std::map<std::string, double> quality_metrics;
+    for (size_t pair = 0; pair < result.quality.size(); ++pair) {
+      std::printf("%-22s inception-style score %.3f, %lld of 10 classes covered\n",
+                  ("pair " + std::to_string(pair)).c_str(), result.quality[pair].inception_score,
+                  static_cast<long long>(result.quality[pair].covered_classes));
+      quality_metrics["quality/inception_score_pair" + std::to_string(pair)] = result.quality[pair].inception_score;
+      quality_metrics["quality/covered_classes_pair" + std::to_string(pair)] =
+          static_cast<double>(result.quality[pair].covered_classes);
+    }
+    run->metrics->log(last.step, quality_metrics);
+  }
+  std::printf("%-22s %.1f s\n", "wall time", last.seconds);
+  std::printf("%-22s %s\n", "run directory", run->run_dir.string().c_str());
+}
+
+}  // namespace concord::cli

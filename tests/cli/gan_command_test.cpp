@@ -1,0 +1,99 @@
+// `concord fit --task gan` end to end, as a user runs it: a short GAP run writes its PNG grids,
+// metrics and quality table; bad flags end with one error line and no run directory.
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/concord_process.h"
+
+namespace concord::test {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+int non_empty_lines(const std::string& text) {
+  std::istringstream lines(text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) count += !line.empty();
+  return count;
+}
+
+TEST(GanCommandTest, ShortGapRunWritesGridsMetricsAndScores) {
+  const auto root = fresh_dir("gan", "runs");
+  const CommandResult result = run_concord(
+      "fit --task gan --gans 2 --swap-every 5 --steps 20 --seed 3 --set gan.eval_interval=10 "
+      "--set gan.sample_interval=10 --set gan.hidden_units=64 --set gan.score_samples=200 "
+      "--set gan.classifier_steps=100 --progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("inception-style score"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("(3 swaps)"), std::string::npos) << result.output;
+  int runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    ++runs;
+    EXPECT_NE(entry.path().filename().string().find("mnist-gan-mlp-gap__fit__3__"), std::string::npos);
+    const std::string metrics = read_file(entry.path() / "metrics.csv");
+    EXPECT_NE(metrics.find("train/discriminator_loss"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("quality/inception_score_pair1"), std::string::npos) << metrics;
+    for (const char* grid : {"samples/step_0000010.png", "samples/step_0000020.png"}) {
+      const std::string png = read_file(entry.path() / grid);
+      EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << grid;
+    }
+    bool events = false;
+    for (const auto& file : std::filesystem::directory_iterator(entry.path())) {
+      events |= file.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    }
+    EXPECT_TRUE(events);
+  }
+  EXPECT_EQ(runs, 1);
+}
+
+// The line of the final table that starts with `label`.
+std::string table_line(const std::string& output, const std::string& label) {
+  const size_t start = output.find(label);
+  return start == std::string::npos ? "" : output.substr(start, output.find('\n', start) - start);
+}
+
+TEST(GanCommandTest, PairsAsProcessesTrainExactlyAsPairsAsThreads) {
+  const auto root = fresh_dir("gan", "launch");
+  const std::string run = "fit --task gan --swap-every 5 --steps 20 --set gan.eval_interval=10 "
+                          "--set gan.score_samples=0 --set gan.hidden_units=64 --progress off --run-root " +
+                          root.string();
+  const CommandResult threads = run_concord(run + " --gans 2");
+  const CommandResult processes = run_concord("launch -n 2 -- concord " + run);
+  ASSERT_EQ(threads.exit_code, 0) << threads.output;
+  ASSERT_EQ(processes.exit_code, 0) << processes.output;
+  EXPECT_NE(processes.output.find("over processes (gloo)"), std::string::npos) << processes.output;
+  for (const std::string label : {"D / G loss", "samples  ", "updates per pair"}) {
+    EXPECT_FALSE(table_line(threads.output, label).empty()) << threads.output;
+    EXPECT_EQ(table_line(threads.output, label), table_line(processes.output, label));
+  }
+}
+
+TEST(GanCommandTest, BadFlagsAreOneLineErrorsNamingTheProblem) {
+  const auto root = fresh_dir("gan", "errors");
+  const std::string run_root = " --run-root " + root.string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"fit --task gan --gans 1", "gan.pairs = 1"},
+      {"fit --task gan --set gan.swap_every=0", "gan.swap_every = 0"},
+      {"fit --task gan --model resnet", "gan.model = resnet"},
+      {"fit --set fit.task=diffusion", "fit.task = diffusion"},
+      {"fit --gans 3", "--gans needs --task gan"},
+      {"fit --task gan --strategy easgd", "--strategy applies to --task classifier"},
+      {"fit --task picture", "--task"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const CommandResult result = run_concord(arguments + run_root);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_NE(result.output.find(expected), std::string::npos) << arguments << ": " << result.output;
+    EXPECT_EQ(non_empty_lines(result.output), 1) << arguments << ": " << result.output;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+}  // namespace
+}  // namespace concord::test

@@ -1,0 +1,207 @@
+// GAP: the discriminator swap (a permutation, the same on every rank, moving every discriminator
+// to the right pair), the GAN models and config, and a short training run on MNIST.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "concord/core/image_grid.h"
+#include "concord/data/mnist.h"
+#include "concord/nn/flat_parameters.h"
+#include "concord/supervised/discriminator_swap.h"
+#include "concord/supervised/gan_config.h"
+#include "concord/supervised/gan_models.h"
+#include "concord/supervised/gan_training.h"
+#include "sync/thread_ranks.h"
+
+namespace concord::supervised {
+namespace {
+
+bool is_permutation_of(const std::vector<int>& permutation, int size) {
+  std::vector<int> sorted = permutation;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> identity(static_cast<size_t>(size));
+  std::iota(identity.begin(), identity.end(), 0);
+  return sorted == identity;
+}
+
+TEST(DiscriminatorSwapTest, DrawsPermutationsThatDependOnlyOnSeedAndSwap) {
+  std::set<std::vector<int>> distinct;
+  for (int64_t swap = 1; swap <= 200; ++swap) {
+    const std::vector<int> permutation = swap_permutation(5, 7, swap);
+    ASSERT_TRUE(is_permutation_of(permutation, 5)) << "swap " << swap;
+    EXPECT_EQ(permutation, swap_permutation(5, 7, swap));
+    distinct.insert(permutation);
+  }
+  // 200 draws from 120 permutations: a uniform draw sees most of them.
+  EXPECT_GT(distinct.size(), 90u);
+  EXPECT_NE(swap_permutation(8, 7, 1), swap_permutation(8, 8, 1));
+  EXPECT_EQ(swap_permutation(1, 7, 3), std::vector<int>{0});
+}
+
+TEST(DiscriminatorSwapTest, EveryDiscriminatorMovesToThePairThePermutationNames) {
+  constexpr int kPairs = 4;
+  test::run_on_ranks(kPairs, [](comm::Communicator& communicator) {
+    const int rank = communicator.rank();
+    // Discriminator i starts with parameters all i and Adam moments all 100 + i and 200 + i.
+    test::VectorModule module(rank, 6);
+    nn::FlatParameters parameters(module);
+    const torch::Tensor first_moment = torch::full({6}, 100.0 + rank);
+    const torch::Tensor second_moment = torch::full({6}, 200.0 + rank);
+    std::vector<int> held = {0, 1, 2, 3};
+    for (int64_t swap = 1; swap <= 6; ++swap) {
+      const std::vector<int> permutation = swap_permutation(kPairs, 11, swap);
+      exchange_discriminator(communicator, permutation, {parameters.values(), first_moment, second_moment});
+      std::vector<int> now(held.size());
+      for (size_t pair = 0; pair < now.size(); ++pair) now[pair] = held[static_cast<size_t>(permutation[pair])];
+      held = now;
+      const double expected = held[static_cast<size_t>(rank)];
+      EXPECT_TRUE(parameters.values().eq(expected).all().item<bool>()) << "swap " << swap << " rank " << rank;
+      EXPECT_TRUE(first_moment.eq(100.0 + expected).all().item<bool>());
+      EXPECT_TRUE(second_moment.eq(200.0 + expected).all().item<bool>());
+      // The parameters still alias the flat buffer the optimiser steps.
+      EXPECT_TRUE(module.x.eq(expected).all().item<bool>());
+    }
+  });
+}
+
+TEST(DiscriminatorSwapTest, EveryRankDrawsTheSamePermutation) {
+  test::run_on_ranks(3, [](comm::Communicator& communicator) {
+    // Ranks that seed torch differently still agree: the permutation uses only (seed, swap).
+    torch::manual_seed(static_cast<uint64_t>(communicator.rank()) + 1);
+    std::vector<int64_t> mine;
+    for (int64_t swap = 1; swap <= 50; ++swap) {
+      for (const int index : swap_permutation(3, 5, swap)) mine.push_back(index);
+    }
+    const std::vector<torch::Tensor> everyone = communicator.allgather(torch::tensor(mine));
+    for (const auto& other : everyone) EXPECT_TRUE(other.equal(everyone[0]));
+  });
+}
+
+TEST(DiscriminatorSwapTest, RefusesSomethingThatIsNotAPermutation) {
+  test::run_on_ranks(2, [](comm::Communicator& communicator) {
+    const torch::Tensor state = torch::zeros({3});
+    EXPECT_THROW(exchange_discriminator(communicator, {0, 0}, {state}), std::invalid_argument);
+    EXPECT_THROW(exchange_discriminator(communicator, {1, 0, 2}, {state}), std::invalid_argument);
+  });
+}
+
+TEST(GanModelsTest, MapNoiseToDigitsAndDigitsToOneLogit) {
+  for (const std::string model : {"mlp", "conv"}) {
+    torch::manual_seed(1);
+    auto generator = make_generator(model, 16, 32);
+    auto discriminator = make_discriminator(model, 32);
+    const torch::Tensor images = generator->forward(torch::randn({3, 16}));
+    EXPECT_EQ(images.sizes(), (std::vector<int64_t>{3, 1, 28, 28})) << model;
+    EXPECT_GE(images.min().item<double>(), 0.0);
+    EXPECT_LE(images.max().item<double>(), 1.0);
+    EXPECT_EQ(discriminator->forward(images).sizes(), (std::vector<int64_t>{3, 1})) << model;
+  }
+  EXPECT_THROW(make_generator("resnet", 16, 32), std::invalid_argument);
+}
+
+TEST(GanConfigTest, RefusesSwappingWithOnePairAndOtherBadValuesNamingTheKey) {
+  const auto message_of = [](GanConfig gan) {
+    try {
+      validate(gan);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  GanConfig gan;
+  EXPECT_EQ(message_of(gan), "");
+  gan.pairs = 1;
+  EXPECT_NE(message_of(gan).find("gan.pairs = 1"), std::string::npos) << message_of(gan);
+  gan.swap = false;
+  EXPECT_EQ(message_of(gan), "");
+  gan = GanConfig();
+  gan.swap_every = 0;
+  EXPECT_NE(message_of(gan).find("gan.swap_every = 0"), std::string::npos);
+  gan = GanConfig();
+  gan.model = "transformer";
+  EXPECT_NE(message_of(gan).find("gan.model = transformer"), std::string::npos);
+}
+
+// Big-endian 32-bit integer at `offset` of a PNG's bytes.
+uint32_t big_endian(const std::string& bytes, size_t offset) {
+  uint32_t value = 0;
+  for (size_t i = 0; i < 4; ++i) value = (value << 8) | static_cast<unsigned char>(bytes[offset + i]);
+  return value;
+}
+
+TEST(GanTrainingTest, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
+  const data::MnistSplit data = data::load_mnist(data::default_data_dir());
+  GanConfig gan;
+  gan.pairs = 2;
+  gan.swap_every = 10;
+  gan.steps = 150;
+  gan.eval_interval = 50;
+  gan.sample_interval = 0;
+  gan.hidden_units = 128;
+  gan.grid_samples = 16;
+  gan.learning_rate = 1e-3;
+
+  const auto png = std::filesystem::temp_directory_path() / ("concord_gan_test_" + std::to_string(::getpid()) + ".png");
+  int grids = 0;
+  GanCallbacks callbacks;
+  callbacks.on_samples = [&](int64_t step, const torch::Tensor& samples) {
+    EXPECT_EQ(step, gan.steps);
+    EXPECT_EQ(samples.sizes(), (std::vector<int64_t>{2 * 16, 1, 28, 28}));
+    core::write_png(png, core::tile_images(samples, 8));
+    ++grids;
+  };
+  const GanResult result = train_gans_with_threads(gan, data.train, callbacks);
+
+  ASSERT_EQ(result.records.size(), 3u);
+  EXPECT_EQ(result.final.swaps, 14);  // every 10 updates, none after the last
+  EXPECT_TRUE(is_permutation_of(result.discriminator_of_pair, 2));
+  for (const GanRecord& record : result.records) {
+    EXPECT_TRUE(std::isfinite(record.discriminator_loss) && std::isfinite(record.generator_loss));
+  }
+  EXPECT_NE(result.records.front().discriminator_loss, result.records.back().discriminator_loss);
+  // An untrained generator's sigmoid gives pixels near 0.5 with little spread; MNIST is mostly
+  // black (mean ~0.13) with a wide spread. The samples must have moved most of the way.
+  EXPECT_LT(std::abs(result.final.sample_mean - result.data_mean), 0.5 * std::abs(0.5 - result.data_mean))
+      << "samples mean " << result.final.sample_mean << ", data " << result.data_mean;
+  EXPECT_GT(result.final.sample_std, 0.5 * result.data_std);
+
+  ASSERT_EQ(grids, 1);
+  std::ifstream in(png, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(png);
+  ASSERT_GT(bytes.size(), 33u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(bytes.substr(12, 4), "IHDR");
+  EXPECT_EQ(big_endian(bytes, 16), 8u * (28 + 2) + 2);  // width: 8 tiles of 28 and 2-pixel borders
+  EXPECT_EQ(big_endian(bytes, 20), 4u * (28 + 2) + 2);  // height: 32 samples, 8 to a row
+}
+
+TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
+  const data::MnistSplit data = data::load_mnist(data::default_data_dir());
+  GanConfig gan;
+  gan.pairs = 2;
+  gan.swap_every = 3;
+  gan.steps = 12;
+  gan.eval_interval = 12;
+  gan.hidden_units = 32;
+  gan.batch_size = 16;
+  const GanResult first = train_gans_with_threads(gan, data.train, {});
+  const GanResult second = train_gans_with_threads(gan, data.train, {});
+  EXPECT_EQ(first.final.discriminator_loss, second.final.discriminator_loss);
+  EXPECT_EQ(first.final.sample_mean, second.final.sample_mean);
+  EXPECT_EQ(first.discriminator_of_pair, second.discriminator_of_pair);
+}
+
+}  // namespace
+}  // namespace concord::supervised
