@@ -84,6 +84,8 @@ TEST(GanCommandTest, BadFlagsAreOneLineErrorsNamingTheProblem) {
       {"fit --set fit.task=diffusion", "fit.task = diffusion"},
       {"fit --gans 3", "--gans needs --task gan"},
       {"fit --task gan --strategy easgd", "--strategy applies to --task classifier"},
+      {"fit --task gan --schedule abs", "--schedule applies to --task classifier"},
+      {"fit --task gan --epochs 3", "--epochs applies to --task classifier"},
       {"fit --task picture", "--task"},
   };
   for (const auto& [arguments, expected] : cases) {
