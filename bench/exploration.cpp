@@ -133,8 +133,12 @@ DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& 
     }
     if (recent.size() == 100 && recent_treasures >= 90 && !result.solved_at) result.solved_at = result.episodes;
   };
+  // Only rank 0's episodes decide "solved" (the others see other envs and would stop the run on
+  // their own count); every rank stops at the budget.
+  const char* rank = std::getenv("RANK");
+  const bool judge = rank == nullptr || std::string(rank) == "0";
   callbacks.should_stop = [&] {
-    return result.solved_at.has_value() || result.episodes * world >= options.episode_budget;
+    return (judge && result.solved_at.has_value()) || result.episodes * world >= options.episode_budget;
   };
   concord::core::Stopwatch clock;
   concord::policies::TrainingState state;
