@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/launched_ranks.h"
 #include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
@@ -93,13 +94,7 @@ void run_fit(const FitFlags& flags) {
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
-  if (launch.is_distributed()) {
-    if (fit.workers != launch.world_size && config.origin("fit.workers") != "default") {
-      spdlog::warn("fit.workers = {} is ignored: this run has the {} processes `concord launch` started", fit.workers,
-                   launch.world_size);
-    }
-    fit.workers = launch.world_size;
-  }
+  fit.workers = launched_ranks(launch, config, "fit.workers", fit.workers);
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
   const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));

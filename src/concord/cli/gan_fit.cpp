@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/cli/launched_ranks.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/image_grid.h"
@@ -49,11 +50,7 @@ void run_gan_fit(core::Config config) {
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
   if (launch.is_distributed()) {
-    if (gan.pairs != launch.world_size && config.origin("gan.pairs") != "default") {
-      spdlog::warn("gan.pairs = {} is ignored: this run has the {} processes `concord launch` started", gan.pairs,
-                   launch.world_size);
-    }
-    gan.pairs = launch.world_size;
+    gan.pairs = launched_ranks(launch, config, "gan.pairs", gan.pairs);
     supervised::validate(gan);
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.
