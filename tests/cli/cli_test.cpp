@@ -41,6 +41,22 @@ TEST(Cli, EnvsListsEveryEnvironmentWithSpaces) {
   EXPECT_THAT(result.output, ::testing::HasSubstr("Box(-2, 2, (1,), float32)"));
 }
 
+// The numerics a run depends on, for bug reports and scripts/kernel_check.sh: the BLAS and the
+// OpenBLAS kernel set, which OPENBLAS_CORETYPE forces.
+TEST(Cli, VersionNamesLibTorchTheBlasAndItsKernel) {
+  const CommandResult result = run_concord("--version");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::StartsWith("concord "));
+  EXPECT_THAT(result.output, ::testing::HasSubstr(", LibTorch 1."));
+  EXPECT_THAT(result.output, ::testing::HasSubstr(", BLAS "));
+  EXPECT_THAT(result.output, ::testing::HasSubstr(", kernel "));
+  const CommandResult forced = run_concord("--version", "OPENBLAS_CORETYPE=Sandybridge");
+  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  if (forced.output.find("OpenBLAS") != std::string::npos) {
+    EXPECT_THAT(forced.output, ::testing::HasSubstr(", kernel Sandybridge"));
+  }
+}
+
 TEST(Cli, BadInputGetsOneClearLine) {
   const std::string root = "--run-root " + fresh_dir("bad_input").string();
   expect_one_line_error("bogus", "unknown command 'bogus'", 2);

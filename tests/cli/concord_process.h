@@ -20,8 +20,10 @@ struct CommandResult {
 
 // Runs `concord <arguments>` through the shell (so `arguments` is split and quoted as a shell
 // would) and waits for it to exit.
-inline CommandResult run_concord(const std::string& arguments) {
-  const std::string command = std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
+// `environment` ("NAME=value ...") is set for this command only.
+inline CommandResult run_concord(const std::string& arguments, const std::string& environment = "") {
+  const std::string command =
+      (environment.empty() ? "" : "env " + environment + " ") + std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;

@@ -49,7 +49,6 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // `launch <flags> -- sh -c '<script>'`; the script must not contain single quotes.
 CommandResult launch_script(const std::string& flags, const std::string& script) {
@@ -259,10 +258,9 @@ TEST(Launch, ConcordMeansThisBinary) {
   EXPECT_THAT(result.output, HasSubstr("[rank 0] CartPole-v1"));
 }
 
+// The other ranks would sleep for a minute; that they end by SIGTERM shows the launcher stopped them.
 TEST(Launch, FailingRankIsNamedAndTheOthersStopped) {
-  const auto start = Clock::now();
   const CommandResult result = launch_script("-n 3", "if [ $RANK = 2 ]; then exit 3; fi; exec sleep 60");
-  EXPECT_LT(seconds_since(start), 8.0);
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("concord: error: rank 2 (pid "));
   EXPECT_THAT(result.output, HasSubstr(") exited with status 3\n"));
@@ -277,10 +275,8 @@ TEST(Launch, KilledRankIsNamedWithItsSignal) {
 }
 
 TEST(Launch, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
-  const auto start = Clock::now();
   const CommandResult result = launch_script("-n 2 --grace-seconds 0.5",
                                              "if [ $RANK = 1 ]; then sleep 0.2; exit 4; fi; trap \"\" TERM; sleep 60");
-  EXPECT_LT(seconds_since(start), 8.0);
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("rank 1 (pid "));
   EXPECT_THAT(result.output, HasSubstr("exited with status 4"));

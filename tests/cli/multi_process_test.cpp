@@ -14,6 +14,7 @@
 
 #include "cli/concord_process.h"
 #include "comm/rank_processes.h"
+#include "learning_outcome.h"
 
 namespace {
 
@@ -60,18 +61,24 @@ double eval_mean_return(const std::string& output) {
   return std::stod(match[1]);
 }
 
-TEST(MultiProcess, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
-  const auto root = concord::test::fresh_dir("multi_process", "learn");
-  const auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 40000 --seed 1");
-  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
-  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
-  EXPECT_THAT(ranks[0].output, HasSubstr("8 envs per rank x 2 ranks"));
-  EXPECT_THAT(ranks[1].output, HasSubstr("rank 1 of 2"));
-  const auto dirs = run_dirs(root);
-  ASSERT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";
-  const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 20");
-  ASSERT_EQ(eval.exit_code, 0) << eval.output;
-  EXPECT_GT(eval_mean_return(eval.output), 150.0) << eval.output;
+TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
+  const auto train_and_evaluate = [](uint64_t seed) {
+    const auto root = concord::test::fresh_dir("multi_process", "learn" + std::to_string(seed));
+    const auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig +
+                                                       " --policy multi_learner --total-timesteps 40000 --seed " +
+                                                       std::to_string(seed));
+    EXPECT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+    EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+    EXPECT_THAT(ranks[0].output, HasSubstr("8 envs per rank x 2 ranks"));
+    EXPECT_THAT(ranks[1].output, HasSubstr("rank 1 of 2"));
+    const auto dirs = run_dirs(root);
+    EXPECT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";
+    if (dirs.size() != 1u) return -1e9;
+    const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 20");
+    EXPECT_EQ(eval.exit_code, 0) << eval.output;
+    return eval_mean_return(eval.output);
+  };
+  EXPECT_TRUE(concord::test::learns(train_and_evaluate, concord::test::LearningBar{150.0}));
 }
 
 TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {

@@ -15,6 +15,7 @@
 #include "concord/core/checkpoint.h"
 
 #include "cli/concord_process.h"
+#include "learning_outcome.h"
 
 namespace {
 
@@ -41,17 +42,19 @@ double eval_mean_return(const std::string& output) {
 
 const std::string kCartPoleConfig = std::string(CONCORD_SOURCE_DIR) + "/configs/ppo_cartpole.toml";
 
-// A uniformly random policy averages about 22 on CartPole-v1; a short PPO run must do far better.
-TEST(Train, PpoLearnsCartPoleInSeconds) {
-  const auto root = fresh_dir("learn");
-  const CommandResult train = run_concord("train --config " + kCartPoleConfig +
-                                          " --total-timesteps 40000 --seed 1 --progress plain --run-root " + root.string());
-  ASSERT_EQ(train.exit_code, 0) << train.output;
-  EXPECT_THAT(train.output, ::testing::HasSubstr("CartPole-v1 ppo"));
-  const auto run_dir = only_run_dir(root);
-  const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 20");
-  ASSERT_EQ(eval.exit_code, 0) << eval.output;
-  EXPECT_GT(eval_mean_return(eval.output), 150.0) << eval.output;
+// A uniformly random policy averages about 22 on CartPole-v1; short PPO runs must do far better.
+TEST(TrainLearning, PpoLearnsCartPoleInSeconds) {
+  const auto train_and_evaluate = [](uint64_t seed) {
+    const auto root = fresh_dir("learn" + std::to_string(seed));
+    const CommandResult train = run_concord("train --config " + kCartPoleConfig + " --total-timesteps 40000 --seed " +
+                                            std::to_string(seed) + " --progress plain --run-root " + root.string());
+    EXPECT_EQ(train.exit_code, 0) << train.output;
+    EXPECT_THAT(train.output, ::testing::HasSubstr("CartPole-v1 ppo"));
+    const CommandResult eval = run_concord("eval " + only_run_dir(root).string() + " --episodes 20");
+    EXPECT_EQ(eval.exit_code, 0) << eval.output;
+    return eval_mean_return(eval.output);
+  };
+  EXPECT_TRUE(concord::test::learns(train_and_evaluate, concord::test::LearningBar{150.0}));
 }
 
 TEST(Train, A2cRunsAndWritesMetrics) {

@@ -1,6 +1,7 @@
 #include "concord/comm/thread_group.h"
 
 #include <functional>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -113,11 +114,20 @@ TEST(ThreadGroup, ARankThatLeftIsAnErrorNotAHang) {
   ThreadGroup group(2, std::chrono::seconds(30));
   auto rank0 = group.communicator(0);
   group.communicator(1).reset();  // rank 1's thread ended
-  const auto start = std::chrono::steady_clock::now();
+  // A CommError at once, not the CommTimeout that waiting out the 30 s would end in.
+  const auto error_kind = [](const std::function<void()>& call) -> std::string {
+    try {
+      call();
+    } catch (const CommTimeout&) {
+      return "timeout";
+    } catch (const CommError&) {
+      return "error";
+    }
+    return "none";
+  };
   torch::Tensor message = torch::zeros({1});
-  EXPECT_THROW(rank0->recv(message, 1, 0), CommError);
-  EXPECT_THROW(rank0->barrier(), CommError);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(error_kind([&] { rank0->recv(message, 1, 0); }), "error");
+  EXPECT_EQ(error_kind([&] { rank0->barrier(); }), "error");
 }
 
 TEST(ThreadGroup, MismatchedCollectivesAndShapesAreErrors) {

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,8 @@
 
 namespace concord::core {
 namespace {
+
+void* openblas_get_parallel_symbol() { return dlsym(RTLD_DEFAULT, "openblas_get_parallel"); }
 
 // The failure this guards against: with Debian's serial OpenBLAS, three threads multiplying the
 // same small matrices got a few hundred wrong products in 60,000 (thread ranks then trained
@@ -45,6 +49,22 @@ TEST(Blas, OpenBlasRunsOneThreadPerCaller) {
   if (get_num_threads == nullptr) GTEST_SKIP() << "the loaded BLAS is not OpenBLAS: " << loaded_blas();
   if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set";
   EXPECT_EQ(get_num_threads(), 1);
+}
+
+// The kernel set is what makes learning curves differ between machines; OPENBLAS_CORETYPE forces
+// one, which is how scripts/kernel_check.sh runs the learning tests under other kernels.
+TEST(Blas, KernelIsTheOneOpenBlasChoseOrWasTold) {
+  if (openblas_get_parallel_symbol() == nullptr) GTEST_SKIP() << "the loaded BLAS is not OpenBLAS: " << loaded_blas();
+  const std::string kernel = blas_kernel();
+  EXPECT_NE(kernel, "unknown");
+  EXPECT_FALSE(kernel.empty());
+  if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
+    std::string lower_kernel = kernel;
+    std::string lower_forced = forced;
+    for (char& c : lower_kernel) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : lower_forced) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(lower_kernel, lower_forced);
+  }
 }
 
 }  // namespace

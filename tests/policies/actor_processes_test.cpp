@@ -13,6 +13,7 @@
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
+#include "learning_outcome.h"
 
 namespace concord::policies {
 namespace {
@@ -48,7 +49,7 @@ struct LearnerOutcome {
 };
 
 // Rank 0 learns and the others act, each rank a thread with its own learner (as in processes).
-LearnerOutcome run(int world_size, int64_t steps, const core::Config& config) {
+LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, uint64_t seed = 7) {
   comm::ThreadGroup group(world_size, std::chrono::seconds(60));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
@@ -59,9 +60,9 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config) {
     threads.emplace_back([&, rank] {
       std::unique_ptr<comm::Communicator> communicator = std::move(communicators[static_cast<size_t>(rank)]);
       try {
-        torch::manual_seed(7 + static_cast<uint64_t>(rank));
+        torch::manual_seed(seed + static_cast<uint64_t>(rank));
         auto learner = algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
-        auto policy = make_policy("actor_processes", PolicyContext{config, cartpole(16, 7 + static_cast<uint64_t>(rank)),
+        auto policy = make_policy("actor_processes", PolicyContext{config, cartpole(16, seed + static_cast<uint64_t>(rank)),
                                                                    *learner, torch::kCPU, communicator.get()});
         TrainingState state;
         TrainingCallbacks callbacks;
@@ -83,24 +84,31 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config) {
   return outcome;
 }
 
-TEST(ActorProcesses, SynchronousActorsFeedOneLearnerThatLearns) {
-  const LearnerOutcome outcome = run(3, 100'000, fast_ppo_config());
-  for (const std::string& error : outcome.errors) ASSERT_EQ(error, "");
-  // 2 actors x 8 envs x 32 steps = 512 steps per update.
-  EXPECT_EQ(outcome.state.global_step % 512, 0);
-  EXPECT_EQ(outcome.state.updates, outcome.state.global_step / 512);
-  EXPECT_EQ(outcome.last_metrics.at("charts/policy_lag"), 0.0);
-  EXPECT_EQ(outcome.last_metrics.at("actors/alive"), 2.0);
-  // Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
-  // the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
-  EXPECT_GT(outcome.eval_mean, 100.0);
+// Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
+// the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
+TEST(ActorProcessesLearning, SynchronousActorsFeedOneLearnerThatLearns) {
+  const auto train = [](uint64_t seed) {
+    const LearnerOutcome outcome = run(3, 100'000, fast_ppo_config(), seed);
+    for (const std::string& error : outcome.errors) EXPECT_EQ(error, "");
+    // 2 actors x 8 envs x 32 steps = 512 steps per update.
+    EXPECT_EQ(outcome.state.global_step % 512, 0);
+    EXPECT_EQ(outcome.state.updates, outcome.state.global_step / 512);
+    EXPECT_EQ(outcome.last_metrics.at("charts/policy_lag"), 0.0);
+    EXPECT_EQ(outcome.last_metrics.at("actors/alive"), 2.0);
+    return outcome.eval_mean;
+  };
+  EXPECT_TRUE(test::learns(train, test::LearningBar{100.0}));
 }
 
-TEST(ActorProcesses, AsynchronousActorsLagOneUpdateAndStillLearn) {
-  const LearnerOutcome outcome = run(3, 60'000, fast_ppo_config({"policy.actor_processes.synchronous=false"}));
-  for (const std::string& error : outcome.errors) ASSERT_EQ(error, "");
-  EXPECT_EQ(outcome.last_metrics.at("charts/policy_lag"), 1.0);
-  EXPECT_GT(outcome.eval_mean, 100.0);
+TEST(ActorProcessesLearning, AsynchronousActorsLagOneUpdateAndStillLearn) {
+  const auto train = [](uint64_t seed) {
+    const LearnerOutcome outcome =
+        run(3, 60'000, fast_ppo_config({"policy.actor_processes.synchronous=false"}), seed);
+    for (const std::string& error : outcome.errors) EXPECT_EQ(error, "");
+    EXPECT_EQ(outcome.last_metrics.at("charts/policy_lag"), 1.0);
+    return outcome.eval_mean;
+  };
+  EXPECT_TRUE(test::learns(train, test::LearningBar{100.0}));
 }
 
 TEST(ActorProcesses, ParametersEveryKUpdatesGrowTheLag) {

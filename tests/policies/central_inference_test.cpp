@@ -23,6 +23,8 @@
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/policy_registry.h"
 #include "envs/fake_env.h"
+#include "hang_guard.h"
+#include "learning_outcome.h"
 
 namespace concord::policies {
 namespace {
@@ -74,13 +76,11 @@ TEST(BoundedQueue, CloseWakesWaitersAndLetsConsumersDrain) {
     if (empty.pop(out, std::chrono::seconds(30)) == QueueStatus::kClosed) ++woken;
   });
   std::this_thread::sleep_for(milliseconds(50));
-  const auto start = Clock::now();
   full.close();
   empty.close();
   pusher.join();
   popper.join();
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  EXPECT_EQ(woken.load(), 2);
+  EXPECT_EQ(woken.load(), 2);  // kClosed, not the kTimedOut that waiting out 30 s would give
   int out = 0;
   EXPECT_EQ(full.pop(out, milliseconds(0)), QueueStatus::kOk);  // what was queued is still there
   EXPECT_EQ(out, 7);
@@ -322,20 +322,21 @@ TEST(CentralInference, TrainingBatchConcatenatesSegmentsAndReportsMetrics) {
   EXPECT_GE(reports.back().at("charts/policy_lag"), 0.0);
 }
 
-TEST(CentralInference, ShouldStopEndsARunPromptly) {
+// A run of 2^40 steps that should_stop ends after 5 updates.
+TEST(CentralInference, ShouldStopEndsAnEndlessRunWithoutHanging) {
   RecordingLearner learner(5, small_network(2, 2));
   learner.record = false;
   CentralInferencePolicy policy(small_policy(4), env_config(register_counting_env(), 8), learner, torch::kCPU);
   TrainingState state;
   TrainingCallbacks callbacks;
   callbacks.should_stop = [&] { return state.updates >= 5; };
-  const auto start = Clock::now();
-  policy.train(state, /*total_steps=*/int64_t{1} << 40, 1'000'000, callbacks);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  test::ends_within(std::chrono::seconds(120), "a run asked to stop", [&] {
+    policy.train(state, /*total_steps=*/int64_t{1} << 40, 1'000'000, callbacks);
+  });
   EXPECT_GE(state.updates, 5);
 }
 
-TEST(CentralInference, DynamicAdjustmentMakesDecisionsWithoutDeadlock) {
+TEST(CentralInference, DynamicAdjustmentMakesDecisionsWithoutHanging) {
   RecordingLearner learner(5, small_network(2, 2));
   learner.record = false;
   learner.update_sleep = milliseconds(1);
@@ -356,8 +357,8 @@ TEST(CentralInference, DynamicAdjustmentMakesDecisionsWithoutDeadlock) {
   };
   const auto start = Clock::now();
   callbacks.should_stop = [&] { return Clock::now() - start > std::chrono::milliseconds(2500); };
-  policy.train(state, int64_t{1} << 40, 1'000'000, callbacks);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  test::ends_within(std::chrono::seconds(120), "a run with dynamic adjustment",
+                    [&] { policy.train(state, int64_t{1} << 40, 1'000'000, callbacks); });
   EXPECT_GE(adjustments, 3.0);
   EXPECT_GT(state.updates, 0);
 }
@@ -454,30 +455,34 @@ double deterministic_return(nn::ActorCritic model, int episodes) {
   return sum / episodes;
 }
 
-// A uniformly random policy averages about 22 on CartPole-v1. About 5 s on 2 shared cores; seeds
-// 1-4 all passed (training returns 200-420 at the end), a learning rate of 2e-3 collapsed.
-TEST(CentralInference, A2cLearnsCartPole) {
-  torch::manual_seed(1);
-  algos::A2cConfig a2c;
-  a2c.network = small_network(4, 2);
-  a2c.network.hidden_sizes = {64, 64};
-  a2c.optimizer = "adam";
-  a2c.learning_rate = 1e-3;
-  a2c.anneal_lr = true;
-  a2c.num_steps = 16;
-  a2c.gae_lambda = 1.0;
-  a2c.ent_coef = 0.0;
-  a2c.vtrace = true;
-  algos::A2c learner(a2c);
-  CentralInferenceConfig config;
-  config.agents = 8;
-  config.training_batch = 2;
-  config.queue_capacity = 8;  // backpressure on the agents keeps the policy lag near 10 updates
-  envs::VectorEnvConfig envs = env_config("CartPole-v1", 16);
-  CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
-  TrainingState state;
-  policy.train(state, /*total_steps=*/120'000, 1'000'000'000, {});
-  EXPECT_GT(deterministic_return(learner.model(), 20), 100.0);
+// A uniformly random policy averages about 22 on CartPole-v1. About 5 s a seed on 2 shared
+// cores; a learning rate of 2e-3 collapsed.
+TEST(CentralInferenceLearning, A2cLearnsCartPole) {
+  const auto train = [](uint64_t seed) {
+    torch::manual_seed(seed);
+    algos::A2cConfig a2c;
+    a2c.network = small_network(4, 2);
+    a2c.network.hidden_sizes = {64, 64};
+    a2c.optimizer = "adam";
+    a2c.learning_rate = 1e-3;
+    a2c.anneal_lr = true;
+    a2c.num_steps = 16;
+    a2c.gae_lambda = 1.0;
+    a2c.ent_coef = 0.0;
+    a2c.vtrace = true;
+    algos::A2c learner(a2c);
+    CentralInferenceConfig config;
+    config.agents = 8;
+    config.training_batch = 2;
+    config.queue_capacity = 8;  // backpressure on the agents keeps the policy lag near 10 updates
+    envs::VectorEnvConfig envs = env_config("CartPole-v1", 16);
+    envs.seed = seed;
+    CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
+    TrainingState state;
+    policy.train(state, /*total_steps=*/120'000, 1'000'000'000, {});
+    return deterministic_return(learner.model(), 20);
+  };
+  EXPECT_TRUE(test::learns(train, test::LearningBar{100.0}));
 }
 
 }  // namespace

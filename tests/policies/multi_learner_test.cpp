@@ -16,6 +16,7 @@
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
+#include "learning_outcome.h"
 
 namespace concord::policies {
 namespace {
@@ -56,8 +57,8 @@ struct RankOutcome {
 };
 
 // Trains `world_size` ranks as threads for `steps` global steps; rank r's learner starts from
-// seed 100 + r (the sync strategy must make them equal).
-std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::Config& config) {
+// seed `seed` + r (the sync strategy must make them equal), its envs from `seed` - 93 + r.
+std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::Config& config, uint64_t seed = 100) {
   comm::ThreadGroup group(world_size, std::chrono::seconds(60));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
@@ -67,10 +68,10 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
     threads.emplace_back([&, rank] {
       RankOutcome& outcome = outcomes[static_cast<size_t>(rank)];
       try {
-        torch::manual_seed(100 + static_cast<uint64_t>(rank));
+        torch::manual_seed(seed + static_cast<uint64_t>(rank));
         std::unique_ptr<algos::Learner> learner = ppo(config);
         std::unique_ptr<Policy> policy =
-            make_policy("multi_learner", PolicyContext{config, cartpole(16, 7 + static_cast<uint64_t>(rank)), *learner,
+            make_policy("multi_learner", PolicyContext{config, cartpole(16, seed - 93 + static_cast<uint64_t>(rank)), *learner,
                                                        torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
         TrainingCallbacks callbacks;
         callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
@@ -91,21 +92,25 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
   return outcomes;
 }
 
-TEST(MultiLearner, TwoRanksStayIdenticalCountGlobalStepsAndLearn) {
-  const std::vector<RankOutcome> ranks = train_ranks(2, 100'000, fast_ppo_config());
-  for (const RankOutcome& rank : ranks) ASSERT_EQ(rank.error, "");
-  // 8 envs per rank x 32 steps x 2 ranks = 512 global steps per update.
-  EXPECT_EQ(ranks[0].state.global_step % 512, 0);
-  EXPECT_GE(ranks[0].state.global_step, 100'000);
-  EXPECT_EQ(ranks[0].state.global_step, ranks[1].state.global_step);
-  EXPECT_EQ(ranks[0].state.updates, ranks[0].state.global_step / 512);
-  EXPECT_TRUE(torch::equal(ranks[0].parameters, ranks[1].parameters));
-  EXPECT_EQ(ranks[0].last_metrics.at("sync/ranks"), 2.0);
-  // 8 gradient steps per update, one round each.
-  EXPECT_EQ(ranks[0].last_metrics.at("sync/rounds"), 8.0 * static_cast<double>(ranks[0].state.updates));
-  // Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
-  // the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
-  EXPECT_GT(ranks[0].eval_mean, 100.0);
+// Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
+// the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
+TEST(MultiLearnerLearning, TwoRanksStayIdenticalCountGlobalStepsAndLearn) {
+  const auto train = [](uint64_t seed) {
+    const std::vector<RankOutcome> ranks = train_ranks(2, 100'000, fast_ppo_config(), 99 + seed);
+    for (const RankOutcome& rank : ranks) EXPECT_EQ(rank.error, "");
+    if (!ranks[0].error.empty() || !ranks[1].error.empty()) return 0.0;
+    // 8 envs per rank x 32 steps x 2 ranks = 512 global steps per update.
+    EXPECT_EQ(ranks[0].state.global_step % 512, 0);
+    EXPECT_GE(ranks[0].state.global_step, 100'000);
+    EXPECT_EQ(ranks[0].state.global_step, ranks[1].state.global_step);
+    EXPECT_EQ(ranks[0].state.updates, ranks[0].state.global_step / 512);
+    EXPECT_TRUE(torch::equal(ranks[0].parameters, ranks[1].parameters));
+    EXPECT_EQ(ranks[0].last_metrics.at("sync/ranks"), 2.0);
+    // 8 gradient steps per update, one round each.
+    EXPECT_EQ(ranks[0].last_metrics.at("sync/rounds"), 8.0 * static_cast<double>(ranks[0].state.updates));
+    return ranks[0].eval_mean;
+  };
+  EXPECT_TRUE(test::learns(train, test::LearningBar{100.0}));
 }
 
 // The RL learner runs unchanged under every sync strategy chosen by name; replicas that are

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "concord/sync/sync_registry.h"
+#include "learning_outcome.h"
 
 namespace concord::supervised {
 namespace {
@@ -25,6 +26,10 @@ const data::MnistSplit& mnist() {
   return split;
 }
 
+// Supervised fits vary little with the seed and the BLAS kernel (see scripts/learning_sweep.sh and
+// bench/RESULTS.md): one seed, and a second only if the first falls short.
+test::LearningBar fit_bar(double above) { return test::LearningBar{above, 2, 1}; }
+
 struct StrategyCase {
   std::string strategy;
   std::vector<std::string> overrides;
@@ -34,28 +39,32 @@ struct StrategyCase {
 // ctest lists the case by its strategy, not by the struct's bytes.
 void PrintTo(const StrategyCase& test_case, std::ostream* out) { *out << test_case.strategy; }
 
-class FitStrategyTest : public ::testing::TestWithParam<StrategyCase> {};
+class FitStrategyLearning : public ::testing::TestWithParam<StrategyCase> {};
 
-TEST_P(FitStrategyTest, LearnsWellAboveChance) {
+TEST_P(FitStrategyLearning, LearnsWellAboveChance) {
   torch::set_num_threads(1);
-  core::Config config = fit_test_config();
-  config.set("fit.strategy", GetParam().strategy, "test");
-  config.set("fit.steps", int64_t{250}, "test");
-  config.set("fit.eval_interval", int64_t{250}, "test");
-  for (const auto& assignment : GetParam().overrides) config.apply_override(assignment, "test");
-  const FitConfig fit = fit_config_from(config);
-  std::vector<FitRecord> records;
-  FitCallbacks callbacks;
-  callbacks.on_evaluation = [&](const FitRecord& record) { records.push_back(record); };
-  const FitResult result = fit_with_threads(fit, config, mnist(), callbacks);
-  EXPECT_GT(result.final.test.accuracy, GetParam().min_accuracy) << GetParam().strategy;
-  EXPECT_FALSE(records.empty());
-  EXPECT_GT(result.final.sync.bytes, 0);
-  EXPECT_GT(result.final.sync.rounds, 0);
+  const auto fit_and_test = [this](uint64_t seed) {
+    core::Config config = fit_test_config();
+    config.set("run.seed", static_cast<int64_t>(seed), "test");
+    config.set("fit.strategy", GetParam().strategy, "test");
+    config.set("fit.steps", int64_t{250}, "test");
+    config.set("fit.eval_interval", int64_t{250}, "test");
+    for (const auto& assignment : GetParam().overrides) config.apply_override(assignment, "test");
+    const FitConfig fit = fit_config_from(config);
+    std::vector<FitRecord> records;
+    FitCallbacks callbacks;
+    callbacks.on_evaluation = [&](const FitRecord& record) { records.push_back(record); };
+    const FitResult result = fit_with_threads(fit, config, mnist(), callbacks);
+    EXPECT_FALSE(records.empty());
+    EXPECT_GT(result.final.sync.bytes, 0);
+    EXPECT_GT(result.final.sync.rounds, 0);
+    return result.final.test.accuracy;
+  };
+  EXPECT_TRUE(test::learns(fit_and_test, fit_bar(GetParam().min_accuracy))) << GetParam().strategy;
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Strategies, FitStrategyTest,
+    Strategies, FitStrategyLearning,
     ::testing::Values(StrategyCase{"sync", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
                       StrategyCase{"easgd", {"sync.easgd.tau=4"}},
                       StrategyCase{"gossip", {}},
@@ -98,9 +107,11 @@ TEST(FitTest, AnEpochBudgetEndsAtItsLastStep) {
 // ABS under synchronous SGD on 2 workers: every epoch ends with an eigenvalue estimate, the batch
 // and learning rate double (forced every epoch here, so the test does not hang on the curvature),
 // epochs take fewer steps as the batch grows, and the model learns.
-TEST(FitTest, AbsDoublesTheBatchAtEpochEndsAndLearns) {
+TEST(FitScheduleLearning, AbsDoublesTheBatchAtEpochEndsAndLearns) {
   torch::set_num_threads(1);
+  const auto fit_and_test = [](uint64_t seed) {
   core::Config config = fit_test_config();
+  config.set("run.seed", static_cast<int64_t>(seed), "test");
   config.set("fit.schedule", std::string("abs"), "test");
   config.set("fit.epochs", int64_t{3}, "test");
   config.set("fit.abs.force_after_epochs", int64_t{1}, "test");
@@ -112,20 +123,26 @@ TEST(FitTest, AbsDoublesTheBatchAtEpochEndsAndLearns) {
   EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.4);  // 0.1 doubled up to fit.abs.max_lr_ratio = 4
   EXPECT_GT(result.final.top_eigenvalue, 0.0);
   EXPECT_EQ(result.final.step, 125 + 63 + 32);
-  EXPECT_GT(result.final.test.accuracy, 0.8);
+  return result.final.test.accuracy;
+  };
+  EXPECT_TRUE(test::learns(fit_and_test, fit_bar(0.8)));
 }
 
-TEST(FitTest, AbsaLearnsWithAdversarialExamples) {
+TEST(FitScheduleLearning, AbsaLearnsWithAdversarialExamples) {
   torch::set_num_threads(1);
+  const auto fit_and_test = [](uint64_t seed) {
   core::Config config = fit_test_config();
+  config.set("run.seed", static_cast<int64_t>(seed), "test");
   config.set("fit.schedule", std::string("absa"), "test");
   config.set("fit.epochs", int64_t{2}, "test");
   config.set("fit.abs.hessian_batch", int64_t{128}, "test");
   config.set("fit.abs.power_iterations", int64_t{10}, "test");
   config.set("fit.eval_interval", int64_t{1000}, "test");
   const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
-  EXPECT_GT(result.final.test.accuracy, 0.8);
   EXPECT_GT(result.final.top_eigenvalue, 0.0);
+  return result.final.test.accuracy;
+  };
+  EXPECT_TRUE(test::learns(fit_and_test, fit_bar(0.8)));
 }
 
 TEST(FitTest, AdaptiveSchedulesRefuseWhatTheyCannotRun) {

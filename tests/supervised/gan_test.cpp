@@ -22,6 +22,7 @@
 #include "concord/supervised/gan_config.h"
 #include "concord/supervised/gan_models.h"
 #include "concord/supervised/gan_training.h"
+#include "learning_outcome.h"
 #include "sync/thread_ranks.h"
 
 namespace concord::supervised {
@@ -140,51 +141,58 @@ uint32_t big_endian(const std::string& bytes, size_t offset) {
   return value;
 }
 
-TEST(GanTrainingTest, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
+// An untrained generator's sigmoid gives pixels near 0.5 with little spread; MNIST is mostly black
+// (mean ~0.13) with a wide spread. The score is how much of the way from 0.5 to the data's mean
+// the samples' mean has moved; they must also spread at least half as widely as the data.
+TEST(GanLearning, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
   const data::MnistSplit data = data::load_mnist(data::default_data_dir());
-  GanConfig gan;
-  gan.pairs = 2;
-  gan.swap_every = 10;
-  gan.steps = 150;
-  gan.eval_interval = 50;
-  gan.sample_interval = 0;
-  gan.hidden_units = 128;
-  gan.grid_samples = 16;
-  gan.learning_rate = 1e-3;
+  const auto train = [&data](uint64_t seed) {
+    GanConfig gan;
+    gan.seed = seed;
+    gan.pairs = 2;
+    gan.swap_every = 10;
+    gan.steps = 150;
+    gan.eval_interval = 50;
+    gan.sample_interval = 0;
+    gan.hidden_units = 128;
+    gan.grid_samples = 16;
+    gan.learning_rate = 1e-3;
 
-  const auto png = std::filesystem::temp_directory_path() / ("concord_gan_test_" + std::to_string(::getpid()) + ".png");
-  int grids = 0;
-  GanCallbacks callbacks;
-  callbacks.on_samples = [&](int64_t step, const torch::Tensor& samples) {
-    EXPECT_EQ(step, gan.steps);
-    EXPECT_EQ(samples.sizes(), (std::vector<int64_t>{2 * 16, 1, 28, 28}));
-    core::write_png(png, core::tile_images(samples, 8));
-    ++grids;
+    const auto png = std::filesystem::temp_directory_path() /
+                     ("concord_gan_test_" + std::to_string(::getpid()) + "_" + std::to_string(seed) + ".png");
+    int grids = 0;
+    GanCallbacks callbacks;
+    callbacks.on_samples = [&](int64_t step, const torch::Tensor& samples) {
+      EXPECT_EQ(step, gan.steps);
+      EXPECT_EQ(samples.sizes(), (std::vector<int64_t>{2 * 16, 1, 28, 28}));
+      core::write_png(png, core::tile_images(samples, 8));
+      ++grids;
+    };
+    const GanResult result = train_gans_with_threads(gan, data.train, callbacks);
+
+    EXPECT_EQ(result.records.size(), 3u);
+    EXPECT_EQ(result.final.swaps, 14);  // every 10 updates, none after the last
+    EXPECT_TRUE(is_permutation_of(result.discriminator_of_pair, 2));
+    for (const GanRecord& record : result.records) {
+      EXPECT_TRUE(std::isfinite(record.discriminator_loss) && std::isfinite(record.generator_loss));
+    }
+    EXPECT_NE(result.records.front().discriminator_loss, result.records.back().discriminator_loss);
+    EXPECT_GT(result.final.sample_std, 0.5 * result.data_std);
+
+    EXPECT_EQ(grids, 1);
+    std::ifstream in(png, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(png);
+    EXPECT_GT(bytes.size(), 33u);
+    if (bytes.size() > 33u) {
+      EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+      EXPECT_EQ(bytes.substr(12, 4), "IHDR");
+      EXPECT_EQ(big_endian(bytes, 16), 8u * (28 + 2) + 2);  // width: 8 tiles of 28 and 2-pixel borders
+      EXPECT_EQ(big_endian(bytes, 20), 4u * (28 + 2) + 2);  // height: 32 samples, 8 to a row
+    }
+    return 1.0 - std::abs(result.final.sample_mean - result.data_mean) / std::abs(0.5 - result.data_mean);
   };
-  const GanResult result = train_gans_with_threads(gan, data.train, callbacks);
-
-  ASSERT_EQ(result.records.size(), 3u);
-  EXPECT_EQ(result.final.swaps, 14);  // every 10 updates, none after the last
-  EXPECT_TRUE(is_permutation_of(result.discriminator_of_pair, 2));
-  for (const GanRecord& record : result.records) {
-    EXPECT_TRUE(std::isfinite(record.discriminator_loss) && std::isfinite(record.generator_loss));
-  }
-  EXPECT_NE(result.records.front().discriminator_loss, result.records.back().discriminator_loss);
-  // An untrained generator's sigmoid gives pixels near 0.5 with little spread; MNIST is mostly
-  // black (mean ~0.13) with a wide spread. The samples must have moved most of the way.
-  EXPECT_LT(std::abs(result.final.sample_mean - result.data_mean), 0.5 * std::abs(0.5 - result.data_mean))
-      << "samples mean " << result.final.sample_mean << ", data " << result.data_mean;
-  EXPECT_GT(result.final.sample_std, 0.5 * result.data_std);
-
-  ASSERT_EQ(grids, 1);
-  std::ifstream in(png, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::filesystem::remove(png);
-  ASSERT_GT(bytes.size(), 33u);
-  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-  EXPECT_EQ(bytes.substr(12, 4), "IHDR");
-  EXPECT_EQ(big_endian(bytes, 16), 8u * (28 + 2) + 2);  // width: 8 tiles of 28 and 2-pixel borders
-  EXPECT_EQ(big_endian(bytes, 20), 4u * (28 + 2) + 2);  // height: 32 samples, 8 to a row
+  EXPECT_TRUE(test::learns(train, test::LearningBar{0.5}));
 }
 
 TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {

@@ -7,10 +7,17 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/core/blas.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Concord: parallel and distributed deep reinforcement learning"};
   app.require_subcommand(1);
+  // The numerics a run depends on: OpenBLAS's kernel set differs by CPU, and with it every
+  // learning curve (scripts/kernel_check.sh reads the kernel from here).
+  app.set_version_flag("--version", []() -> std::string {
+    return std::string("concord " CONCORD_VERSION ", LibTorch " CONCORD_TORCH_VERSION ", BLAS ") +
+           concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel();
+  });
   concord::cli::add_train_command(app);
   concord::cli::add_eval_command(app);
   concord::cli::add_envs_command(app);
@@ -36,6 +43,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "concord: error: %s (see --help)\n", error.what());
     return 2;

@@ -12,6 +12,7 @@ namespace {
 // does, through whichever build the system's alternatives chose.
 using GetParallel = int (*)();
 using SetNumThreads = void (*)(int);
+using GetCoreName = char* (*)();
 
 GetParallel openblas_get_parallel() {
   return reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
@@ -42,6 +43,13 @@ std::string loaded_blas() {
     case 2: return "OpenBLAS (OpenMP build)";
     default: return "OpenBLAS (unknown build)";
   }
+}
+
+std::string blas_kernel() {
+  const auto get_core_name = reinterpret_cast<GetCoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (get_core_name == nullptr) return "unknown";
+  const char* name = get_core_name();
+  return name == nullptr ? "unknown" : name;
 }
 
 bool blas_is_thread_safe() {

@@ -13,6 +13,11 @@ namespace concord::core {
 // The loaded BLAS in words, e.g. "OpenBLAS (serial build)"; "unknown BLAS" when it is not OpenBLAS.
 std::string loaded_blas();
 
+// The OpenBLAS kernel set chosen for this CPU (or forced by OPENBLAS_CORETYPE), e.g. "Haswell";
+// "unknown" when the BLAS is not OpenBLAS. Kernels round differently, so learning curves differ
+// by kernel; tests and benchmarks print it beside their results.
+std::string blas_kernel();
+
 // Whether several threads may call the loaded BLAS at once. True for BLAS other than OpenBLAS
 // (the reference BLAS and MKL are reentrant).
 bool blas_is_thread_safe();

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Reruns every learning test (ctest names matching 'Learning\.') under OpenBLAS kernel sets other
+# than this machine's own. OpenBLAS picks its kernels by CPU, and kernels round differently, so a
+# learning test whose bar holds on one kernel only would pass here and fail on another machine;
+# OPENBLAS_CORETYPE forces a kernel set, and this script tries two that this CPU can run.
+# Usage: scripts/kernel_check.sh [KERNEL ...]   (default: the first two of SkylakeX, Haswell,
+# Sandybridge, Zen that differ from the machine's own and that the CPU supports)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${CONCORD_BUILD_DIR:-$root/build}"
+if [ ! -x "$build_dir/concord" ]; then
+  echo "kernel_check: $build_dir/concord is missing; run scripts/build.sh first" >&2
+  exit 2
+fi
+
+native="$("$build_dir/concord" --version | sed -n 's/.*, kernel \([A-Za-z0-9]*\).*/\1/p')"
+if [ $# -gt 0 ]; then
+  kernels=("$@")
+else
+  flags="$(grep -m1 '^flags' /proc/cpuinfo || true)"
+  supports() {  # OpenBLAS kernel set -> the CPU flag it needs
+    case "$1" in
+      SkylakeX) [[ "$flags" == *" avx512f "* ]] ;;
+      Haswell | Zen) [[ "$flags" == *" avx2 "* ]] ;;
+      Sandybridge) [[ "$flags" == *" avx "* ]] ;;
+    esac
+  }
+  kernels=()
+  for kernel in SkylakeX Haswell Sandybridge Zen; do
+    if [ "${#kernels[@]}" -lt 2 ] && [ "$kernel" != "$native" ] && supports "$kernel"; then kernels+=("$kernel"); fi
+  done
+fi
+if [ "${#kernels[@]}" -eq 0 ]; then
+  echo "kernel_check: this CPU runs no OpenBLAS kernel set other than ${native:-its own}; nothing to check"
+  exit 0
+fi
+
+status=0
+for kernel in "${kernels[@]}"; do
+  echo "kernel_check: learning tests with OPENBLAS_CORETYPE=$kernel (this machine's own: ${native:-unknown})"
+  if ! (cd "$build_dir" && OPENBLAS_CORETYPE="$kernel" ctest --output-on-failure --timeout 600 -j "$(nproc)" -R 'Learning\.'); then
+    echo "kernel_check: a learning test failed under OPENBLAS_CORETYPE=$kernel" >&2
+    status=1
+  fi
+done
+exit "$status"
