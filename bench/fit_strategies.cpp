@@ -65,7 +65,7 @@ supervised::FitResult run(Config config, const concord::data::MnistSplit& data) 
 
 void per_strategy_table(const Options& options, const concord::data::MnistSplit& data) {
   const std::vector<Row> rows = {
-      {"sync (allreduce)", {"fit.strategy=sync"}},
+      {"allreduce (synchronous SGD)", {"fit.strategy=allreduce"}},
       {"local_sgd H=8", {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8"}},
       {"post-local H=8, warm-up 200", {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8", "sync.local_sgd.warmup_steps=200"}},
       {"easgd sync a=0.2 tau=4", {"fit.strategy=easgd", "sync.easgd.alpha=0.2", "sync.easgd.tau=4"}},

@@ -11,7 +11,7 @@ namespace {
 
 TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
   const auto root = fresh_dir("fit", "runs");
-  const CommandResult result = run_concord("fit --dataset mnist --model mlp --strategy sync --workers 2 --steps 60 "
+  const CommandResult result = run_concord("fit --dataset mnist --model mlp --strategy allreduce --workers 2 --steps 60 "
                                            "--set fit.eval_interval=30 --progress off --run-root " + root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
@@ -23,6 +23,17 @@ TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
     EXPECT_TRUE(std::filesystem::exists(entry.path() / "config.toml"));
   }
   EXPECT_EQ(runs, 1);
+}
+
+// One name per concept: synchronous SGD is `allreduce`, as in sync.strategy. The old spelling
+// still runs, with one warning line saying so.
+TEST(FitCommandTest, TheOldSyncSpellingStillRunsWithADeprecationLine) {
+  const auto root = fresh_dir("fit", "deprecated");
+  const CommandResult result = run_concord("fit --strategy sync --workers 2 --steps 4 --set fit.eval_interval=4 "
+                                           "--progress off --run-root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("fit.strategy = \"sync\" is deprecated; it is \"allreduce\""), std::string::npos)
+      << result.output;
 }
 
 // `--schedule abs --epochs N` trains the epochs, logs the schedule beside the accuracy and

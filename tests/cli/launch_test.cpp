@@ -20,11 +20,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "concord/cli/free_port.h"
-#include "concord/cli/line_prefixer.h"
-#include "concord/cli/process_supervisor.h"
-#include "concord/cli/torchrun_environment.h"
-#include "concord/cli/wait_status.h"
+#include "concord/launch/free_port.h"
+#include "concord/launch/line_prefixer.h"
+#include "concord/launch/process_supervisor.h"
+#include "concord/launch/torchrun_environment.h"
+#include "concord/launch/wait_status.h"
 
 #include "cli/concord_process.h"
 
@@ -131,7 +131,7 @@ bool wait_for_files(const std::vector<std::filesystem::path>& paths, std::chrono
 // --- parts ---------------------------------------------------------------------------------------
 
 TEST(LinePrefixer, EmitsOnlyWholeLinesWhateverTheChunking) {
-  concord::cli::LinePrefixer lines("[rank 1] ");
+  concord::launch::LinePrefixer lines("[rank 1] ");
   EXPECT_EQ(lines.feed("hel"), "");
   EXPECT_EQ(lines.feed("lo\nwor"), "[rank 1] hello\n");
   EXPECT_EQ(lines.feed("ld\n\nlast"), "[rank 1] world\n[rank 1] \n");
@@ -140,20 +140,20 @@ TEST(LinePrefixer, EmitsOnlyWholeLinesWhateverTheChunking) {
 }
 
 TEST(LinePrefixer, SplitsALineLongerThanTheBound) {
-  concord::cli::LinePrefixer lines("> ", 4);
+  concord::launch::LinePrefixer lines("> ", 4);
   EXPECT_EQ(lines.feed("abcdefghij"), "> abcd\n> efgh\n");
   EXPECT_EQ(lines.feed("\n"), "> ij\n");
   EXPECT_EQ(lines.feed("wxyz\n"), "> wxyz\n");  // exactly the bound: one line, no empty piece
 }
 
 TEST(TorchrunEnvironment, RanksOffsetByNodeRank) {
-  concord::cli::LaunchTopology topology;
+  concord::launch::LaunchTopology topology;
   topology.nproc_per_node = 4;
   topology.nnodes = 3;
   topology.node_rank = 2;
   topology.master_addr = "10.0.0.1";
   topology.master_port = 1234;
-  const auto pairs = concord::cli::torchrun_environment(topology, 1);
+  const auto pairs = concord::launch::torchrun_environment(topology, 1);
   const std::map<std::string, std::string> environment(pairs.begin(), pairs.end());
   EXPECT_EQ(environment.at("RANK"), "9");
   EXPECT_EQ(environment.at("WORLD_SIZE"), "12");
@@ -164,41 +164,41 @@ TEST(TorchrunEnvironment, RanksOffsetByNodeRank) {
   EXPECT_EQ(environment.at("ROLE_RANK"), "9");
   EXPECT_EQ(environment.at("MASTER_ADDR"), "10.0.0.1");
   EXPECT_EQ(environment.at("MASTER_PORT"), "1234");
-  EXPECT_THROW(concord::cli::torchrun_environment(topology, 4), std::invalid_argument);
+  EXPECT_THROW(concord::launch::torchrun_environment(topology, 4), std::invalid_argument);
   topology.node_rank = 3;
-  EXPECT_THROW(concord::cli::torchrun_environment(topology, 0), std::invalid_argument);
+  EXPECT_THROW(concord::launch::torchrun_environment(topology, 0), std::invalid_argument);
 }
 
 TEST(WaitStatus, DescribesExitsAndSignals) {
   // system() returns the shell's wait status.
-  EXPECT_EQ(concord::cli::describe_wait_status(std::system("exit 3")), "exited with status 3");
-  EXPECT_EQ(concord::cli::describe_wait_status(std::system("kill -9 $$")), "was killed by signal 9 (SIGKILL)");
-  EXPECT_TRUE(concord::cli::exited_cleanly(std::system("true")));
-  EXPECT_FALSE(concord::cli::exited_cleanly(std::system("false")));
-  EXPECT_EQ(concord::cli::signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(concord::launch::describe_wait_status(std::system("exit 3")), "exited with status 3");
+  EXPECT_EQ(concord::launch::describe_wait_status(std::system("kill -9 $$")), "was killed by signal 9 (SIGKILL)");
+  EXPECT_TRUE(concord::launch::exited_cleanly(std::system("true")));
+  EXPECT_FALSE(concord::launch::exited_cleanly(std::system("false")));
+  EXPECT_EQ(concord::launch::signal_name(SIGTERM), "SIGTERM");
 }
 
 TEST(FreePort, IsBindable) {
-  const int port = concord::cli::find_free_port();
+  const int port = concord::launch::find_free_port();
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
 }
 
 TEST(ProcessSupervisor, ReportsAProgramThatCannotStart) {
-  concord::cli::ChildSpec child;
+  concord::launch::ChildSpec child;
   child.name = "rank 0";
   child.argv = {"/no/such/program"};
-  const auto result = concord::cli::supervise({child}, {});
+  const auto result = concord::launch::supervise({child}, {});
   EXPECT_FALSE(result.success);
   EXPECT_EQ(result.failure, "cannot start '/no/such/program': No such file or directory");
 }
 
 TEST(ProcessSupervisor, AllCleanExitsSucceed) {
-  concord::cli::ChildSpec child;
+  concord::launch::ChildSpec child;
   child.name = "worker";
   child.argv = {"sh", "-c", "test \"$GREETING\" = hello"};
   child.environment = {{"GREETING", "hello"}};
-  const auto result = concord::cli::supervise({child, child}, {});
+  const auto result = concord::launch::supervise({child, child}, {});
   EXPECT_TRUE(result.success) << result.failure;
 }
 

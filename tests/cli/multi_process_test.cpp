@@ -65,7 +65,7 @@ TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
   const auto train_and_evaluate = [](uint64_t seed) {
     const auto root = concord::test::fresh_dir("multi_process", "learn" + std::to_string(seed));
     const auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig +
-                                                       " --policy multi_learner --total-timesteps 40000 --seed " +
+                                                       " --policy multi_learner --total-timesteps 100000 --seed " +
                                                        std::to_string(seed));
     EXPECT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
     EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;

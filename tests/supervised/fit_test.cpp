@@ -65,7 +65,7 @@ TEST_P(FitStrategyLearning, LearnsWellAboveChance) {
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, FitStrategyLearning,
-    ::testing::Values(StrategyCase{"sync", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
+    ::testing::Values(StrategyCase{"allreduce", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
                       StrategyCase{"easgd", {"sync.easgd.tau=4"}},
                       StrategyCase{"gossip", {}},
                       StrategyCase{"fedavg", {"fit.fedavg.rounds=10", "fit.eval_interval=10",

@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "concord/cli/commands.h"
-#include "concord/cli/launched_ranks.h"
+#include "concord/launch/launched_ranks.h"
 #include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
@@ -94,7 +94,7 @@ void run_fit(const FitFlags& flags) {
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
-  fit.workers = launched_ranks(launch, config, "fit.workers", fit.workers);
+  fit.workers = concord::launch::launched_ranks(launch, config, "fit.workers", fit.workers);
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
   const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));

@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "concord/cli/launched_ranks.h"
+#include "concord/launch/launched_ranks.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/image_grid.h"
@@ -50,7 +50,7 @@ void run_gan_fit(core::Config config) {
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
   if (launch.is_distributed()) {
-    gan.pairs = launched_ranks(launch, config, "gan.pairs", gan.pairs);
+    gan.pairs = concord::launch::launched_ranks(launch, config, "gan.pairs", gan.pairs);
     supervised::validate(gan);
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.

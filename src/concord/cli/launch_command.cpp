@@ -14,9 +14,9 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
-#include "concord/cli/free_port.h"
-#include "concord/cli/process_supervisor.h"
-#include "concord/cli/torchrun_environment.h"
+#include "concord/launch/free_port.h"
+#include "concord/launch/process_supervisor.h"
+#include "concord/launch/torchrun_environment.h"
 #include "concord/core/logging.h"
 
 namespace concord::cli {
@@ -25,7 +25,7 @@ namespace {
 constexpr int kDefaultMultiNodePort = 29500;  // torchrun's default
 
 struct LaunchFlags {
-  LaunchTopology topology;
+  launch::LaunchTopology topology;
   int master_port = 0;  // 0: not given
   double grace_seconds = 10.0;
   bool raw_output = false;
@@ -60,7 +60,7 @@ bool is_loopback(const std::string& address) {
 }
 
 void run_launch(LaunchFlags flags) {
-  LaunchTopology& topology = flags.topology;
+  launch::LaunchTopology& topology = flags.topology;
   if (topology.node_rank >= topology.nnodes) {
     throw CLI::ValidationError("--node-rank", "must be below --nnodes (got " + std::to_string(topology.node_rank) +
                                                   " with --nnodes " + std::to_string(topology.nnodes) + ")");
@@ -74,7 +74,7 @@ void run_launch(LaunchFlags flags) {
   if (flags.master_port != 0) {
     topology.master_port = flags.master_port;
   } else if (topology.nnodes == 1) {
-    topology.master_port = find_free_port();
+    topology.master_port = launch::find_free_port();
   } else {
     topology.master_port = kDefaultMultiNodePort;
   }
@@ -83,18 +83,18 @@ void run_launch(LaunchFlags flags) {
                  topology.master_addr, topology.nnodes);
   }
 
-  std::vector<ChildSpec> children;
+  std::vector<launch::ChildSpec> children;
   for (int local_rank = 0; local_rank < topology.nproc_per_node; ++local_rank) {
-    ChildSpec child;
+    launch::ChildSpec child;
     child.name = "rank " + std::to_string(topology.global_rank(local_rank));
     child.argv = flags.command;
-    child.environment = torchrun_environment(topology, local_rank);
+    child.environment = launch::torchrun_environment(topology, local_rank);
     children.push_back(std::move(child));
   }
   // As torchrun does: N processes each using every core for intra-op parallelism oversubscribe
   // the machine, so each gets one thread unless the user chose otherwise.
   if (topology.nproc_per_node > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    for (ChildSpec& child : children) child.environment.emplace_back("OMP_NUM_THREADS", "1");
+    for (launch::ChildSpec& child : children) child.environment.emplace_back("OMP_NUM_THREADS", "1");
     spdlog::info("OMP_NUM_THREADS=1 for each process (set it to override)");
   }
 
@@ -103,10 +103,10 @@ void run_launch(LaunchFlags flags) {
                first_rank + topology.nproc_per_node - 1, topology.world_size(), topology.node_rank, topology.nnodes,
                topology.master_addr, topology.master_port);
 
-  SupervisorOptions options;
+  launch::SupervisorOptions options;
   options.grace_period = std::chrono::milliseconds(static_cast<long long>(flags.grace_seconds * 1000.0));
   options.prefix_output = !flags.raw_output;
-  const SupervisionResult result = supervise(children, options);
+  const launch::SupervisionResult result = launch::supervise(children, options);
   if (!result.success) throw std::runtime_error(result.failure);
 }
 

@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "concord/comm/torchrun_variables.h"
+
 #include "concord/comm/process_group_communicator.h"
 
 namespace concord::comm {
@@ -181,11 +183,11 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const LaunchEnvironment& 
 
 LaunchEnvironment LaunchEnvironment::from_environment() {
   LaunchEnvironment environment;
-  if (read_pair("RANK", "WORLD_SIZE", environment.rank, environment.world_size)) {
+  if (read_pair(torchrun::kRank, torchrun::kWorldSize, environment.rank, environment.world_size)) {
     environment.launcher = "torchrun";
-    if (const char* local_rank = variable("LOCAL_RANK")) environment.local_rank = parse_int("LOCAL_RANK", local_rank, 0);
-    if (const char* local_size = variable("LOCAL_WORLD_SIZE")) {
-      environment.local_world_size = parse_int("LOCAL_WORLD_SIZE", local_size, 1);
+    if (const char* local_rank = variable(torchrun::kLocalRank)) environment.local_rank = parse_int(torchrun::kLocalRank, local_rank, 0);
+    if (const char* local_size = variable(torchrun::kLocalWorldSize)) {
+      environment.local_world_size = parse_int(torchrun::kLocalWorldSize, local_size, 1);
     }
   } else if (read_pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", environment.rank, environment.world_size)) {
     environment.launcher = "mpirun";
@@ -198,9 +200,9 @@ LaunchEnvironment LaunchEnvironment::from_environment() {
   } else {
     return environment;
   }
-  if (const char* address = variable("MASTER_ADDR")) environment.master_addr = address;
-  if (const char* port = variable("MASTER_PORT")) {
-    environment.master_port = parse_int("MASTER_PORT", port, 1);
+  if (const char* address = variable(torchrun::kMasterAddr)) environment.master_addr = address;
+  if (const char* port = variable(torchrun::kMasterPort)) {
+    environment.master_port = parse_int(torchrun::kMasterPort, port, 1);
     if (environment.master_port > 65535) throw CommError(std::string("MASTER_PORT='") + port + "' is not a TCP port");
   }
   return environment;

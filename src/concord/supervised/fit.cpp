@@ -28,14 +28,10 @@ torch::nn::Sequential build_seeded_classifier(const FitConfig& fit) {
 
 }  // namespace
 
-std::string sync_strategy_for(const std::string& fit_strategy) {
-  return fit_strategy == "sync" ? "allreduce" : fit_strategy;
-}
-
 void check_strategy(const FitConfig& fit, const core::Config& config) {
   if (fit.federated()) return;
   comm::ThreadGroup group(fit.workers);
-  sync::make_sync_strategy(sync_strategy_for(fit.strategy), config, *group.communicator(0));
+  sync::make_sync_strategy(fit.strategy, config, *group.communicator(0));
 }
 
 FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
@@ -43,7 +39,7 @@ FitResult fit_replica(const FitConfig& fit, const core::Config& config, const da
   torch::nn::Sequential model = build_seeded_classifier(fit);
   nn::FlatParameters parameters(*model);
   if (fit.federated()) return train_federated(fit, model, parameters, data, communicator, callbacks);
-  auto strategy = sync::make_sync_strategy(sync_strategy_for(fit.strategy), config, communicator);
+  auto strategy = sync::make_sync_strategy(fit.strategy, config, communicator);
   return train_replica(fit, model, parameters, *strategy, data, communicator, callbacks);
 }
 

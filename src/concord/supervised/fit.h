@@ -10,10 +10,6 @@
 
 namespace concord::supervised {
 
-// The sync registry's name for a fit.strategy: "sync" is the registry's gradient `allreduce`;
-// local_sgd, easgd, gossip (and any other registry name) are themselves.
-std::string sync_strategy_for(const std::string& fit_strategy);
-
 // Builds (and discards) the strategy fit.strategy names for fit.workers ranks, so that a bad
 // sync.* key is refused before anything starts. Throws std::invalid_argument naming it.
 void check_strategy(const FitConfig& fit, const core::Config& config);

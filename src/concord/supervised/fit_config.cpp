@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 namespace concord::supervised {
 namespace {
 
@@ -28,7 +30,8 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.dataset", d.dataset, "Data set `concord fit` trains on: mnist");
   schema.declare("fit.model", d.model, "Classifier: mlp (784-200-200-10) or cnn (two 5x5 conv layers, 128 units)");
   schema.declare("fit.strategy", d.strategy,
-                 "sync (gradient allreduce), local_sgd, easgd, gossip, fedavg or fedsgd; keys sync.<name>.* tune them");
+                 "allreduce (synchronous SGD), local_sgd, easgd, gossip (sync.strategy's names; keys sync.<name>.* "
+                 "tune them), fedavg or fedsgd");
   schema.declare("fit.workers", int64_t{d.workers}, "Replicas, as threads of one process (under `concord launch`: the processes)");
   schema.declare("fit.steps", d.steps,
                  "Per-step strategies: optimiser steps of each replica at most (with fit.epochs set and this not: no cap)");
@@ -70,6 +73,11 @@ FitConfig fit_config_from(const core::Config& config) {
   fit.dataset = config.get_string("fit.dataset");
   fit.model = config.get_string("fit.model");
   fit.strategy = config.get_string("fit.strategy");
+  // One name per concept: synchronous SGD is the sync layer's `allreduce` here too.
+  if (fit.strategy == "sync") {
+    spdlog::warn("fit.strategy = \"sync\" is deprecated; it is \"allreduce\", as in sync.strategy");
+    fit.strategy = "allreduce";
+  }
   fit.workers = static_cast<int>(config.get_int("fit.workers"));
   fit.steps = config.get_int("fit.steps");
   fit.batch_size = config.get_int("fit.batch_size");
@@ -119,7 +127,7 @@ FitConfig fit_config_from(const core::Config& config) {
   require(fit.schedule == "fixed" || fit.schedule == "abs" || fit.schedule == "absa", "fit.schedule", fit.schedule,
           "must be fixed, abs or absa");
   require(fit.schedule == "fixed" || !fit.federated(), "fit.schedule", fit.schedule,
-          "adaptive batch sizes need a per-step strategy (sync, local_sgd, easgd, gossip), not " + fit.strategy);
+          "adaptive batch sizes need a per-step strategy (allreduce, local_sgd, easgd, gossip), not " + fit.strategy);
   require(fit.schedule != "absa" || fit.epochs > 0, "fit.schedule", fit.schedule,
           "absa stops its adversarial examples at mid-training, so it needs fit.epochs > 0");
   require(fit.abs_max_ratio >= 1, "fit.abs.max_ratio", std::to_string(fit.abs_max_ratio), "must be >= 1");

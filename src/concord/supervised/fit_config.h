@@ -13,7 +13,8 @@ struct FitConfig {
   std::string task = "classifier";  // classifier, or gan (GAP: the keys gan.*, gan_config.h)
   std::string dataset = "mnist";     // the only data set so far
   std::string model = "mlp";         // mlp or cnn (classifier.h)
-  std::string strategy = "sync";     // sync, local_sgd, easgd, gossip (per step) or fedavg, fedsgd (per round)
+  std::string strategy = "allreduce";  // allreduce, local_sgd, easgd, gossip (per step: sync.strategy's names)
+                                       // or fedavg, fedsgd (per round)
   int workers = 2;                   // replicas as threads of this process (ignored under `concord launch`)
   int64_t steps = 600;               // per-step strategies: optimiser steps of each replica
   int64_t batch_size = 32;           // per-step strategies: minibatch rows per replica and step

@@ -46,7 +46,7 @@ SampleQuality sample_quality(const torch::Tensor& probabilities) {
 DigitJudge::DigitJudge(const data::MnistSplit& data, int64_t steps, uint64_t seed) {
   FitConfig fit;
   fit.model = "mlp";
-  fit.strategy = "sync";
+  fit.strategy = "allreduce";
   fit.workers = 1;
   fit.steps = steps;
   fit.eval_interval = steps;

@@ -1,8 +1,8 @@
-#include "concord/cli/launched_ranks.h"
+#include "concord/launch/launched_ranks.h"
 
 #include <spdlog/spdlog.h>
 
-namespace concord::cli {
+namespace concord::launch {
 
 int launched_ranks(const comm::LaunchEnvironment& launch, const core::Config& config, const std::string& key,
                    int configured) {
@@ -14,4 +14,4 @@ int launched_ranks(const comm::LaunchEnvironment& launch, const core::Config& co
   return launch.world_size;
 }
 
-}  // namespace concord::cli
+}  // namespace concord::launch

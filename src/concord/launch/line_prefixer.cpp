@@ -1,9 +1,9 @@
-#include "concord/cli/line_prefixer.h"
+#include "concord/launch/line_prefixer.h"
 
 #include <stdexcept>
 #include <utility>
 
-namespace concord::cli {
+namespace concord::launch {
 
 LinePrefixer::LinePrefixer(std::string prefix, std::size_t max_line_bytes)
     : prefix_(std::move(prefix)), max_line_bytes_(max_line_bytes) {
@@ -44,4 +44,4 @@ std::string LinePrefixer::finish() {
   return out;
 }
 
-}  // namespace concord::cli
+}  // namespace concord::launch

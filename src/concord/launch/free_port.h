@@ -1,6 +1,6 @@
 #pragma once
 
-namespace concord::cli {
+namespace concord::launch {
 
 // A TCP port that nothing on this machine is bound to right now, found by binding port 0 and
 // asking the kernel which port it chose. The port is released before returning, so another
@@ -8,4 +8,4 @@ namespace concord::cli {
 // guess for a single-machine run. Throws std::runtime_error if no socket can be bound.
 int find_free_port();
 
-}  // namespace concord::cli
+}  // namespace concord::launch

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace concord::cli {
+namespace concord::launch {
 
 // Turns a byte stream (a child's stdout or stderr, read in arbitrary chunks) into whole lines,
 // each starting with a fixed prefix such as "[rank 1] ". Lines are only ever emitted whole, so
@@ -29,4 +29,4 @@ class LinePrefixer {
   std::string partial_line_;
 };
 
-}  // namespace concord::cli
+}  // namespace concord::launch

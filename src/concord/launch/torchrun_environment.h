@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-namespace concord::cli {
+namespace concord::launch {
 
 // The shape of a multi-process run: `nproc_per_node` processes on each of `nnodes` machines,
 // this machine being node `node_rank`, rank 0's rendezvous store at master_addr:master_port.
@@ -26,4 +26,4 @@ struct LaunchTopology {
 // TORCHELASTIC_MAX_RESTARTS. Throws std::invalid_argument for an impossible topology or rank.
 std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank);
 
-}  // namespace concord::cli
+}  // namespace concord::launch

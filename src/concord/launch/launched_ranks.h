@@ -5,7 +5,7 @@
 #include "concord/comm/launch_environment.h"
 #include "concord/core/config.h"
 
-namespace concord::cli {
+namespace concord::launch {
 
 // The number of ranks a command that can run as threads or as launched processes trains with:
 // under a launcher, the processes it started (a different value set for `key` is ignored, with
@@ -13,4 +13,4 @@ namespace concord::cli {
 int launched_ranks(const comm::LaunchEnvironment& launch, const core::Config& config, const std::string& key,
                    int configured);
 
-}  // namespace concord::cli
+}  // namespace concord::launch

@@ -1,4 +1,4 @@
-#include "concord/cli/free_port.h"
+#include "concord/launch/free_port.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace concord::cli {
+namespace concord::launch {
 
 int find_free_port() {
   const int socket_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -32,4 +32,4 @@ int find_free_port() {
   return ntohs(address.sin_port);
 }
 
-}  // namespace concord::cli
+}  // namespace concord::launch

@@ -1,10 +1,10 @@
-#include "concord/cli/wait_status.h"
+#include "concord/launch/wait_status.h"
 
 #include <sys/wait.h>
 
 #include <cstring>
 
-namespace concord::cli {
+namespace concord::launch {
 
 std::string signal_name(int signal_number) {
   // sigabbrev_np (glibc >= 2.32) gives "TERM" for 15, and nullptr for numbers it does not know.
@@ -25,4 +25,4 @@ std::string describe_wait_status(int status) {
 
 bool exited_cleanly(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
-}  // namespace concord::cli
+}  // namespace concord::launch

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-namespace concord::cli {
+namespace concord::launch {
 
 // Starts a set of local processes and supervises them until all have ended:
 //
@@ -54,4 +54,4 @@ struct SupervisionResult {
 // set itself up (no pipes, no fork).
 SupervisionResult supervise(const std::vector<ChildSpec>& children, const SupervisorOptions& options);
 
-}  // namespace concord::cli
+}  // namespace concord::launch

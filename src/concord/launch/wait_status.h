@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace concord::cli {
+namespace concord::launch {
 
 // How a child process ended, in words, from a waitpid() status: "exited with status 3",
 // "was killed by signal 9 (SIGKILL)", "was killed by signal 11 (SIGSEGV, core dumped)".
@@ -14,4 +14,4 @@ std::string signal_name(int signal_number);
 // True when the child exited on its own with status 0.
 bool exited_cleanly(int status);
 
-}  // namespace concord::cli
+}  // namespace concord::launch

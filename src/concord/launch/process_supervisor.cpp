@@ -1,4 +1,4 @@
-#include "concord/cli/process_supervisor.h"
+#include "concord/launch/process_supervisor.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,12 +19,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "concord/cli/line_prefixer.h"
-#include "concord/cli/wait_status.h"
+#include "concord/launch/line_prefixer.h"
+#include "concord/launch/wait_status.h"
 
 extern char** environ;
 
-namespace concord::cli {
+namespace concord::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -481,4 +481,4 @@ SupervisionResult supervise(const std::vector<ChildSpec>& children, const Superv
   return supervisor.run(children);
 }
 
-}  // namespace concord::cli
+}  // namespace concord::launch

@@ -1,8 +1,10 @@
-#include "concord/cli/torchrun_environment.h"
+#include "concord/launch/torchrun_environment.h"
 
 #include <stdexcept>
 
-namespace concord::cli {
+#include "concord/comm/torchrun_variables.h"
+
+namespace concord::launch {
 
 std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank) {
   if (topology.nproc_per_node < 1 || topology.nnodes < 1 || topology.node_rank < 0 ||
@@ -20,20 +22,20 @@ std::vector<std::pair<std::string, std::string>> torchrun_environment(const Laun
   // Concord runs one role per launch, so the role ranks are the global ones (as torchrun's
   // default role "default" gives); the launcher never restarts workers.
   return {
-      {"RANK", rank},
-      {"WORLD_SIZE", world_size},
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(topology.nproc_per_node)},
-      {"GROUP_RANK", std::to_string(topology.node_rank)},
-      {"GROUP_WORLD_SIZE", std::to_string(topology.nnodes)},
-      {"ROLE_RANK", rank},
-      {"ROLE_WORLD_SIZE", world_size},
-      {"ROLE_NAME", "default"},
-      {"MASTER_ADDR", topology.master_addr},
-      {"MASTER_PORT", std::to_string(topology.master_port)},
-      {"TORCHELASTIC_RESTART_COUNT", "0"},
-      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {comm::torchrun::kRank, rank},
+      {comm::torchrun::kWorldSize, world_size},
+      {comm::torchrun::kLocalRank, std::to_string(local_rank)},
+      {comm::torchrun::kLocalWorldSize, std::to_string(topology.nproc_per_node)},
+      {comm::torchrun::kGroupRank, std::to_string(topology.node_rank)},
+      {comm::torchrun::kGroupWorldSize, std::to_string(topology.nnodes)},
+      {comm::torchrun::kRoleRank, rank},
+      {comm::torchrun::kRoleWorldSize, world_size},
+      {comm::torchrun::kRoleName, "default"},
+      {comm::torchrun::kMasterAddr, topology.master_addr},
+      {comm::torchrun::kMasterPort, std::to_string(topology.master_port)},
+      {comm::torchrun::kRestartCount, "0"},
+      {comm::torchrun::kMaxRestarts, "0"},
   };
 }
 
-}  // namespace concord::cli
+}  // namespace concord::launch
