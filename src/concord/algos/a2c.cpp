@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/algos/config_validation.h"
+#include "concord/core/config_problems.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
@@ -41,7 +41,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config,
 }  // namespace
 
 void A2cConfig::validate() const {
-  ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
@@ -86,7 +86,7 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 }
 
 A2c::A2c(A2cConfig config, torch::Device device)
-    : config_(validated(std::move(config))),
+    : config_(core::validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_(make_optimizer(config_, parameters_)),

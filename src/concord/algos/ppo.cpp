@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/algos/config_validation.h"
+#include "concord/core/config_problems.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
@@ -29,7 +29,7 @@ torch::optim::AdamOptions adam_options(const PpoConfig& config) {
 }  // namespace
 
 void PpoConfig::validate() const {
-  ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
@@ -95,7 +95,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 }
 
 Ppo::Ppo(PpoConfig config, torch::Device device)
-    : config_(validated(std::move(config))),
+    : config_(core::validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_({parameters_.values()}, adam_options(config_)),

@@ -16,7 +16,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
-#include "concord/algos/config_validation.h"
+#include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/nn/flat_parameters.h"
@@ -29,7 +29,7 @@
 namespace concord::policies {
 
 void CentralInferenceConfig::validate() const {
-  algos::ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(agents >= 1, "agents", agents, ">= 1");
   problems.check(predictors >= 1, "predictors", predictors, ">= 1");
   problems.check(trainers >= 1, "trainers", trainers, ">= 1");
@@ -490,7 +490,7 @@ class Run {
 CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
                                                const envs::VectorEnvConfig& env_config, algos::Learner& learner,
                                                torch::Device device, explore::Bonus* bonus)
-    : config_(algos::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
+    : config_(core::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
   if (env_config.batch_size != 0 || env_config.num_threads != 1) {
     throw std::invalid_argument(
         "policy 'central_inference' gives each agent thread its own synchronous envs: set env.batch_size = 0 and "
