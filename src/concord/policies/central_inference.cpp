@@ -41,6 +41,25 @@ void CentralInferenceConfig::validate() const {
   problems.throw_if_any("policy.central_inference config");
 }
 
+const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields() {
+  using C = CentralInferenceConfig;
+  static const core::ConfigFields<C> kFields = {
+      {"agents", &C::agents, "Agent threads, each stepping its own envs (env.num_envs is split among them)"},
+      {"predictors", &C::predictors, "Predictor threads running batched inference"},
+      {"trainers", &C::trainers, "Trainer threads feeding the learner"},
+      {"prediction_batch", &C::prediction_batch, "Most observations in one batched forward pass"},
+      {"training_batch", &C::training_batch, "Agent segments (T steps of num_envs / agents envs) per learner update"},
+      {"queue_capacity", &C::queue_capacity, "Capacity of the prediction and the training queue"},
+      {"wait_timeout_seconds", &C::wait_timeout_seconds,
+       "A blocking wait longer than this while the run is live is an error naming the queue"},
+      {"dynamic_adjustment", &C::dynamic_adjustment,
+       "GA3C's random walk over the numbers of agents, predictors and trainers, kept when TPS rises"},
+      {"adjust_interval_seconds", &C::adjust_interval_seconds,
+       "How long each thread configuration is measured by the dynamic adjustment"},
+  };
+  return kFields;
+}
+
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -514,6 +533,12 @@ void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, in
   if (state.global_step >= total_steps) return;
   Run run(config_, envs_, learner_, device_, bonus_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
   run.run();
+}
+
+std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
+                                                      const CentralInferenceConfig& config) {
+  return std::make_unique<CentralInferencePolicy>(config, context.env_config, context.learner, context.device,
+                                                  context.bonus);
 }
 
 }  // namespace concord::policies

@@ -6,9 +6,11 @@
 
 #include <torch/types.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
@@ -27,6 +29,7 @@ struct CentralInferenceConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+  static const core::ConfigFields<CentralInferenceConfig>& fields();
 };
 
 // The `central_inference` distribution policy (GA3C, Babaeizadeh et al., 2017): agents only step
@@ -86,5 +89,8 @@ class CentralInferencePolicy : public Policy {
   explore::Bonus* bonus_;  // may be null; shared by every agent
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
 };
+
+std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
+                                                      const CentralInferenceConfig& config);
 
 }  // namespace concord::policies
