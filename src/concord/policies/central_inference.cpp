@@ -16,12 +16,12 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include "concord/core/active_threads.h"
+#include "concord/core/bounded_queue.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/nn/flat_parameters.h"
-#include "concord/policies/active_threads.h"
-#include "concord/policies/bounded_queue.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
 #include "concord/policies/exploration_bonus.h"
@@ -62,6 +62,9 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
 
 namespace {
 
+using core::ActiveThreads;
+using core::BoundedQueue;
+using core::QueueStatus;
 using SteadyClock = std::chrono::steady_clock;
 
 // Thrown inside a thread when the run is shutting down under it; the thread just exits.

@@ -59,7 +59,7 @@ struct CentralInferenceConfig {
 // Dynamic adjustment (off by default): every adjust_interval_seconds the numbers of active
 // agents, predictors and trainers each move by a random -1, 0 or +1 within [1, configured], and
 // the move is kept only if trainings per second rose. Threads are all created up front and park
-// while inactive (see active_threads.h).
+// while inactive (see core/active_threads.h).
 //
 // Requirements, checked at construction (std::invalid_argument naming the setting): a valid
 // config, env.batch_size = 0, env.num_threads = 1 (each agent steps its own envs) and
