@@ -57,7 +57,7 @@ TEST(ConfigFields, DeclaresEveryFieldWithTheStructDefaultAndDoc) {
   EXPECT_EQ(std::get<double>(schema.at("example.rate").default_value), 0.25);
   EXPECT_EQ(std::get<int64_t>(schema.at("example.steps").default_value), 128);
   EXPECT_EQ(std::get<int64_t>(schema.at("example.workers").default_value), 3);  // an int is an int key
-  EXPECT_EQ(std::get<bool>(schema.at("example.enabled").default_value), true);
+  EXPECT_TRUE(std::get<bool>(schema.at("example.enabled").default_value));
   EXPECT_EQ(std::get<std::string>(schema.at("example.mode").default_value), "fast");
   EXPECT_EQ(std::get<std::vector<int64_t>>(schema.at("example.sizes").default_value), (std::vector<int64_t>{64, 32}));
   EXPECT_EQ(schema.at("example.workers").doc, "Worker threads");
