@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/core/config_problems.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
@@ -18,6 +17,7 @@
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/algos/vtrace.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {

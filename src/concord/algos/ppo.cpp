@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/core/config_problems.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "concord/core/config_problems.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {
