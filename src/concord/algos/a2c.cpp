@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
@@ -18,6 +17,7 @@
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/algos/vtrace.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {
@@ -40,8 +40,32 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config,
 
 }  // namespace
 
+const core::ConfigFields<A2cConfig>& A2cConfig::fields() {
+  static const core::ConfigFields<A2cConfig> kFields = {
+      {"learning_rate", &A2cConfig::learning_rate, "Optimiser step size (the initial one when annealed)"},
+      {"num_steps", &A2cConfig::num_steps, "Steps of each environment per rollout (T)"},
+      {"anneal_lr", &A2cConfig::anneal_lr, "Decay the learning rate linearly to 0 over training"},
+      {"gamma", &A2cConfig::gamma, "Discount factor"},
+      {"gae_lambda", &A2cConfig::gae_lambda, "1: plain n-step returns; < 1: GAE with this lambda"},
+      {"optimizer", &A2cConfig::optimizer, "rmsprop or adam"},
+      {"rmsprop_alpha", &A2cConfig::rmsprop_alpha, "RMSprop smoothing constant"},
+      {"optimizer_eps", &A2cConfig::optimizer_eps, "RMSprop / Adam epsilon"},
+      {"norm_adv", &A2cConfig::norm_adv, "Normalise advantages over each batch"},
+      {"ent_coef", &A2cConfig::ent_coef, "Entropy bonus coefficient"},
+      {"vf_coef", &A2cConfig::vf_coef, "Value loss coefficient"},
+      {"max_grad_norm", &A2cConfig::max_grad_norm, "Gradient-norm clipping threshold"},
+      {"vtrace", &A2cConfig::vtrace,
+       "V-trace targets and advantages, correcting for policy lag (e.g. central_inference)"},
+      {"vtrace_rho_bar", &A2cConfig::vtrace_rho_bar, "V-trace importance-ratio clip (rho bar)"},
+      {"vtrace_c_bar", &A2cConfig::vtrace_c_bar, "V-trace trace-cutting clip (c bar)"},
+      {"normalize_reward", &A2cConfig::normalize_reward,
+       "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
+  };
+  return kFields;
+}
+
 void A2cConfig::validate() const {
-  ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
@@ -86,7 +110,7 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
 }
 
 A2c::A2c(A2cConfig config, torch::Device device)
-    : config_(validated(std::move(config))),
+    : config_(core::validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_(make_optimizer(config_, parameters_)),

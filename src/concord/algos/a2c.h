@@ -10,6 +10,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/algos/reward_scaler.h"
+#include "concord/core/config_fields.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -44,6 +45,9 @@ struct A2cConfig {
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).
   void validate() const;
+  // The keys algo.a2c.<key>, one per field above but `network` (whose keys are algo.<key>, see
+  // ActorCriticConfig::fields).
+  static const core::ConfigFields<A2cConfig>& fields();
 };
 
 // The terms of A2C's loss. `loss` carries the graph; the others are detached.

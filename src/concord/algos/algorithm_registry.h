@@ -11,9 +11,9 @@
 namespace concord::algos {
 
 // The algorithms a run can name, one registry line each (algorithm_registry.cpp), and their
-// config keys: algo.<name>.<field> for every field of the algorithm's config struct (defaults
-// taken from the struct), plus the network keys they share: algo.hidden_sizes ([64, 64]),
-// algo.activation ("tanh"), algo.init_log_std (0.0) and algo.normalize_observations (false).
+// config keys: algo.<name>.<key> for each field of the algorithm's config struct (its fields(),
+// declared beside the struct, defaults taken from it), plus the network keys they share:
+// algo.<key> for nn::ActorCriticConfig::fields(). Adding an algorithm: docs/extending.md.
 
 // Declares every algorithm's keys. Throws std::logic_error if one is already declared.
 void declare_algorithm_keys(core::ConfigSchema& schema);

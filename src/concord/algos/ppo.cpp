@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/algos/config_validation.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {
@@ -28,8 +28,31 @@ torch::optim::AdamOptions adam_options(const PpoConfig& config) {
 
 }  // namespace
 
+const core::ConfigFields<PpoConfig>& PpoConfig::fields() {
+  static const core::ConfigFields<PpoConfig> kFields = {
+      {"learning_rate", &PpoConfig::learning_rate, "Adam step size (the initial one when annealed)"},
+      {"num_steps", &PpoConfig::num_steps, "Steps of each environment per rollout (T)"},
+      {"anneal_lr", &PpoConfig::anneal_lr, "Decay the learning rate linearly to 0 over training"},
+      {"gamma", &PpoConfig::gamma, "Discount factor"},
+      {"gae_lambda", &PpoConfig::gae_lambda, "GAE lambda"},
+      {"num_minibatches", &PpoConfig::num_minibatches, "Minibatches per epoch"},
+      {"update_epochs", &PpoConfig::update_epochs, "Passes over each rollout"},
+      {"norm_adv", &PpoConfig::norm_adv, "Normalise advantages within each minibatch"},
+      {"clip_coef", &PpoConfig::clip_coef, "Surrogate (and value) clipping coefficient"},
+      {"clip_vloss", &PpoConfig::clip_vloss, "Clip the value loss around the rollout's values"},
+      {"ent_coef", &PpoConfig::ent_coef, "Entropy bonus coefficient"},
+      {"vf_coef", &PpoConfig::vf_coef, "Value loss coefficient"},
+      {"max_grad_norm", &PpoConfig::max_grad_norm, "Gradient-norm clipping threshold"},
+      {"target_kl", &PpoConfig::target_kl, "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
+      {"adam_eps", &PpoConfig::adam_eps, "Adam epsilon"},
+      {"normalize_reward", &PpoConfig::normalize_reward,
+       "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
+  };
+  return kFields;
+}
+
 void PpoConfig::validate() const {
-  ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
@@ -95,7 +118,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 }
 
 Ppo::Ppo(PpoConfig config, torch::Device device)
-    : config_(validated(std::move(config))),
+    : config_(core::validated(std::move(config))),
       model_(nn::build_actor_critic(config_.network, device)),
       parameters_(*model_),
       optimizer_({parameters_.values()}, adam_options(config_)),

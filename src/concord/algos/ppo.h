@@ -8,6 +8,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/algos/reward_scaler.h"
+#include "concord/core/config_fields.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -40,6 +41,9 @@ struct PpoConfig {
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by ActorCritic's constructor).
   void validate() const;
+  // The keys algo.ppo.<key>, one per field above but `network` (whose keys are algo.<key>, see
+  // ActorCriticConfig::fields).
+  static const core::ConfigFields<PpoConfig>& fields();
 };
 
 // The terms of PPO's loss on one minibatch. `loss` carries the graph; the others are detached.

@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "concord/algos/config_validation.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/core/config_problems.h"
 
 namespace concord::algos {
 namespace {
@@ -47,7 +47,7 @@ const at::Tensor& checkpoint_tensor(const core::Checkpoint& checkpoint, const st
 }  // namespace
 
 void RewardScalerConfig::validate() const {
-  ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
   problems.check(epsilon > 0.0, "epsilon", epsilon, "> 0");
   problems.check(clip > 0.0, "clip", clip, "> 0");
@@ -55,7 +55,7 @@ void RewardScalerConfig::validate() const {
 }
 
 RewardScaler::RewardScaler(RewardScalerConfig config)
-    : config_(validated(std::move(config))),
+    : config_(core::validated(std::move(config))),
       returns_(at::zeros({0}, at::kDouble)),
       return_stats_(make_return_stats(config_)) {}
 

@@ -1,7 +1,5 @@
 #include "concord/envs/registry.h"
 
-#include <stdexcept>
-
 #include "concord/envs/classic_control/acrobot.h"
 #include "concord/envs/classic_control/cartpole.h"
 #include "concord/envs/classic_control/mountain_car.h"
@@ -38,33 +36,6 @@ Registry make_builtin_registry() {
 Registry& Registry::global() {
   static Registry registry = make_builtin_registry();
   return registry;
-}
-
-void Registry::add(const std::string& id, EnvFactory factory) {
-  if (contains(id)) throw std::invalid_argument("environment '" + id + "' is already registered");
-  entries_.emplace_back(id, std::move(factory));
-}
-
-bool Registry::contains(const std::string& id) const {
-  for (const auto& entry : entries_) {
-    if (entry.first == id) return true;
-  }
-  return false;
-}
-
-std::unique_ptr<Env> Registry::make(const std::string& id) const {
-  for (const auto& entry : entries_) {
-    if (entry.first == id) return entry.second();
-  }
-  std::string known;
-  for (const auto& entry : entries_) known += (known.empty() ? "" : ", ") + entry.first;
-  throw std::invalid_argument("unknown environment '" + id + "' (known: " + known + ")");
-}
-
-std::vector<std::string> Registry::ids() const {
-  std::vector<std::string> result;
-  for (const auto& entry : entries_) result.push_back(entry.first);
-  return result;
 }
 
 std::unique_ptr<Env> make_env(const std::string& id) { return Registry::global().make(id); }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "concord/core/registry.h"
 #include "concord/envs/env.h"
 
 namespace concord::envs {
@@ -18,14 +19,16 @@ class Registry {
   // The process-wide registry, holding the built-in environments.
   static Registry& global();
 
-  void add(const std::string& id, EnvFactory factory);
-  bool contains(const std::string& id) const;
+  // Throws std::invalid_argument if the id is already registered.
+  void add(const std::string& id, EnvFactory factory) { factories_.add(id, std::move(factory)); }
+  bool contains(const std::string& id) const { return factories_.contains(id); }
   // Throws std::invalid_argument naming the id and listing the known ones when it is unknown.
-  std::unique_ptr<Env> make(const std::string& id) const;
-  std::vector<std::string> ids() const;
+  std::unique_ptr<Env> make(const std::string& id) const { return factories_.at(id)(); }
+  // In registration order.
+  std::vector<std::string> ids() const { return factories_.names(); }
 
  private:
-  std::vector<std::pair<std::string, EnvFactory>> entries_;
+  core::Registry<EnvFactory> factories_{"environment"};
 };
 
 // Shorthand for Registry::global().make(id).

@@ -5,37 +5,42 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/core/optimizer_bytes.h"
 #include "concord/explore/checkpoint_tensor.h"
 
 namespace concord::explore {
 
 void AeSimHashConfig::validate() const {
-  std::string problems;
-  const auto check = [&](bool ok, const std::string& problem) {
-    if (!ok) problems += (problems.empty() ? "" : "; ") + problem;
+  core::ConfigProblems problems;
+  problems.check(code_size >= 1, "code_size", code_size, ">= 1");
+  bool positive_sizes = true;
+  for (const int64_t size : hidden_sizes) positive_sizes = positive_sizes && size >= 1;
+  problems.check(positive_sizes, "hidden_sizes", hidden_sizes, "all >= 1");
+  problems.check(noise >= 0.0, "noise", noise, ">= 0");
+  problems.check(binary_penalty >= 0.0, "binary_penalty", binary_penalty, ">= 0");
+  problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
+  problems.check(minibatch >= 1, "minibatch", minibatch, ">= 1");
+  problems.check(updates_per_batch >= 0, "updates_per_batch", updates_per_batch, ">= 0");
+  problems.throw_if_any("explore.ae config");
+}
+
+const core::ConfigFields<AeSimHashConfig>& AeSimHashConfig::fields() {
+  static const core::ConfigFields<AeSimHashConfig> kFields = {
+      {"code_size", &AeSimHashConfig::code_size, "AE-SimHash: sigmoid units of the code layer (D)"},
+      {"hidden_sizes", &AeSimHashConfig::hidden_sizes, "AE-SimHash: encoder layer sizes (decoder mirrors)"},
+      {"noise", &AeSimHashConfig::noise, "AE-SimHash: uniform noise U(-a, a) before the sigmoid"},
+      {"binary_penalty", &AeSimHashConfig::binary_penalty, "AE-SimHash: lambda pushing codes to 0 or 1"},
+      {"learning_rate", &AeSimHashConfig::learning_rate, "AE-SimHash: Adam learning rate"},
+      {"minibatch", &AeSimHashConfig::minibatch, "AE-SimHash: states per gradient step"},
+      {"updates_per_batch", &AeSimHashConfig::updates_per_batch,
+       "AE-SimHash: gradient steps on each batch of visited states"},
   };
-  check(code_size >= 1, "code_size=" + std::to_string(code_size) + " must be >= 1");
-  for (const int64_t size : hidden_sizes) check(size >= 1, "hidden size " + std::to_string(size) + " must be >= 1");
-  check(noise >= 0.0, "noise=" + std::to_string(noise) + " must be >= 0");
-  check(binary_penalty >= 0.0, "binary_penalty=" + std::to_string(binary_penalty) + " must be >= 0");
-  check(learning_rate > 0.0, "learning_rate=" + std::to_string(learning_rate) + " must be > 0");
-  check(minibatch >= 1, "minibatch=" + std::to_string(minibatch) + " must be >= 1");
-  check(updates_per_batch >= 0, "updates_per_batch=" + std::to_string(updates_per_batch) + " must be >= 0");
-  if (!problems.empty()) throw std::invalid_argument("invalid explore.ae config: " + problems);
+  return kFields;
 }
-
-namespace {
-
-AeSimHashConfig validated(AeSimHashConfig config) {
-  config.validate();
-  return config;
-}
-
-}  // namespace
 
 AeSimHash::AeSimHash(const envs::Space& observation_space, const AeSimHashConfig& config, int64_t bits, uint64_t seed)
-    : config_(validated(config)),
+    : config_(core::validated(config)),
       scaling_(observation_space, /*append_bias=*/false),
       autoencoder_(scaling_.output_dim(), config_.code_size, config_.hidden_sizes, config_.noise),
       optimizer_(std::make_unique<torch::optim::Adam>(autoencoder_->parameters(),

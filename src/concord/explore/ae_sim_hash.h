@@ -8,6 +8,7 @@
 
 #include <torch/optim/adam.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/envs/space.h"
 #include "concord/explore/code_autoencoder.h"
 #include "concord/explore/observation_scaling.h"
@@ -28,6 +29,7 @@ struct AeSimHashConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+  static const core::ConfigFields<AeSimHashConfig>& fields();
 };
 
 // AE-SimHash (Tang et al., 2017, section 2.3): a learned hash. The autoencoder trains online on

@@ -33,6 +33,15 @@ std::vector<int64_t> largest_primes(int64_t count, int64_t max_value) {
   return primes;
 }
 
+const core::ConfigFields<CountMinSketchConfig>& CountMinSketchConfig::fields() {
+  static const core::ConfigFields<CountMinSketchConfig> kFields = {
+      {"tables", &CountMinSketchConfig::tables, "Count-min sketch tables"},
+      {"table_size", &CountMinSketchConfig::table_size,
+       "Each table's size is one of the largest primes at or below this"},
+  };
+  return kFields;
+}
+
 CountMinSketch::CountMinSketch(int64_t bits, int64_t tables, int64_t max_table_size) : bits_(bits) {
   if (bits < 1 || bits > 1024 || tables < 1 || tables > 64 || max_table_size < 2 ||
       max_table_size >= (int64_t{1} << 31)) {

@@ -9,9 +9,18 @@
 
 #include <torch/types.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/explore/visit_counter.h"
 
 namespace concord::explore {
+
+// The sketch's shape (keys explore.sketch.<field>).
+struct CountMinSketchConfig {
+  int64_t tables = 6;              // tables, each of a different prime size
+  int64_t table_size = 1'000'000;  // each table's size is one of the largest primes <= this
+
+  static const core::ConfigFields<CountMinSketchConfig>& fields();
+};
 
 // A count-min sketch over binary codes, as in the reference code of Tang et al. (2017): several
 // tables of prime sizes p_1 > p_2 > ...; a code b (bits b_0 .. b_{k-1}) is read as the integer
@@ -28,7 +37,7 @@ namespace concord::explore {
 class CountMinSketch final : public VisitCounter {
  public:
   // `tables` tables whose sizes are the largest primes <= max_table_size (the paper's
-  // 999931 .. 999983 for the defaults 6 and 1,000,000). Throws std::invalid_argument unless
+  // 999931 .. 999983 for CountMinSketchConfig's defaults). Throws std::invalid_argument unless
   // bits in [1, 1024], tables in [1, 64] and max_table_size in [2, 2^31).
   CountMinSketch(int64_t bits, int64_t tables, int64_t max_table_size);
 

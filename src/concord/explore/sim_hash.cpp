@@ -7,7 +7,24 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
+
 namespace concord::explore {
+
+void SimHashConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(k >= 1 && k <= 1024, "k", k, "in [1, 1024]");
+  problems.throw_if_any("explore.simhash config");
+}
+
+const core::ConfigFields<SimHashConfig>& SimHashConfig::fields() {
+  static const core::ConfigFields<SimHashConfig> kFields = {
+      {"k", &SimHashConfig::k, "Bits of the SimHash code (granularity; 16 to 512)"},
+      {"preprocess", &SimHashConfig::preprocess,
+       "g(s) for simhash: bounds (scale bounded elements to [0, 1], append 1) or none"},
+  };
+  return kFields;
+}
 
 SimHash::SimHash(int64_t input_dim, int64_t bits, uint64_t seed, std::optional<ObservationScaling> preprocessing)
     : preprocessing_(std::move(preprocessing)) {

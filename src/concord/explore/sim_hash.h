@@ -6,10 +6,22 @@
 
 #include <torch/types.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/explore/observation_scaling.h"
 #include "concord/explore/state_hash.h"
 
 namespace concord::explore {
+
+// How the simhash bonus hashes states (keys explore.simhash.<field>); ae_simhash takes its code
+// length k from here too.
+struct SimHashConfig {
+  int64_t k = 64;                     // bits of the code: the granularity of the counts
+  std::string preprocess = "bounds";  // g(s): "bounds" (ObservationScaling, with a bias) or "none"
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+  static const core::ConfigFields<SimHashConfig>& fields();
+};
 
 // SimHash (Charikar, 2002), as Tang et al. (2017) use it for counting:
 //

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "concord/core/config_problems.h"
 #include "concord/nn/init.h"
 
 namespace concord::nn {
@@ -26,46 +27,38 @@ constexpr double kValueHeadGain = 1.0;
 }  // namespace
 
 void ActorCriticConfig::validate() const {
-  std::vector<std::string> problems;
+  core::ConfigProblems problems;
   bool positive_shape = !obs_shape.empty();
-  for (int64_t size : obs_shape) {
-    positive_shape = positive_shape && size >= 1;
-  }
-  if (!positive_shape) {
-    problems.push_back("obs_shape=" + shape_string(obs_shape) + " must be non-empty and positive");
-  }
-  if (action_dim < 1) {
-    problems.push_back("action_dim=" + std::to_string(action_dim) + " must be >= 1");
-  }
+  for (int64_t size : obs_shape) positive_shape = positive_shape && size >= 1;
+  problems.check(positive_shape, "obs_shape", obs_shape, "non-empty and positive");
+  problems.check(action_dim >= 1, "action_dim", action_dim, ">= 1");
   if (torso == "mlp") {
-    for (int64_t size : hidden_sizes) {
-      if (size < 1) {
-        problems.push_back("hidden_sizes=" + shape_string(hidden_sizes) + " must all be >= 1");
-        break;
-      }
-    }
-    if (activation != "tanh" && activation != "relu") {
-      problems.push_back("activation=\"" + activation + "\" must be \"tanh\" or \"relu\"");
-    }
+    bool positive_sizes = true;
+    for (int64_t size : hidden_sizes) positive_sizes = positive_sizes && size >= 1;
+    problems.check(positive_sizes, "hidden_sizes", hidden_sizes, "all >= 1");
+    problems.check(activation == "tanh" || activation == "relu", "activation", "\"" + activation + "\"",
+                   "\"tanh\" or \"relu\"");
   } else if (torso == "cnn") {
-    if (obs_shape.size() != 3 || obs_shape[1] < 36 || obs_shape[2] < 36) {
-      problems.push_back("obs_shape=" + shape_string(obs_shape) +
-                         " must be [C, H, W] with H, W >= 36 for the cnn torso");
-    }
-    if (cnn_features < 1) {
-      problems.push_back("cnn_features=" + std::to_string(cnn_features) + " must be >= 1");
-    }
+    problems.check(obs_shape.size() == 3 && obs_shape[1] >= 36 && obs_shape[2] >= 36, "obs_shape", obs_shape,
+                   "[C, H, W] with H, W >= 36 for the cnn torso");
+    problems.check(cnn_features >= 1, "cnn_features", cnn_features, ">= 1");
   } else {
-    problems.push_back("torso=\"" + torso + "\" must be \"mlp\" or \"cnn\"");
+    problems.check(false, "torso", "\"" + torso + "\"", "\"mlp\" or \"cnn\"");
   }
-  if (!problems.empty()) {
-    std::string message = "invalid ActorCriticConfig:";
-    for (const std::string& problem : problems) {
-      message += " " + problem + ";";
-    }
-    message.pop_back();
-    throw std::invalid_argument(message);
-  }
+  problems.throw_if_any("ActorCriticConfig");
+}
+
+const core::ConfigFields<ActorCriticConfig>& ActorCriticConfig::fields() {
+  static const core::ConfigFields<ActorCriticConfig> kFields = {
+      {"hidden_sizes", &ActorCriticConfig::hidden_sizes, "Hidden layer sizes of the actor and critic MLPs"},
+      {"activation", &ActorCriticConfig::activation, "MLP activation: tanh or relu"},
+      {"init_log_std", &ActorCriticConfig::init_log_std,
+       "Continuous actions: initial log standard deviation of the Gaussian policy"},
+      {"normalize_observations", &ActorCriticConfig::normalize_observations,
+       "Normalise observations by their running mean and std, clipped to +-10 (Gymnasium's "
+       "NormalizeObservation); the statistics are saved in checkpoints"},
+  };
+  return kFields;
 }
 
 torch::Tensor ActionDistribution::sample() const {

@@ -10,6 +10,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/nn/categorical.h"
 #include "concord/nn/cnn.h"
 #include "concord/nn/diag_gaussian.h"
@@ -54,6 +55,10 @@ struct ActorCriticConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+
+  // The fields a run sets by config key (algo.<key>, shared by every algorithm); the others come
+  // from the env's spaces or are fixed by the code that builds the network.
+  static const core::ConfigFields<ActorCriticConfig>& fields();
 };
 
 // The action distribution of a batch of observations, Categorical or DiagGaussian behind one

@@ -1,27 +1,27 @@
 #include "concord/parallel/aggregation.h"
 
-#include <stdexcept>
+#include "concord/core/registry.h"
 
 namespace concord::parallel {
+namespace {
 
-Aggregation parse_aggregation(const std::string& name) {
-  if (name == "avg") return Aggregation::kAvg;
-  if (name == "sum") return Aggregation::kSum;
-  if (name == "max") return Aggregation::kMax;
-  if (name == "min") return Aggregation::kMin;
-  if (name == "gather") return Aggregation::kGather;
-  if (name == "none") return Aggregation::kNone;
-  throw std::invalid_argument("unknown aggregation '" + name + "' (known: avg, sum, max, min, gather, none)");
+const core::Registry<Aggregation>& aggregations() {
+  static const core::Registry<Aggregation> registry("aggregation", {{"avg", Aggregation::kAvg},
+                                                                    {"sum", Aggregation::kSum},
+                                                                    {"max", Aggregation::kMax},
+                                                                    {"min", Aggregation::kMin},
+                                                                    {"gather", Aggregation::kGather},
+                                                                    {"none", Aggregation::kNone}});
+  return registry;
 }
 
+}  // namespace
+
+Aggregation parse_aggregation(const std::string& name) { return aggregations().at(name); }
+
 std::string aggregation_name(Aggregation aggregation) {
-  switch (aggregation) {
-    case Aggregation::kAvg: return "avg";
-    case Aggregation::kSum: return "sum";
-    case Aggregation::kMax: return "max";
-    case Aggregation::kMin: return "min";
-    case Aggregation::kGather: return "gather";
-    case Aggregation::kNone: return "none";
+  for (const auto& [name, known] : aggregations().entries()) {
+    if (known == aggregation) return name;
   }
   return "?";
 }

@@ -15,7 +15,8 @@ namespace concord::parallel {
 //   kNone    no communication: each rank keeps its own result (its sub-slices concatenated)
 enum class Aggregation { kAvg, kSum, kMax, kMin, kGather, kNone };
 
-// "avg", "sum", "max", "min", "gather", "none"; anything else throws std::invalid_argument.
+// "avg", "sum", "max", "min", "gather", "none"; anything else throws std::invalid_argument
+// ("unknown aggregation 'x' (known: ...)").
 Aggregation parse_aggregation(const std::string& name);
 std::string aggregation_name(Aggregation aggregation);
 

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
@@ -80,10 +81,30 @@ struct ActorProcessesPolicy::ActorLink {
   torch::Tensor version = torch::zeros({1}, torch::kInt64);
 };
 
+void ActorProcessesConfig::validate() const {
+  core::ConfigProblems problems;
+  // Worded as they were before ConfigProblems collected them, since tests and users match them.
+  if (broadcast_every < 1) problems.add("broadcast_every must be >= 1, got " + std::to_string(broadcast_every));
+  if (on_actor_failure != "continue" && on_actor_failure != "abort") {
+    problems.add("on_actor_failure must be \"continue\" or \"abort\", got \"" + on_actor_failure + "\"");
+  }
+  problems.throw_if_any("policy.actor_processes config");
+}
+
+const core::ConfigFields<ActorProcessesConfig>& ActorProcessesConfig::fields() {
+  static const core::ConfigFields<ActorProcessesConfig> kFields = {
+      {"synchronous", &ActorProcessesConfig::synchronous,
+       "true: actors wait for each update's parameters; false: they collect the next rollout meanwhile"},
+      {"broadcast_every", &ActorProcessesConfig::broadcast_every, "Updates between parameter broadcasts to the actors"},
+      {"on_actor_failure", &ActorProcessesConfig::on_actor_failure, "continue (drop a dead actor and go on) or abort"},
+  };
+  return kFields;
+}
+
 ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
                                            algos::Learner& learner, torch::Device device,
                                            comm::Communicator& communicator, explore::Bonus* bonus)
-    : config_(config),
+    : config_(core::validated(config)),
       env_config_(env_config),
       learner_(learner),
       device_(device),
@@ -98,14 +119,6 @@ ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, c
   if (env_config.num_envs % actors != 0) {
     throw std::invalid_argument("policy 'actor_processes': env.num_envs = " + std::to_string(env_config.num_envs) +
                                 " must be divisible by its " + std::to_string(actors) + " actor processes");
-  }
-  if (config.broadcast_every < 1) {
-    throw std::invalid_argument("policy.actor_processes.broadcast_every must be >= 1, got " +
-                                std::to_string(config.broadcast_every));
-  }
-  if (config.on_actor_failure != "continue" && config.on_actor_failure != "abort") {
-    throw std::invalid_argument("policy.actor_processes.on_actor_failure must be \"continue\" or \"abort\", got \"" +
-                                config.on_actor_failure + "\"");
   }
   if (env_config.batch_size != 0) {
     throw std::invalid_argument("policy 'actor_processes' steps each actor's envs together: set env.batch_size = 0");
@@ -308,6 +321,11 @@ void ActorProcessesPolicy::act() {
     }
   }
   for (auto& request : sending) request->wait();
+}
+
+std::unique_ptr<Policy> make_actor_processes_policy(const PolicyContext& context, const ActorProcessesConfig& config) {
+  return std::make_unique<ActorProcessesPolicy>(config, context.env_config, context.learner, context.device,
+                                                *context.communicator, context.bonus);
 }
 
 }  // namespace concord::policies

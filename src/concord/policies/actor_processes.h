@@ -6,13 +6,16 @@
 #include <vector>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
+// How the `actor_processes` policy runs (keys policy.actor_processes.<field>).
 struct ActorProcessesConfig {
   // true: actors wait for the parameters of update k before collecting rollout k + 1 (on-policy).
   // false: actors collect rollout k + 1 while the learner trains on rollout k (one update of
@@ -23,6 +26,10 @@ struct ActorProcessesConfig {
   // "continue": an actor that dies or stops answering is dropped, logged, and the run goes on
   // with the others; "abort": the run fails naming the actor.
   std::string on_actor_failure = "continue";
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+  static const core::ConfigFields<ActorProcessesConfig>& fields();
 };
 
 // The `actor_processes` distribution policy (MSRL's multi-actor, single-learner layout): rank 0
@@ -71,5 +78,7 @@ class ActorProcessesPolicy : public Policy {
   std::vector<std::unique_ptr<ActorLink>> actors_;  // on the learner
   core::EpisodeStats episodes_;
 };
+
+std::unique_ptr<Policy> make_actor_processes_policy(const PolicyContext& context, const ActorProcessesConfig& config);
 
 }  // namespace concord::policies

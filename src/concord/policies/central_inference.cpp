@@ -16,12 +16,12 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
-#include "concord/algos/config_validation.h"
+#include "concord/core/active_threads.h"
+#include "concord/core/bounded_queue.h"
+#include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/nn/flat_parameters.h"
-#include "concord/policies/active_threads.h"
-#include "concord/policies/bounded_queue.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
 #include "concord/policies/exploration_bonus.h"
@@ -29,7 +29,7 @@
 namespace concord::policies {
 
 void CentralInferenceConfig::validate() const {
-  algos::ConfigProblems problems;
+  core::ConfigProblems problems;
   problems.check(agents >= 1, "agents", agents, ">= 1");
   problems.check(predictors >= 1, "predictors", predictors, ">= 1");
   problems.check(trainers >= 1, "trainers", trainers, ">= 1");
@@ -41,8 +41,30 @@ void CentralInferenceConfig::validate() const {
   problems.throw_if_any("policy.central_inference config");
 }
 
+const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields() {
+  using C = CentralInferenceConfig;
+  static const core::ConfigFields<C> kFields = {
+      {"agents", &C::agents, "Agent threads, each stepping its own envs (env.num_envs is split among them)"},
+      {"predictors", &C::predictors, "Predictor threads running batched inference"},
+      {"trainers", &C::trainers, "Trainer threads feeding the learner"},
+      {"prediction_batch", &C::prediction_batch, "Most observations in one batched forward pass"},
+      {"training_batch", &C::training_batch, "Agent segments (T steps of num_envs / agents envs) per learner update"},
+      {"queue_capacity", &C::queue_capacity, "Capacity of the prediction and the training queue"},
+      {"wait_timeout_seconds", &C::wait_timeout_seconds,
+       "A blocking wait longer than this while the run is live is an error naming the queue"},
+      {"dynamic_adjustment", &C::dynamic_adjustment,
+       "GA3C's random walk over the numbers of agents, predictors and trainers, kept when TPS rises"},
+      {"adjust_interval_seconds", &C::adjust_interval_seconds,
+       "How long each thread configuration is measured by the dynamic adjustment"},
+  };
+  return kFields;
+}
+
 namespace {
 
+using core::ActiveThreads;
+using core::BoundedQueue;
+using core::QueueStatus;
 using SteadyClock = std::chrono::steady_clock;
 
 // Thrown inside a thread when the run is shutting down under it; the thread just exits.
@@ -490,7 +512,7 @@ class Run {
 CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
                                                const envs::VectorEnvConfig& env_config, algos::Learner& learner,
                                                torch::Device device, explore::Bonus* bonus)
-    : config_(algos::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
+    : config_(core::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
   if (env_config.batch_size != 0 || env_config.num_threads != 1) {
     throw std::invalid_argument(
         "policy 'central_inference' gives each agent thread its own synchronous envs: set env.batch_size = 0 and "
@@ -514,6 +536,12 @@ void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, in
   if (state.global_step >= total_steps) return;
   Run run(config_, envs_, learner_, device_, bonus_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
   run.run();
+}
+
+std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
+                                                      const CentralInferenceConfig& config) {
+  return std::make_unique<CentralInferencePolicy>(config, context.env_config, context.learner, context.device,
+                                                  context.bonus);
 }
 
 }  // namespace concord::policies

@@ -6,9 +6,11 @@
 
 #include <torch/types.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
@@ -27,6 +29,7 @@ struct CentralInferenceConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+  static const core::ConfigFields<CentralInferenceConfig>& fields();
 };
 
 // The `central_inference` distribution policy (GA3C, Babaeizadeh et al., 2017): agents only step
@@ -56,7 +59,7 @@ struct CentralInferenceConfig {
 // Dynamic adjustment (off by default): every adjust_interval_seconds the numbers of active
 // agents, predictors and trainers each move by a random -1, 0 or +1 within [1, configured], and
 // the move is kept only if trainings per second rose. Threads are all created up front and park
-// while inactive (see active_threads.h).
+// while inactive (see core/active_threads.h).
 //
 // Requirements, checked at construction (std::invalid_argument naming the setting): a valid
 // config, env.batch_size = 0, env.num_threads = 1 (each agent steps its own envs) and
@@ -86,5 +89,8 @@ class CentralInferencePolicy : public Policy {
   explore::Bonus* bonus_;  // may be null; shared by every agent
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
 };
+
+std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
+                                                      const CentralInferenceConfig& config);
 
 }  // namespace concord::policies

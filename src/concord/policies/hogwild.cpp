@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/policies/exploration_bonus.h"
@@ -16,10 +17,24 @@
 
 namespace concord::policies {
 
-HogwildPolicy::HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device,
-                             int workers, explore::Bonus* bonus)
+void HogwildConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(workers >= 1, "workers", workers, ">= 1");
+  problems.throw_if_any("policy.hogwild config");
+}
+
+const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
+  static const core::ConfigFields<HogwildConfig> kFields = {
+      {"workers", &HogwildConfig::workers, "Actor-learner threads (env.num_envs is split among them)"},
+  };
+  return kFields;
+}
+
+HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
+                             algos::Learner& learner, torch::Device device, explore::Bonus* bonus)
     : learner_(learner), device_(device), bonus_(bonus) {
-  if (workers < 1) throw std::invalid_argument("policy 'hogwild': workers must be >= 1, got " + std::to_string(workers));
+  config.validate();
+  const int workers = config.workers;
   if (learner.gradient_steps_per_update() != 1) {
     throw std::invalid_argument(
         "policy 'hogwild' applies each update lock-free as one gradient step, but the algorithm takes " +
@@ -111,6 +126,10 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   for (int w = 0; w < workers; ++w) threads.emplace_back(worker, w);
   for (std::thread& thread : threads) thread.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config) {
+  return std::make_unique<HogwildPolicy>(config, context.env_config, context.learner, context.device, context.bonus);
 }
 
 }  // namespace concord::policies

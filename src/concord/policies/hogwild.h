@@ -6,11 +6,22 @@
 
 #include <torch/types.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
+
+// How the `hogwild` policy is laid out (keys policy.hogwild.<field>).
+struct HogwildConfig {
+  int workers = 2;  // actor-learner threads; env.num_envs is split among them
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+  static const core::ConfigFields<HogwildConfig>& fields();
+};
 
 // The `hogwild` distribution policy (A3C, Mnih et al., 2016): W actor-learner threads, each with
 // its own environments and its own replica of the learner. Every replica's parameters and
@@ -31,8 +42,8 @@ namespace concord::policies {
 // adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
  public:
-  HogwildPolicy(const envs::VectorEnvConfig& env_config, algos::Learner& learner, torch::Device device, int workers,
-                explore::Bonus* bonus = nullptr);
+  HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::Learner& learner,
+                torch::Device device, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
@@ -44,5 +55,7 @@ class HogwildPolicy : public Policy {
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
   std::vector<std::unique_ptr<algos::Learner>> replicas_;
 };
+
+std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config);
 
 }  // namespace concord::policies

@@ -4,28 +4,40 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
+#include "concord/sync/sync_registry.h"
+
 namespace concord::policies {
 
-MultiLearnerPolicy::MultiLearnerPolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner,
-                                       torch::Device device, comm::Communicator& communicator, int64_t check_every,
-                                       explore::Bonus* bonus, int64_t merge_counts_every)
+void MultiLearnerConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(check_every >= 0, "check_every", check_every, ">= 0");
+  problems.check(merge_counts_every >= 0, "merge_counts_every", merge_counts_every, ">= 0");
+  problems.throw_if_any("policy.multi_learner config");
+}
+
+const core::ConfigFields<MultiLearnerConfig>& MultiLearnerConfig::fields() {
+  static const core::ConfigFields<MultiLearnerConfig> kFields = {
+      {"check_every", &MultiLearnerConfig::check_every,
+       "Every this many updates, check that every rank's parameters equal rank 0's (0: never)"},
+      {"merge_counts_every", &MultiLearnerConfig::merge_counts_every,
+       "Updates between merges of the ranks' exploration counts (explore.bonus; 0: never, each rank counts alone)"},
+  };
+  return kFields;
+}
+
+MultiLearnerPolicy::MultiLearnerPolicy(const MultiLearnerConfig& config, std::unique_ptr<envs::VectorEnv> env,
+                                       algos::Learner& learner, torch::Device device, comm::Communicator& communicator,
+                                       explore::Bonus* bonus)
     : learner_(learner),
       communicator_(communicator),
-      check_every_(check_every),
+      config_(core::validated(config)),
       bonus_(bonus),
-      merge_counts_every_(merge_counts_every),
       loop_(std::move(env), learner, device, bonus, communicator.world_size()) {
   if (learner.gradient_steps_per_update() == 0) {
     throw std::invalid_argument(
         "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
         "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
-  }
-  if (merge_counts_every < 0) {
-    throw std::invalid_argument("policy.multi_learner.merge_counts_every must be >= 0, got " +
-                                std::to_string(merge_counts_every));
-  }
-  if (check_every < 0) {
-    throw std::invalid_argument("policy.multi_learner.check_every must be >= 0, got " + std::to_string(check_every));
   }
 }
 
@@ -58,10 +70,11 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       torch::NoGradGuard no_grad;
       for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);
     }
-    if (bonus_ != nullptr && merge_counts_every_ > 0 && now.updates % merge_counts_every_ == 0) {
+    if (bonus_ != nullptr && config_.merge_counts_every > 0 && now.updates % config_.merge_counts_every == 0) {
       bonus_->merge_counts(communicator_);
     }
-    if (check_every_ > 0 && now.updates % check_every_ == 0 && learner_.sync_strategy().keeps_replicas_identical()) {
+    if (config_.check_every > 0 && now.updates % config_.check_every == 0 &&
+        learner_.sync_strategy().keeps_replicas_identical()) {
       check_replicas_identical(now);
     }
     algos::Metrics with_sync = metrics;
@@ -72,6 +85,22 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
     if (callbacks.on_update) callbacks.on_update(now, with_sync, episodes);
   };
   loop_.train(state, total_steps, checkpoint_interval_steps, lockstep);
+}
+
+std::unique_ptr<Policy> make_multi_learner_policy(const PolicyContext& context, const MultiLearnerConfig& config) {
+  comm::Communicator& communicator = *context.communicator;
+  envs::VectorEnvConfig rank_envs = context.env_config;
+  if (rank_envs.num_envs % communicator.world_size() != 0) {
+    throw std::invalid_argument("policy 'multi_learner': env.num_envs = " + std::to_string(rank_envs.num_envs) +
+                                " must be divisible by its " + std::to_string(communicator.world_size()) + " ranks");
+  }
+  rank_envs.num_envs /= communicator.world_size();
+  auto policy = std::make_unique<MultiLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(rank_envs),
+                                                     context.learner, context.device, communicator, context.bonus);
+  // Attached last, as the strategy's first act is a collective (rank 0's parameters to every replica).
+  context.learner.set_sync_strategy(
+      sync::make_sync_strategy(context.config.get_string("sync.strategy"), context.config, communicator));
+  return policy;
 }
 
 }  // namespace concord::policies

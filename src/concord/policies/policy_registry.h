@@ -4,19 +4,15 @@
 #include <string>
 #include <vector>
 
-#include <torch/types.h>
-
-#include "concord/algos/learner.h"
-#include "concord/comm/communicator.h"
 #include "concord/core/config.h"
-#include "concord/envs/vector_env.h"
-#include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
 // The distribution policies a run can name (train.policy / --policy), one registry line each in
-// policy_registry.cpp, with their config keys policy.<name>.<key>:
+// policy_registry.cpp naming the policy's factory, with their config keys policy.<name>.<key>
+// (the fields of the config struct beside the policy). Adding a policy: docs/extending.md.
 //
 //   single             one thread steps all envs and updates (the reference)
 //   sync_vector        PAAC: the same loop with env.num_threads threads stepping the envs
@@ -31,17 +27,6 @@ namespace concord::policies {
 //                      and act, experience by c10d send/recv, parameters sent back
 //
 // env.num_envs is always the total number of environments of the run.
-
-// Everything a policy is built from.
-struct PolicyContext {
-  const core::Config& config;        // policy.* keys (and anything else the policy reads)
-  envs::VectorEnvConfig env_config;  // the [env] section and run.seed
-  algos::Learner& learner;           // the algorithm; its model is the Actor fragment
-  torch::Device device;              // where models and rollouts live (core::resolve_device)
-  // The ranks of a multi-process run; nullptr for policies that run in one process.
-  comm::Communicator* communicator = nullptr;
-  explore::Bonus* bonus = nullptr;   // the exploration bonus every actor adds, one for all; may be null
-};
 
 // Declares every policy's keys. Throws std::logic_error if one is already declared.
 void declare_policy_keys(core::ConfigSchema& schema);

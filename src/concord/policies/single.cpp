@@ -67,4 +67,14 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
   }
 }
 
+std::unique_ptr<Policy> make_single_policy(const PolicyContext& context) {
+  if (context.env_config.num_threads != 1) {
+    throw std::invalid_argument("policy 'single' steps environments on one thread, but env.num_threads = " +
+                                std::to_string(context.env_config.num_threads) +
+                                "; use policy 'sync_vector' to step them on several");
+  }
+  return std::make_unique<SinglePolicy>(std::make_unique<envs::VectorEnv>(context.env_config), context.learner,
+                                        context.device, context.bonus);
+}
+
 }  // namespace concord::policies

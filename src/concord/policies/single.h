@@ -11,6 +11,7 @@
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
@@ -55,5 +56,8 @@ class SinglePolicy : public Policy {
   int ranks_in_lockstep_;
   core::EpisodeStats episodes_;
 };
+
+// The `single` policy of a run: refuses env.num_threads > 1 (that is `sync_vector`).
+std::unique_ptr<Policy> make_single_policy(const PolicyContext& context);
 
 }  // namespace concord::policies

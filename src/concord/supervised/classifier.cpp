@@ -1,28 +1,40 @@
 #include "concord/supervised/classifier.h"
 
-#include <stdexcept>
-
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include "concord/core/registry.h"
+
 namespace concord::supervised {
 
-torch::nn::Sequential make_classifier(const std::string& name) {
+namespace {
+
+using ClassifierFactory = torch::nn::Sequential (*)();
+
+torch::nn::Sequential make_mlp() {
   namespace tnn = torch::nn;
-  if (name == "mlp") {
-    return tnn::Sequential(tnn::Flatten(), tnn::Linear(784, 200), tnn::ReLU(), tnn::Linear(200, 200), tnn::ReLU(),
-                           tnn::Linear(200, 10));
-  }
-  if (name == "cnn") {
-    return tnn::Sequential(tnn::Conv2d(tnn::Conv2dOptions(1, 16, 5).padding(2)), tnn::ReLU(), tnn::MaxPool2d(2),
-                           tnn::Conv2d(tnn::Conv2dOptions(16, 32, 5).padding(2)), tnn::ReLU(), tnn::MaxPool2d(2),
-                           tnn::Flatten(), tnn::Linear(32 * 7 * 7, 128), tnn::ReLU(), tnn::Linear(128, 10));
-  }
-  throw std::invalid_argument("unknown model '" + name + "' (known: mlp, cnn)");
+  return tnn::Sequential(tnn::Flatten(), tnn::Linear(784, 200), tnn::ReLU(), tnn::Linear(200, 200), tnn::ReLU(),
+                         tnn::Linear(200, 10));
 }
 
-std::vector<std::string> classifier_names() { return {"mlp", "cnn"}; }
+torch::nn::Sequential make_cnn() {
+  namespace tnn = torch::nn;
+  return tnn::Sequential(tnn::Conv2d(tnn::Conv2dOptions(1, 16, 5).padding(2)), tnn::ReLU(), tnn::MaxPool2d(2),
+                         tnn::Conv2d(tnn::Conv2dOptions(16, 32, 5).padding(2)), tnn::ReLU(), tnn::MaxPool2d(2),
+                         tnn::Flatten(), tnn::Linear(32 * 7 * 7, 128), tnn::ReLU(), tnn::Linear(128, 10));
+}
+
+const core::Registry<ClassifierFactory>& classifiers() {
+  static const core::Registry<ClassifierFactory> registry("model", {{"mlp", make_mlp}, {"cnn", make_cnn}});
+  return registry;
+}
+
+}  // namespace
+
+torch::nn::Sequential make_classifier(const std::string& name) { return classifiers().at(name)(); }
+
+std::vector<std::string> classifier_names() { return classifiers().names(); }
 
 }  // namespace concord::supervised

@@ -15,6 +15,17 @@ constexpr int kCentreToWorkerTag = 0x45411;
 
 }  // namespace
 
+const core::ConfigFields<EasgdConfig>& EasgdConfig::fields() {
+  static const core::ConfigFields<EasgdConfig> kFields = {
+      {"alpha", &EasgdConfig::alpha, "Elastic coefficient; synchronous needs workers * alpha <= 1"},
+      {"tau", &EasgdConfig::tau, "Steps between elastic exchanges with the centre variable"},
+      {"asynchronous", &EasgdConfig::asynchronous,
+       "The asynchronous rule: workers meet the centre (on rank 0) one at a time"},
+      {"momentum", &EasgdConfig::momentum, "EAMSGD's Nesterov momentum delta (0: plain EASGD)"},
+  };
+  return kFields;
+}
+
 Easgd::Easgd(comm::Communicator& communicator, EasgdConfig config) : communicator_(communicator), config_(config) {
   const int workers = communicator_.world_size();
   const bool bad_alpha = !(config_.alpha > 0.0 && config_.alpha < 1.0) ||
@@ -85,6 +96,10 @@ void Easgd::asynchronous_exchange() {
   const torch::Tensor difference = x - centre_;
   x.sub_(difference, config_.alpha);
   centre_.add_(difference, config_.alpha);
+}
+
+std::unique_ptr<SyncStrategy> make_easgd(const SyncContext& context, const EasgdConfig& config) {
+  return std::make_unique<Easgd>(context.communicator, config);
 }
 
 }  // namespace concord::sync

@@ -6,6 +6,8 @@
 #include <torch/types.h>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/config_fields.h"
+#include "concord/sync/sync_context.h"
 #include "concord/sync/sync_strategy.h"
 
 namespace concord::sync {
@@ -15,6 +17,9 @@ struct EasgdConfig {
   int64_t tau = 4;            // optimiser steps between two elastic exchanges
   bool asynchronous = false;  // the asynchronous update rule (one worker at a time) instead of the synchronous one
   double momentum = 0.0;      // delta of EAMSGD's Nesterov momentum; 0 is plain EASGD
+
+  // Keys sync.easgd.<field>.
+  static const core::ConfigFields<EasgdConfig>& fields();
 };
 
 // Elastic averaging SGD (Zhang, Choromanska, LeCun 2015). Every replica keeps its own parameters
@@ -64,5 +69,7 @@ class Easgd : public SyncStrategy {
   int64_t steps_ = 0;
   SyncStats stats_;
 };
+
+std::unique_ptr<SyncStrategy> make_easgd(const SyncContext& context, const EasgdConfig& config);
 
 }  // namespace concord::sync

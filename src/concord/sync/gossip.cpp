@@ -20,6 +20,14 @@ double gossip_mix(const torch::Tensor& x, double w, const torch::Tensor& x_sent,
   return total;
 }
 
+const core::ConfigFields<GossipConfig>& GossipConfig::fields() {
+  static const core::ConfigFields<GossipConfig> kFields = {
+      {"probability", &GossipConfig::probability,
+       "p: chance that a replica pushes its parameters and half its weight to a random peer after a step"},
+  };
+  return kFields;
+}
+
 Gossip::Gossip(comm::Communicator& communicator, GossipConfig config)
     : communicator_(communicator),
       config_(config),
@@ -76,6 +84,12 @@ void Gossip::after_step() {
     weight_ = gossip_mix(x, weight_, incoming.narrow(0, 0, x.numel()), sent_weight);
   }
   if (sending) sending->wait();
+}
+
+std::unique_ptr<SyncStrategy> make_gossip(const SyncContext& context, const GossipConfig& config) {
+  GossipConfig seeded = config;
+  seeded.seed = static_cast<uint64_t>(context.config.get_int("run.seed"));
+  return std::make_unique<Gossip>(context.communicator, seeded);
 }
 
 }  // namespace concord::sync

@@ -7,7 +7,9 @@
 #include <torch/types.h>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/config_fields.h"
 #include "concord/core/rng.h"
+#include "concord/sync/sync_context.h"
 #include "concord/sync/sync_strategy.h"
 
 namespace concord::sync {
@@ -15,6 +17,9 @@ namespace concord::sync {
 struct GossipConfig {
   double probability = 0.2;  // p: chance that a replica pushes to a peer after a step
   uint64_t seed = 1;         // the exchange pattern's seed; the same on every rank
+
+  // Keys sync.gossip.<field>; the seed is not one (make_gossip takes run.seed).
+  static const core::ConfigFields<GossipConfig>& fields();
 };
 
 // GoSGD (Blot et al. 2016): decentralised gossip averaging, no master. Each replica i carries a
@@ -54,5 +59,8 @@ class Gossip : public SyncStrategy {
 
 // The receiver's rule: x <- (w x + w_s x_s) / (w + w_s) in place; returns w + w_s.
 double gossip_mix(const torch::Tensor& x, double w, const torch::Tensor& x_sent, double w_sent);
+
+// A Gossip seeded from run.seed, so that every rank derives the same exchange pattern.
+std::unique_ptr<SyncStrategy> make_gossip(const SyncContext& context, const GossipConfig& config);
 
 }  // namespace concord::sync

@@ -4,6 +4,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "concord/core/config_problems.h"
+
 namespace concord::sync {
 
 // The gradient accumulators of the parameters: autograd holds them weakly, so without these
@@ -11,6 +13,20 @@ namespace concord::sync {
 struct GradientAllreduce::Hooks {
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
 };
+
+void GradientAllreduceConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(bucket_kb >= 0, "bucket_kb", bucket_kb, ">= 0");
+  problems.throw_if_any("sync.allreduce config");
+}
+
+const core::ConfigFields<GradientAllreduceConfig>& GradientAllreduceConfig::fields() {
+  static const core::ConfigFields<GradientAllreduceConfig> kFields = {
+      {"bucket_kb", &GradientAllreduceConfig::bucket_kb,
+       "Gradient bucket size in KiB: a bucket's allreduce overlaps the backward of the next (0: one bucket)"},
+  };
+  return kFields;
+}
 
 GradientAllreduce::GradientAllreduce(comm::Communicator& communicator, int64_t bucket_bytes)
     : communicator_(communicator), bucket_bytes_(bucket_bytes), hooks_(std::make_unique<Hooks>()) {}
@@ -82,6 +98,12 @@ void GradientAllreduce::synchronize_gradients() {
   pending_ = bucket_parameters_;
   next_to_launch_ = 0;
   ++stats_.rounds;
+}
+
+std::unique_ptr<SyncStrategy> make_gradient_allreduce(const SyncContext& context,
+                                                      const GradientAllreduceConfig& config) {
+  config.validate();
+  return std::make_unique<GradientAllreduce>(context.communicator, config.bucket_kb * 1024);
 }
 
 }  // namespace concord::sync

@@ -5,9 +5,20 @@
 #include <vector>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/config_fields.h"
+#include "concord/sync/sync_context.h"
 #include "concord/sync/sync_strategy.h"
 
 namespace concord::sync {
+
+// How `allreduce` buckets the gradient (keys sync.allreduce.<field>).
+struct GradientAllreduceConfig {
+  int64_t bucket_kb = 1024;  // bucket size in KiB; 0: one bucket
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+  static const core::ConfigFields<GradientAllreduceConfig>& fields();
+};
 
 // Synchronous data parallelism (`allreduce`): every optimiser step applies the mean of all
 // ranks' gradients, so replicas stay identical. As in PyTorch DDP, the flat gradient is cut
@@ -53,5 +64,8 @@ class GradientAllreduce : public SyncStrategy {
   std::unique_ptr<Hooks> hooks_;
   SyncStats stats_;
 };
+
+std::unique_ptr<SyncStrategy> make_gradient_allreduce(const SyncContext& context,
+                                                      const GradientAllreduceConfig& config);
 
 }  // namespace concord::sync

@@ -8,6 +8,15 @@
 
 namespace concord::sync {
 
+const core::ConfigFields<LocalSgdConfig>& LocalSgdConfig::fields() {
+  static const core::ConfigFields<LocalSgdConfig> kFields = {
+      {"local_steps", &LocalSgdConfig::local_steps, "H: local steps between two parameter averages"},
+      {"warmup_steps", &LocalSgdConfig::warmup_steps,
+       "Post-local SGD: steps of synchronous gradient averaging before local SGD starts (0: none)"},
+  };
+  return kFields;
+}
+
 LocalSgd::LocalSgd(comm::Communicator& communicator, LocalSgdConfig config)
     : communicator_(communicator), config_(config) {
   if (config_.local_steps < 1 || config_.warmup_steps < 0) {
@@ -39,6 +48,10 @@ void LocalSgd::after_step() {
   communicator_.allreduce_mean(parameters_->values());
   stats_.bytes += payload_bytes(parameters_->values());
   ++stats_.rounds;
+}
+
+std::unique_ptr<SyncStrategy> make_local_sgd(const SyncContext& context, const LocalSgdConfig& config) {
+  return std::make_unique<LocalSgd>(context.communicator, config);
 }
 
 }  // namespace concord::sync

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/config_fields.h"
+#include "concord/sync/sync_context.h"
 #include "concord/sync/sync_strategy.h"
 
 namespace concord::sync {
@@ -11,6 +13,9 @@ namespace concord::sync {
 struct LocalSgdConfig {
   int64_t local_steps = 8;    // H: optimiser steps each replica takes alone between two averages
   int64_t warmup_steps = 0;   // post-local SGD: steps of synchronous SGD (gradient allreduce) first
+
+  // Keys sync.local_sgd.<field>.
+  static const core::ConfigFields<LocalSgdConfig>& fields();
 };
 
 // Local SGD (Lin et al. 2018): replicas step on their own data and average their parameters every
@@ -42,5 +47,7 @@ class LocalSgd : public SyncStrategy {
   int64_t steps_ = 0;
   SyncStats stats_;
 };
+
+std::unique_ptr<SyncStrategy> make_local_sgd(const SyncContext& context, const LocalSgdConfig& config);
 
 }  // namespace concord::sync

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "concord/nn/flat_parameters.h"
+#include "concord/sync/sync_context.h"
 
 namespace concord::sync {
 
@@ -50,5 +51,8 @@ class NoSync : public SyncStrategy {
   // One replica is trivially identical to itself (none refuses several ranks).
   bool keeps_replicas_identical() const override { return true; }
 };
+
+// The strategy `none`: a NoSync, refusing several ranks (their replicas would drift apart silently).
+std::unique_ptr<SyncStrategy> make_no_sync(const SyncContext& context);
 
 }  // namespace concord::sync

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace concord::policies {
+namespace concord::core {
 
 // Which threads of a pool created up front may work: threads 0 .. active() - 1. The others park
 // in wait_until_active() until they are activated again, so the pool can grow and shrink while
@@ -67,4 +67,4 @@ class ActiveThreads {
   bool closed_ = false;
 };
 
-}  // namespace concord::policies
+}  // namespace concord::core

@@ -1,8 +1,8 @@
-#include "concord/algos/config_validation.h"
+#include "concord/core/config_problems.h"
 
 #include <stdexcept>
 
-namespace concord::algos {
+namespace concord::core {
 
 void ConfigProblems::throw_if_any(const std::string& what) const {
   if (problems_.empty()) return;
@@ -12,4 +12,4 @@ void ConfigProblems::throw_if_any(const std::string& what) const {
   throw std::invalid_argument(message);
 }
 
-}  // namespace concord::algos
+}  // namespace concord::core

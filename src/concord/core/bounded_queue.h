@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace concord::policies {
+namespace concord::core {
 
 // What a queue operation came to.
 enum class QueueStatus {
@@ -113,4 +113,4 @@ class BoundedQueue {
   bool closed_ = false;
 };
 
-}  // namespace concord::policies
+}  // namespace concord::core
