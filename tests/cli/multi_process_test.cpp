@@ -69,7 +69,7 @@ TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
                                                        std::to_string(seed));
     EXPECT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
     EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
-    EXPECT_THAT(ranks[0].output, HasSubstr("8 envs per rank x 2 ranks"));
+    EXPECT_THAT(ranks[0].output, HasSubstr("8 envs in all, 2 ranks"));
     EXPECT_THAT(ranks[1].output, HasSubstr("rank 1 of 2"));
     const auto dirs = run_dirs(root);
     EXPECT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";

@@ -93,8 +93,10 @@ void run_train(const TrainFlags& flags) {
 
   RunContext run = start_run(std::move(config), "train", flags.resume);
   if (!flags.resume.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
+  // env.num_envs is the run's total, whatever the number of ranks sharing it.
   spdlog::info("training {} on {} for {} steps ({} envs{}, policy {}, device {})", algo, env_id, training.total_steps(),
-               training.env_config().num_envs, training.world_size() > 1 ? " per rank x " + std::to_string(training.world_size()) + " ranks" : "",
+               training.env_config().num_envs,
+               training.world_size() > 1 ? " in all, " + std::to_string(training.world_size()) + " ranks" : "",
                training.policy_name(), training.device().str());
 
   auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo);
