@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/run_config.h"
 #include "concord/core/config.h"
@@ -42,8 +42,8 @@ struct Options {
   double learning_rate = 0.05;
   int64_t max_ratio = 16;
   double target = 0.95;
-  int64_t max_lr_ratio = 4;        // ABS's cap on the learning rate's growth
-  int64_t force_after = 2;         // ABS's duration factor for the k= rows
+  int64_t max_lr_ratio = 4;  // ABS's cap on the learning rate's growth
+  int64_t force_after = 2;   // ABS's duration factor for the k= rows
   int64_t eval_interval = 10;
   int64_t seed = 1;
   bool quick = false;
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
         {"fixed B=" + std::to_string(options.batch * options.max_ratio) + " lr x" + std::to_string(options.max_ratio),
          {"fit.batch_size=" + std::to_string(options.batch * options.max_ratio),
           "fit.learning_rate=" + std::to_string(options.learning_rate * ratio)}},
-        {"fixed B=" + std::to_string(options.batch * options.max_ratio) + " lr x" + std::to_string(options.max_lr_ratio),
+        {"fixed B=" + std::to_string(options.batch * options.max_ratio) + " lr x" +
+             std::to_string(options.max_lr_ratio),
          {"fit.batch_size=" + std::to_string(options.batch * options.max_ratio),
           "fit.learning_rate=" + std::to_string(options.learning_rate * static_cast<double>(options.max_lr_ratio))}},
         {"abs", {"fit.schedule=abs"}},
@@ -93,13 +94,14 @@ int main(int argc, char** argv) {
         {"absa k=" + std::to_string(options.force_after),
          {"fit.schedule=absa", "fit.abs.force_after_epochs=" + std::to_string(options.force_after)}},
     };
-    std::printf("adaptive_batch: MNIST (%lld train / %lld test digits), %s, %lld workers (threads, sync SGD), "
-                "%lld epochs, small batch %lld per worker at lr %.3g, large %lldx, target %.3f, seed %lld, "
-                "%u hardware threads\n\n",
-                static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
-                options.model.c_str(), static_cast<long long>(options.workers), static_cast<long long>(epochs),
-                static_cast<long long>(options.batch), options.learning_rate, static_cast<long long>(options.max_ratio),
-                options.target, static_cast<long long>(options.seed), std::thread::hardware_concurrency());
+    std::printf(
+        "adaptive_batch: MNIST (%lld train / %lld test digits), %s, %lld workers (threads, sync SGD), "
+        "%lld epochs, small batch %lld per worker at lr %.3g, large %lldx, target %.3f, seed %lld, "
+        "%u hardware threads\n\n",
+        static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()), options.model.c_str(),
+        static_cast<long long>(options.workers), static_cast<long long>(epochs), static_cast<long long>(options.batch),
+        options.learning_rate, static_cast<long long>(options.max_ratio), options.target,
+        static_cast<long long>(options.seed), std::thread::hardware_concurrency());
     std::printf("%-20s %18s %12s %8s %12s %8s %10s\n", "schedule", "updates to target", "s to target", "updates",
                 "final batch", "wall s", "final acc");
     for (const Row& row : rows) {

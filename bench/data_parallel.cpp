@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/comm/thread_group.h"
 #include "concord/core/config.h"
@@ -80,12 +80,11 @@ double parallel_samples_per_second(const Options& options, const concord::data::
       concord::nn::FlatParameters parameters(*model);
       torch::optim::SGD optimizer({parameters.values()}, 0.05);
       auto strategy = concord::sync::make_sync_strategy("allreduce", config, *communicator);
-      parallel::SynchronousSgd sgd(
-          *communicator, *model, parameters, optimizer, *strategy,
-          [&](const std::vector<torch::Tensor>& slice) {
-            return torch::nn::functional::cross_entropy(model->forward(slice[0]), slice[1]);
-          },
-          {parallel::InputKind::kIndexed, parallel::InputKind::kIndexed});
+      parallel::SynchronousSgd sgd(*communicator, *model, parameters, optimizer, *strategy,
+                                   [&](const std::vector<torch::Tensor>& slice) {
+                                     return torch::nn::functional::cross_entropy(model->forward(slice[0]), slice[1]);
+                                   },
+                                   {parallel::InputKind::kIndexed, parallel::InputKind::kIndexed});
       sgd.set_resident(0, train.images);
       sgd.set_resident(1, train.labels);
       concord::core::Stopwatch clock;
@@ -123,10 +122,11 @@ int main(int argc, char** argv) {
   try {
     torch::set_num_threads(1);
     const auto train = concord::data::load_mnist(concord::data::default_data_dir()).train;
-    std::printf("data_parallel: %s on MNIST, global batch %lld, %lld timed steps after %lld warm-up, 1 LibTorch "
-                "thread per worker, %u hardware threads\n\n",
-                options.model.c_str(), static_cast<long long>(options.batch), static_cast<long long>(options.steps),
-                static_cast<long long>(options.warmup), std::thread::hardware_concurrency());
+    std::printf(
+        "data_parallel: %s on MNIST, global batch %lld, %lld timed steps after %lld warm-up, 1 LibTorch "
+        "thread per worker, %u hardware threads\n\n",
+        options.model.c_str(), static_cast<long long>(options.batch), static_cast<long long>(options.steps),
+        static_cast<long long>(options.warmup), std::thread::hardware_concurrency());
     const double serial = serial_samples_per_second(options, train);
     std::printf("%-28s %12s %14s %12s\n", "configuration", "samples/s", "vs serial", "vs W=1");
     std::printf("%-28s %12.0f %14s %12s\n", "serial loop (baseline)", serial, "1.00x", "-");

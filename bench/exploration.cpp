@@ -27,9 +27,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <deque>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -153,9 +153,18 @@ DeepSeaResult run_deep_sea(const Options& options, int size, const std::string& 
 // multi_learner: one run as options.ranks processes; rank 0's result line read back.
 DeepSeaResult run_deep_sea_as_ranks(const Options& options, int size, const std::string& bonus, int64_t seed,
                                     bool shared_counts) {
-  std::vector<std::string> arguments{"--task", "deepsea", "--policy", "multi_learner", "--ranks",
-                                     std::to_string(options.ranks), "--episodes", std::to_string(options.episode_budget),
-                                     "--rank-run", std::to_string(size), bonus, std::to_string(seed),
+  std::vector<std::string> arguments{"--task",
+                                     "deepsea",
+                                     "--policy",
+                                     "multi_learner",
+                                     "--ranks",
+                                     std::to_string(options.ranks),
+                                     "--episodes",
+                                     std::to_string(options.episode_budget),
+                                     "--rank-run",
+                                     std::to_string(size),
+                                     bonus,
+                                     std::to_string(seed),
                                      shared_counts ? "shared" : "alone"};
   for (const std::string& assignment : options.overrides) {
     arguments.push_back("--set");
@@ -187,9 +196,9 @@ void deep_sea_rank(const Options& options) {
   const DeepSeaResult result = run_deep_sea(options, run.size, run.bonus, run.seed, run.shared_counts);
   const char* rank = std::getenv("RANK");
   if (rank != nullptr && std::string(rank) == "0") {
-    std::printf("%s %lld %lld %lld %.3f\n", kRankResultMarker, static_cast<long long>(result.first_treasure.value_or(-1)),
-                static_cast<long long>(result.solved_at.value_or(-1)), static_cast<long long>(result.episodes),
-                result.seconds);
+    std::printf(
+        "%s %lld %lld %lld %.3f\n", kRankResultMarker, static_cast<long long>(result.first_treasure.value_or(-1)),
+        static_cast<long long>(result.solved_at.value_or(-1)), static_cast<long long>(result.episodes), result.seconds);
     std::fflush(stdout);
   }
 }
@@ -228,8 +237,9 @@ void deep_sea_table(const Options& options) {
       int64_t solved = 0;
       std::vector<int64_t> firsts;
       for (int64_t seed = 1; seed <= options.seeds; ++seed) {
-        const DeepSeaResult result = ranks ? run_deep_sea_as_ranks(options, size, variant.bonus, seed, variant.shared_counts)
-                                           : run_deep_sea(options, size, variant.bonus, seed);
+        const DeepSeaResult result =
+            ranks ? run_deep_sea_as_ranks(options, size, variant.bonus, seed, variant.shared_counts)
+                  : run_deep_sea(options, size, variant.bonus, seed);
         solved += result.solved_at.has_value();
         if (result.first_treasure) firsts.push_back(*result.first_treasure);
         std::printf("%4d %-14s %5lld %14s %10s %9lld %8.1f %10.3g\n", size, variant.label.c_str(),
@@ -322,8 +332,8 @@ int main(int argc, char** argv) {
       ->expected(4);
   CLI11_PARSE(app, argc, argv);
   if (!rank_run.empty()) {
-    options.rank_run = Options::RankRun{std::stoi(rank_run[0]), rank_run[1], std::stoll(rank_run[2]),
-                                        rank_run[3] == "shared"};
+    options.rank_run =
+        Options::RankRun{std::stoi(rank_run[0]), rank_run[1], std::stoll(rank_run[2]), rank_run[3] == "shared"};
   }
   if (options.quick) {
     options.sizes = {10};

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/run_config.h"
 #include "concord/core/config.h"
@@ -36,9 +36,9 @@ struct Options {
   int64_t workers = 2;
   int64_t steps = 1500;
   double target = 0.95;
-  int64_t max_rounds = 1000;          // FedAvg's cap on rounds
-  int64_t fedsgd_max_rounds = 0;      // FedSGD's cap (0: max_rounds)
-  int64_t fedsgd_eval_interval = 1;   // rounds between FedSGD's evaluations (its rounds are cheap, evaluations not)
+  int64_t max_rounds = 1000;         // FedAvg's cap on rounds
+  int64_t fedsgd_max_rounds = 0;     // FedSGD's cap (0: max_rounds)
+  int64_t fedsgd_eval_interval = 1;  // rounds between FedSGD's evaluations (its rounds are cheap, evaluations not)
   double fedavg_learning_rate = 0.1;
   double fedsgd_learning_rate = 0.5;
   int64_t seed = 1;
@@ -67,17 +67,20 @@ void per_strategy_table(const Options& options, const concord::data::MnistSplit&
   const std::vector<Row> rows = {
       {"allreduce (synchronous SGD)", {"fit.strategy=allreduce"}},
       {"local_sgd H=8", {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8"}},
-      {"post-local H=8, warm-up 200", {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8", "sync.local_sgd.warmup_steps=200"}},
+      {"post-local H=8, warm-up 200",
+       {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8", "sync.local_sgd.warmup_steps=200"}},
       {"easgd sync a=0.2 tau=4", {"fit.strategy=easgd", "sync.easgd.alpha=0.2", "sync.easgd.tau=4"}},
       {"easgd async a=0.2 tau=4", {"fit.strategy=easgd", "sync.easgd.asynchronous=true", "sync.easgd.tau=4"}},
-      {"eamsgd d=0.9 tau=4", {"fit.strategy=easgd", "sync.easgd.momentum=0.9", "sync.easgd.tau=4", "fit.learning_rate=0.02"}},
+      {"eamsgd d=0.9 tau=4",
+       {"fit.strategy=easgd", "sync.easgd.momentum=0.9", "sync.easgd.tau=4", "fit.learning_rate=0.02"}},
       {"gossip p=0.2", {"fit.strategy=gossip", "sync.gossip.probability=0.2"}},
   };
   const int64_t steps = options.quick ? 20 : options.steps;
-  std::printf("\nPer-step strategies: %s, %lld workers (threads), batch 32 per worker, lr 0.1 unless noted, %lld steps "
-              "per worker, seed %lld\n\n",
-              options.model.c_str(), static_cast<long long>(options.workers), static_cast<long long>(steps),
-              static_cast<long long>(options.seed));
+  std::printf(
+      "\nPer-step strategies: %s, %lld workers (threads), batch 32 per worker, lr 0.1 unless noted, %lld steps "
+      "per worker, seed %lld\n\n",
+      options.model.c_str(), static_cast<long long>(options.workers), static_cast<long long>(steps),
+      static_cast<long long>(options.seed));
   std::printf("%-30s %8s %14s %10s %10s\n", "strategy", "rounds", "bytes (rank 0)", "wall s", "test acc");
   for (const Row& row : rows) {
     Config config = base_config(options);
@@ -92,7 +95,7 @@ void per_strategy_table(const Options& options, const concord::data::MnistSplit&
 }
 
 supervised::FitResult federated(const Options& options, const concord::data::MnistSplit& data,
-                                 const std::string& strategy, const std::string& partition) {
+                                const std::string& strategy, const std::string& partition) {
   Config config = base_config(options);
   config.set("fit.strategy", strategy, "bench");
   config.set("fit.fedavg.partition", partition, "bench");
@@ -108,13 +111,13 @@ supervised::FitResult federated(const Options& options, const concord::data::Mni
 
 void fedavg_versus_fedsgd(const Options& options, const concord::data::MnistSplit& data) {
   const int64_t fedsgd_rounds = options.fedsgd_max_rounds > 0 ? options.fedsgd_max_rounds : options.max_rounds;
-  std::printf("\nFederated: %s, K = 100 clients, C = 0.1, %lld worker threads; FedAvg E = 5, B = 10, lr %.3g, at most "
-              "%lld rounds, evaluated every round; FedSGD E = 1, B = inf, lr %.3g, at most %lld rounds, evaluated every "
-              "%lld; target test accuracy %.3f\n\n",
-              options.model.c_str(), static_cast<long long>(options.workers), options.fedavg_learning_rate,
-              static_cast<long long>(options.max_rounds), options.fedsgd_learning_rate,
-              static_cast<long long>(fedsgd_rounds), static_cast<long long>(options.fedsgd_eval_interval),
-              options.target);
+  std::printf(
+      "\nFederated: %s, K = 100 clients, C = 0.1, %lld worker threads; FedAvg E = 5, B = 10, lr %.3g, at most "
+      "%lld rounds, evaluated every round; FedSGD E = 1, B = inf, lr %.3g, at most %lld rounds, evaluated every "
+      "%lld; target test accuracy %.3f\n\n",
+      options.model.c_str(), static_cast<long long>(options.workers), options.fedavg_learning_rate,
+      static_cast<long long>(options.max_rounds), options.fedsgd_learning_rate, static_cast<long long>(fedsgd_rounds),
+      static_cast<long long>(options.fedsgd_eval_interval), options.target);
   std::printf("%-9s %-7s %16s %8s %14s %10s %10s\n", "partition", "method", "rounds to target", "rounds",
               "bytes (rank 0)", "wall s", "final acc");
   for (const std::string partition : {"iid", "non_iid"}) {

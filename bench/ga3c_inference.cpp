@@ -78,8 +78,8 @@ concord::envs::VectorEnvConfig cartpole_envs(int num_envs) {
 }
 
 // Runs the policy for `seconds` and returns the last update's metrics.
-concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner,
-                                   int num_envs, double seconds) {
+concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner, int num_envs,
+                                   double seconds) {
   CentralInferencePolicy policy(config, cartpole_envs(num_envs), learner, torch::kCPU);
   concord::policies::TrainingState state;
   concord::algos::Metrics last;
@@ -133,8 +133,10 @@ double own_inference_pps(int agents, int64_t width, double seconds) {
 
 void sweep(double seconds) {
   // A learner update that takes 2 ms, so trainers and predictors compete for the cores.
-  std::printf("\nTPS (trainings/s) of static configurations vs dynamic adjustment, 64-64 net, 32 envs, T = 5,\n"
-              "training_batch 4, a learner update that sleeps 2 ms, %.0f s each\n\n", seconds);
+  std::printf(
+      "\nTPS (trainings/s) of static configurations vs dynamic adjustment, 64-64 net, 32 envs, T = 5,\n"
+      "training_batch 4, a learner update that sleeps 2 ms, %.0f s each\n\n",
+      seconds);
   std::printf("| agents | predictors | trainers | TPS | PPS |\n|---:|---:|---:|---:|---:|\n");
   for (const auto& [agents, predictors, trainers] :
        std::vector<std::tuple<int, int, int>>{{2, 1, 1}, {4, 1, 1}, {8, 1, 1}, {8, 2, 1}, {8, 1, 2}, {16, 2, 2}}) {

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/data/mnist.h"
 #include "concord/supervised/gan_config.h"
@@ -114,13 +114,13 @@ int main(int argc, char** argv) {
     gan.sample_interval = 0;
     gan.score_samples = options.score_samples;
     gan.seed = static_cast<uint64_t>(options.seed);
-    std::printf("%s GANs, G = %d pairs (threads), %lld updates each, batch %lld, Adam lr %.g beta1 %.2g, seed %lld, "
-                "%lld samples per pair scored\n\n",
-                gan.model.c_str(), gan.pairs, static_cast<long long>(gan.steps), static_cast<long long>(gan.batch_size),
-                gan.learning_rate, gan.beta1, static_cast<long long>(options.seed),
-                static_cast<long long>(gan.score_samples));
-    std::printf("%-27s %9s %15s %14s %9s %13s %8s\n", "arm", "IS (mean)", "IS (min-max)", "classes (mean)",
-                "D loss", "pixel mean/sd", "wall s");
+    std::printf(
+        "%s GANs, G = %d pairs (threads), %lld updates each, batch %lld, Adam lr %.g beta1 %.2g, seed %lld, "
+        "%lld samples per pair scored\n\n",
+        gan.model.c_str(), gan.pairs, static_cast<long long>(gan.steps), static_cast<long long>(gan.batch_size),
+        gan.learning_rate, gan.beta1, static_cast<long long>(options.seed), static_cast<long long>(gan.score_samples));
+    std::printf("%-27s %9s %15s %14s %9s %13s %8s\n", "arm", "IS (mean)", "IS (min-max)", "classes (mean)", "D loss",
+                "pixel mean/sd", "wall s");
     std::printf("%-27s %9.3f %15s %14lld %9s %13s %8s\n", "MNIST test digits (ceiling)", ceiling.inception_score, "-",
                 static_cast<long long>(ceiling.covered_classes), "-", "-", "-");
 

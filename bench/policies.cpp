@@ -4,8 +4,8 @@
 // the last 20 finished episodes first reaches 475 ("solved"; the run stops there or at the step
 // budget) and the deterministic evaluation return of the final policy over 20 episodes.
 // Baseline: the `single` policy, measured in the same run.
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   int64_t max_steps = 1'000'000;
   app.add_option("--seeds", seeds, "Seeds per policy")->check(CLI::Range(1, 100));
   app.add_option("--num-envs", num_envs, "Total environments")->check(CLI::Range(1, 4096));
-  app.add_option("--max-steps", max_steps, "Step budget per run (the run stops when solved)")->check(CLI::PositiveNumber);
+  app.add_option("--max-steps", max_steps, "Step budget per run (the run stops when solved)")
+      ->check(CLI::PositiveNumber);
   std::vector<std::string> only;
   app.add_option("--policies", only, "Run only these policies (default: all)");
   CLI11_PARSE(app, argc, argv);
@@ -105,15 +106,18 @@ int main(int argc, char** argv) {
       {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
       // Lagged experience needs V-trace and a tuned A2C (the setting of the policies' learning
       // test); its row is therefore not the same algorithm configuration as the others.
-      {"central_inf", "central_inference", 1,
+      {"central_inf",
+       "central_inference",
+       1,
        {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
         "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"",
         "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"}},
   };
 
-  std::printf("policies: A2C (defaults: 5-step rollouts, RMSprop 7e-4) on CartPole-v1, %d envs in total, %d seeds, "
-              "budget %lld steps; solved = 20-episode mean >= 475\n",
-              num_envs, seeds, static_cast<long long>(max_steps));
+  std::printf(
+      "policies: A2C (defaults: 5-step rollouts, RMSprop 7e-4) on CartPole-v1, %d envs in total, %d seeds, "
+      "budget %lld steps; solved = 20-episode mean >= 475\n",
+      num_envs, seeds, static_cast<long long>(max_steps));
   std::printf("%-12s %4s %9s %8s %9s %10s %10s %9s\n", "policy", "seed", "steps", "seconds", "steps/s", "updates/s",
               "solved at", "eval ret");
   for (const PolicyCase& c : cases) {

@@ -10,8 +10,8 @@
 // process's peak resident memory.
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -133,13 +133,15 @@ int main(int argc, char** argv) {
   int64_t cleanrl_steps = 500'000;
   bool skip_cleanrl = false;
   app.add_option("--seeds", seeds, "Seeds per configuration (1..seeds)")->check(CLI::Range(1, 100));
-  app.add_option("--cleanrl-steps", cleanrl_steps, "Total steps of the cleanrl configuration")->check(CLI::PositiveNumber);
+  app.add_option("--cleanrl-steps", cleanrl_steps, "Total steps of the cleanrl configuration")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--skip-cleanrl", skip_cleanrl, "Run only the fast configuration");
   Setup fast = fast_setup();
   app.add_option("--fast-envs", fast.num_envs, "fast: environments")->check(CLI::Range(1, 4096));
   app.add_option("--fast-steps", fast.ppo.num_steps, "fast: steps per env per rollout")->check(CLI::PositiveNumber);
   app.add_option("--fast-epochs", fast.ppo.update_epochs, "fast: epochs per update")->check(CLI::PositiveNumber);
-  app.add_option("--fast-minibatches", fast.ppo.num_minibatches, "fast: minibatches per epoch")->check(CLI::PositiveNumber);
+  app.add_option("--fast-minibatches", fast.ppo.num_minibatches, "fast: minibatches per epoch")
+      ->check(CLI::PositiveNumber);
   app.add_option("--fast-lr", fast.ppo.learning_rate, "fast: learning rate")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
@@ -151,7 +153,9 @@ int main(int argc, char** argv) {
   }
   setups.push_back(fast);
 
-  std::printf("ppo_speed: PPO on CartPole-v1, policy single, 1 thread, %d seeds each; solved = 20-episode mean >= 475\n", seeds);
+  std::printf(
+      "ppo_speed: PPO on CartPole-v1, policy single, 1 thread, %d seeds each; solved = 20-episode mean >= 475\n",
+      seeds);
   std::printf("%-8s %4s %9s %8s %9s %8s %12s %10s %9s\n", "config", "seed", "steps", "seconds", "steps/s", "learn %",
               "solved at", "solved step", "final ret");
   for (const Setup& setup : setups) {
@@ -182,8 +186,9 @@ int main(int argc, char** argv) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("\npeak resident memory of this process: %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
-  std::printf("baseline (quoted, not measured here): CleanRL ppo.py, same defaults, this machine: ~6,900 steps/s, "
-              "~33 s to first reach a 20-episode mean of 475\n");
+  std::printf(
+      "baseline (quoted, not measured here): CleanRL ppo.py, same defaults, this machine: ~6,900 steps/s, "
+      "~33 s to first reach a 20-episode mean of 475\n");
   std::printf("targets (issue 3): cleanrl steps/s >= 10x ppo.py (69,000); fast: median time to solved < 3 s\n");
   return 0;
 }

@@ -64,8 +64,9 @@ inline ::testing::AssertionResult learns(const std::function<double(uint64_t see
     for (int i = 0; i < bar.seeds; ++i) seeds.push_back(bar.first_seed + static_cast<uint64_t>(i));
   }
   // In a sweep every seed runs, and the share that must pass is the bar's.
-  const int needed = sweep ? static_cast<int>((static_cast<int64_t>(seeds.size()) * bar.must_pass + bar.seeds - 1) / bar.seeds)
-                           : bar.must_pass;
+  const int needed =
+      sweep ? static_cast<int>((static_cast<int64_t>(seeds.size()) * bar.must_pass + bar.seeds - 1) / bar.seeds)
+            : bar.must_pass;
   const int allowed_failures = static_cast<int>(seeds.size()) - needed;
 
   int passed = 0;
@@ -83,8 +84,7 @@ inline ::testing::AssertionResult learns(const std::function<double(uint64_t see
   }
   if (passed >= needed) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << passed << " of " << (passed + failed) << " seeds scored above " << bar.above
-                                       << " (needed " << needed << ", BLAS kernel " << kernel << "): "
-                                       << scores.str();
+                                       << " (needed " << needed << ", BLAS kernel " << kernel << "): " << scores.str();
 }
 
 }  // namespace concord::test

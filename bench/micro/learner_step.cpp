@@ -59,9 +59,8 @@ BENCHMARK(BM_PpoUpdate)->Unit(benchmark::kMillisecond);
 void BM_Gae(benchmark::State& state) {
   const Rollout rollout = random_rollout(128, 4);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(concord::algos::gae(rollout.rewards, rollout.values, rollout.terminated,
-                                                 rollout.truncated, rollout.bootstrap_value,
-                                                 rollout.truncation_values, 0.99, 0.95));
+    benchmark::DoNotOptimize(concord::algos::gae(rollout.rewards, rollout.values, rollout.terminated, rollout.truncated,
+                                                 rollout.bootstrap_value, rollout.truncation_values, 0.99, 0.95));
   }
 }
 BENCHMARK(BM_Gae)->Unit(benchmark::kMicrosecond);

@@ -70,8 +70,7 @@ TEST(A2cConfigTest, ValidationPrintsEveryBadValue) {
   A2cConfig config = small_config("sgd");
   config.num_steps = 0;
   config.max_grad_norm = 0.0;
-  expect_invalid_argument([&] { A2c a2c(config); },
-                          {"optimizer=\"sgd\"", "num_steps=0", "max_grad_norm=0"});
+  expect_invalid_argument([&] { A2c a2c(config); }, {"optimizer=\"sgd\"", "num_steps=0", "max_grad_norm=0"});
 }
 
 // The reported losses are those of the model before its step, on n-step returns bootstrapped
@@ -88,9 +87,8 @@ TEST(A2cTest, UpdateUsesNStepReturnsAndReportsMetrics) {
     at::Tensor expected_policy_loss;
     {
       c10::NoGradGuard no_grad;
-      const at::Tensor returns =
-          n_step_returns(rollout.rewards, rollout.terminated, rollout.truncated, rollout.values,
-                         rollout.bootstrap_value, rollout.truncation_values, 0.99);
+      const at::Tensor returns = n_step_returns(rollout.rewards, rollout.terminated, rollout.truncated, rollout.values,
+                                                rollout.bootstrap_value, rollout.truncation_values, 0.99);
       const nn::ActionEvaluation eval =
           model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
       expected_value_loss = (returns.reshape(-1) - eval.value).square().mean();
@@ -119,8 +117,7 @@ TEST(A2cTest, AnnealsWhenAsked) {
   config.anneal_lr = true;
   A2c a2c(config);
   nn::ActorCritic model = a2c.model();
-  EXPECT_DOUBLE_EQ(a2c.update(synthetic_rollout(model, 5, 2), 0.5).at("charts/learning_rate"),
-                   3.5e-4);
+  EXPECT_DOUBLE_EQ(a2c.update(synthetic_rollout(model, 5, 2), 0.5).at("charts/learning_rate"), 3.5e-4);
   EXPECT_THROW(a2c.update(synthetic_rollout(model, 4, 2), 0.0), std::invalid_argument);
 }
 
@@ -167,7 +164,8 @@ TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
   double log_pi = 0.0;
   {
     c10::NoGradGuard no_grad;
-    const nn::ActionEvaluation eval = model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
+    const nn::ActionEvaluation eval =
+        model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
     value = eval.value.item<double>();
     log_pi = eval.log_prob.item<double>();
   }
@@ -220,8 +218,7 @@ TEST(A2cCheckpointTest, SaveLoadRestoresParametersAndOptimiserState) {
     FAIL() << "expected core::CheckpointError";
   } catch (const core::CheckpointError& error) {
     EXPECT_EQ(error.kind(), core::CheckpointError::Kind::kTensorMissing);
-    EXPECT_NE(std::string(error.what()).find("model/actor_torso.fc0.weight"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("model/actor_torso.fc0.weight"), std::string::npos) << error.what();
   }
 }
 

@@ -78,8 +78,8 @@ TEST(AlgorithmRegistryTest, BuildsA2cWithContinuousActions) {
   config.apply_override("algo.a2c.normalize_reward=true");
   config.apply_override("algo.init_log_std=-0.5");
   config.apply_override("algo.normalize_observations=true");
-  const std::unique_ptr<Learner> learner = make_learner(
-      "a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f));
+  const std::unique_ptr<Learner> learner =
+      make_learner("a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f));
   const auto* a2c = dynamic_cast<const A2c*>(learner.get());
   ASSERT_NE(a2c, nullptr);
   EXPECT_EQ(a2c->config().optimizer, "adam");
@@ -102,16 +102,14 @@ TEST(AlgorithmRegistryTest, RejectsUnknownNamesBadValuesAndDiscreteObservations)
   } catch (const std::invalid_argument& error) {
     EXPECT_STREQ(error.what(), "unknown algorithm 'dqn' (known: a2c, ppo)");
   }
-  EXPECT_THROW(make_learner("ppo", config, envs::Space::discrete(16), kTwoActions),
-               std::invalid_argument);
+  EXPECT_THROW(make_learner("ppo", config, envs::Space::discrete(16), kTwoActions), std::invalid_argument);
 
   config.apply_override("algo.ppo.learning_rate=-1");
   try {
     make_learner("ppo", config, kCartPoleObs, kTwoActions);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("learning_rate=-1"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("learning_rate=-1"), std::string::npos) << error.what();
   }
 }
 

@@ -90,10 +90,8 @@ TEST(GaeTest, WithoutTruncationValuesFollowsCleanRL) {
   //   d1 = 1 + 0 - 2 = -1;  A1 = -1;  A0 = 1.3 + 0.72 * -1 = 0.58
   //   returns: 0.58 + 1 = 1.58;  -1 + 2 = 1.  Columns 0 and 2 are unchanged.
   const GaeResult out = Rollout().gae(kLambda, /*with_truncation_values=*/false);
-  expect_rows_near(out.advantages,
-                   {{2.12f, 0.58f, -0.48304f}, {1.0f, -1.0f, -0.532f}, {3.3f, 4.2f, -3.1f}});
-  expect_rows_near(out.returns,
-                   {{2.62f, 1.58f, 1.51696f}, {2.0f, 1.0f, 0.468f}, {4.8f, 4.7f, -0.1f}});
+  expect_rows_near(out.advantages, {{2.12f, 0.58f, -0.48304f}, {1.0f, -1.0f, -0.532f}, {3.3f, 4.2f, -3.1f}});
+  expect_rows_near(out.returns, {{2.62f, 1.58f, 1.51696f}, {2.0f, 1.0f, 0.468f}, {4.8f, 4.7f, -0.1f}});
 }
 
 TEST(GaeTest, NoBootstrapOrTraceAcrossTermination) {
@@ -132,8 +130,7 @@ TEST(GaeTest, LambdaOneGivesBootstrappedReturnsMinusValues) {
   //   column 2: R = [0.919, -0.09, -0.1] -> A = [0.919 - 2, -0.09 - 1, -0.1 - 3]
   //                                           = [-1.081, -1.09, -3.1]
   const GaeResult out = Rollout().gae(1.0);
-  expect_rows_near(out.advantages,
-                   {{2.3f, 3.64f, -1.081f}, {1.0f, 2.6f, -1.09f}, {3.3f, 4.2f, -3.1f}});
+  expect_rows_near(out.advantages, {{2.3f, 3.64f, -1.081f}, {1.0f, 2.6f, -1.09f}, {3.3f, 4.2f, -3.1f}});
   expect_rows_near(out.returns, {{2.8f, 4.64f, 0.919f}, {2.0f, 4.6f, -0.09f}, {4.8f, 4.7f, -0.1f}});
 
   // The same on a random rollout, with and without truncation values.
@@ -183,28 +180,24 @@ TEST(GaeTest, ResultIsATargetWithoutGradient) {
 
 TEST(GaeTest, EmptyRolloutGivesEmptyResults) {
   const at::Tensor empty = at::zeros({0, 2});
-  const GaeResult out =
-      gae(empty, empty, empty, empty, at::zeros({2}), std::nullopt, kGamma, kLambda);
+  const GaeResult out = gae(empty, empty, empty, empty, at::zeros({2}), std::nullopt, kGamma, kLambda);
   EXPECT_EQ(out.advantages.sizes(), empty.sizes());
   EXPECT_EQ(out.returns.sizes(), empty.sizes());
 }
 
 TEST(GaeTest, RejectsBadInputs) {
   Rollout r;
-  EXPECT_THROW(gae(r.rewards, r.values.slice(0, 0, 2), r.terminated, r.truncated, r.bootstrap,
-                   std::nullopt, kGamma, kLambda),
-               std::invalid_argument);
-  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap,
-                   r.truncation_values.to(at::kDouble), kGamma, kLambda),
-               std::invalid_argument);
-  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, vec({1, 2}), std::nullopt,
+  EXPECT_THROW(
+      gae(r.rewards, r.values.slice(0, 0, 2), r.terminated, r.truncated, r.bootstrap, std::nullopt, kGamma, kLambda),
+      std::invalid_argument);
+  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap, r.truncation_values.to(at::kDouble),
                    kGamma, kLambda),
                std::invalid_argument);
-  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap, std::nullopt,
-                   kGamma, -0.1),
+  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, vec({1, 2}), std::nullopt, kGamma, kLambda),
                std::invalid_argument);
-  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap, std::nullopt,
-                   1.01, kLambda),
+  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap, std::nullopt, kGamma, -0.1),
+               std::invalid_argument);
+  EXPECT_THROW(gae(r.rewards, r.values, r.terminated, r.truncated, r.bootstrap, std::nullopt, 1.01, kLambda),
                std::invalid_argument);
 }
 

@@ -65,8 +65,8 @@ TEST(PpoLossTest, ClippedSurrogateOnHandWorkedBatch) {
   HandBatch b;
   b.new_log_probs.requires_grad_(true);
   b.new_values.requires_grad_(true);
-  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values,
-                                b.old_values, b.returns, b.entropy, /*clip_coef=*/0.2,
+  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values, b.old_values, b.returns,
+                                b.entropy, /*clip_coef=*/0.2,
                                 /*clip_vloss=*/true, /*ent_coef=*/0.01, /*vf_coef=*/0.5);
   EXPECT_NEAR(loss.policy_loss.item<double>(), -0.9, kTol);
   EXPECT_NEAR(loss.value_loss.item<double>(), 0.5 * 5.45 / 3.0, kTol);
@@ -100,9 +100,8 @@ TEST(PpoLossTest, ClippedSurrogateOnHandWorkedBatch) {
 
 TEST(PpoLossTest, UnclippedValueLoss) {
   const HandBatch b;
-  const PpoLoss loss =
-      ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values, b.old_values,
-               b.returns, b.entropy, 0.2, /*clip_vloss=*/false, 0.0, 1.0);
+  const PpoLoss loss = ppo_loss(b.new_log_probs, b.old_log_probs, b.advantages, b.new_values, b.old_values, b.returns,
+                                b.entropy, 0.2, /*clip_vloss=*/false, 0.0, 1.0);
   // 0.5 * (0.81 + 0 + 4) / 3
   EXPECT_NEAR(loss.value_loss.item<double>(), 0.5 * 4.81 / 3.0, kTol);
   EXPECT_NEAR(loss.loss.item<double>(), -0.9 + 0.5 * 4.81 / 3.0, kTol);
@@ -112,8 +111,8 @@ TEST(PpoLossTest, RejectsMismatchedShapes) {
   const HandBatch b;
   expect_invalid_argument(
       [&] {
-        ppo_loss(b.new_log_probs, b.old_log_probs, vec({1.0f, 2.0f}), b.new_values, b.old_values,
-                 b.returns, b.entropy, 0.2, true, 0.01, 0.5);
+        ppo_loss(b.new_log_probs, b.old_log_probs, vec({1.0f, 2.0f}), b.new_values, b.old_values, b.returns, b.entropy,
+                 0.2, true, 0.01, 0.5);
       },
       {"advantages"});
 }
@@ -123,8 +122,7 @@ TEST(PpoConfigTest, ValidationPrintsEveryBadValue) {
   config.learning_rate = -1.0;
   config.num_minibatches = 0;
   config.gae_lambda = 1.5;
-  expect_invalid_argument([&] { Ppo ppo(config); },
-                          {"learning_rate=-1", "num_minibatches=0", "gae_lambda=1.5"});
+  expect_invalid_argument([&] { Ppo ppo(config); }, {"learning_rate=-1", "num_minibatches=0", "gae_lambda=1.5"});
 }
 
 TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {
@@ -142,9 +140,8 @@ TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {
   EXPECT_TRUE(changed);
   EXPECT_EQ(ppo.updates(), 1);
   for (const char* name :
-       {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
-        "losses/old_approx_kl", "losses/clipfrac", "losses/explained_variance",
-        "charts/learning_rate", "charts/update_epochs"}) {
+       {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
+        "losses/clipfrac", "losses/explained_variance", "charts/learning_rate", "charts/update_epochs"}) {
     ASSERT_EQ(metrics.count(name), 1u) << name;
     EXPECT_TRUE(std::isfinite(metrics.at(name))) << name << " = " << metrics.at(name);
   }
@@ -165,8 +162,7 @@ TEST(PpoTest, AnnealsLearningRateWithProgress) {
   constant.anneal_lr = false;
   Ppo fixed(constant);
   nn::ActorCritic fixed_model = fixed.model();
-  EXPECT_DOUBLE_EQ(
-      fixed.update(synthetic_rollout(fixed_model, 8, 2), 0.5).at("charts/learning_rate"), 2.5e-4);
+  EXPECT_DOUBLE_EQ(fixed.update(synthetic_rollout(fixed_model, 8, 2), 0.5).at("charts/learning_rate"), 2.5e-4);
 }
 
 TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {
@@ -260,8 +256,8 @@ TEST(PpoCheckpointTest, LoadNamesWhatIsMissingOrMismatched) {
   nn::ActorCritic other_model = other.model();
   const std::vector<at::Tensor> before = parameter_copies(other_model);
 
-  const auto expect_error = [&](const core::Checkpoint& checkpoint,
-                                core::CheckpointError::Kind kind, const std::string& needle) {
+  const auto expect_error = [&](const core::Checkpoint& checkpoint, core::CheckpointError::Kind kind,
+                                const std::string& needle) {
     try {
       other.load(checkpoint);
       ADD_FAILURE() << "expected a CheckpointError mentioning " << needle;
@@ -397,9 +393,9 @@ TEST(PpoNormalizationTest, CheckpointCarriesTheStatisticsAndActingUsesThem) {
   NormalisedPpo original;
   core::Checkpoint checkpoint;
   original.ppo.save(checkpoint);
-  for (const char* name : {"model/obs_rms.mean", "model/obs_rms.var", "model/obs_rms.count", "reward_scaler/returns",
-                           "reward_scaler/return_rms.mean", "reward_scaler/return_rms.var",
-                           "reward_scaler/return_rms.count"}) {
+  for (const char* name :
+       {"model/obs_rms.mean", "model/obs_rms.var", "model/obs_rms.count", "reward_scaler/returns",
+        "reward_scaler/return_rms.mean", "reward_scaler/return_rms.var", "reward_scaler/return_rms.count"}) {
     EXPECT_EQ(checkpoint.tensors.count(name), 1u) << name;
   }
   EXPECT_DOUBLE_EQ(checkpoint.tensors.at("model/obs_rms.count").item<double>(), 64 + 1e-4);

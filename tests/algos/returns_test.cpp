@@ -104,9 +104,8 @@ TEST(NStepReturnsTest, LastRowBootstrapsUnlessItEndsAnEpisode) {
   // T = 1, B = 3: plain, terminated, truncated (final value 10); bootstrap 2 everywhere.
   //   plain: 1 + 0.9 * 2 = 2.8;  terminated: 1;  truncated: 1 + 0.9 * 10 = 10
   const at::Tensor r = rows({{1, 1, 1}});
-  const at::Tensor out =
-      n_step_returns(r, rows({{0, 1, 0}}), rows({{0, 0, 1}}), rows({{0, 0, 0}}), vec({2, 2, 2}),
-                     rows({{0, 0, 10}}), kGamma);
+  const at::Tensor out = n_step_returns(r, rows({{0, 1, 0}}), rows({{0, 0, 1}}), rows({{0, 0, 0}}), vec({2, 2, 2}),
+                                        rows({{0, 0, 10}}), kGamma);
   expect_rows_near(out, {{2.8f, 1.0f, 10.0f}});
 }
 
@@ -114,15 +113,14 @@ TEST(NStepReturnsTest, FloatFlagsMeanNonzeroAndDtypeFollowsRewards) {
   Rollout r;
   const at::Tensor expected = r.returns();
   // Flags as float32 with arbitrary nonzero values give the same returns.
-  const at::Tensor as_float = n_step_returns(r.rewards, r.terminated.to(at::kFloat).mul(3),
-                                             r.truncated.to(at::kFloat).mul(-1), r.values,
-                                             r.bootstrap, r.truncation_values, kGamma);
+  const at::Tensor as_float =
+      n_step_returns(r.rewards, r.terminated.to(at::kFloat).mul(3), r.truncated.to(at::kFloat).mul(-1), r.values,
+                     r.bootstrap, r.truncation_values, kGamma);
   EXPECT_TRUE(as_float.allclose(expected, 0.0, kTol));
   // float64 inputs give a float64 result.
   const at::Tensor as_double =
-      n_step_returns(r.rewards.to(at::kDouble), r.terminated, r.truncated,
-                     r.values.to(at::kDouble), r.bootstrap.to(at::kDouble),
-                     r.truncation_values.to(at::kDouble), kGamma);
+      n_step_returns(r.rewards.to(at::kDouble), r.terminated, r.truncated, r.values.to(at::kDouble),
+                     r.bootstrap.to(at::kDouble), r.truncation_values.to(at::kDouble), kGamma);
   EXPECT_EQ(as_double.scalar_type(), at::kDouble);
   EXPECT_TRUE(as_double.to(at::kFloat).allclose(expected, 0.0, kTol));
 }
@@ -136,16 +134,14 @@ TEST(NStepReturnsTest, ResultIsATargetWithoutGradient) {
 
 TEST(NStepReturnsTest, EmptyRolloutGivesEmptyReturns) {
   const at::Tensor empty = at::zeros({0, 2});
-  const at::Tensor out =
-      n_step_returns(empty, empty, empty, empty, at::zeros({2}), std::nullopt, kGamma);
+  const at::Tensor out = n_step_returns(empty, empty, empty, empty, at::zeros({2}), std::nullopt, kGamma);
   EXPECT_EQ(out.sizes(), empty.sizes());
 }
 
 TEST(NStepReturnsTest, RejectsMismatchedInputsWithTheirShapes) {
   Rollout r;
   try {
-    n_step_returns(r.rewards, r.terminated, r.truncated, r.values.slice(1, 0, 2), r.bootstrap,
-                   std::nullopt, kGamma);
+    n_step_returns(r.rewards, r.terminated, r.truncated, r.values.slice(1, 0, 2), r.bootstrap, std::nullopt, kGamma);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     const std::string message = e.what();
@@ -153,20 +149,17 @@ TEST(NStepReturnsTest, RejectsMismatchedInputsWithTheirShapes) {
     EXPECT_NE(message.find("[3, 2]"), std::string::npos) << message;
     EXPECT_NE(message.find("[3, 3]"), std::string::npos) << message;
   }
-  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, vec({1, 2}),
-                              std::nullopt, kGamma),
+  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, vec({1, 2}), std::nullopt, kGamma),
                std::invalid_argument);
-  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values.to(at::kDouble),
-                              r.bootstrap, std::nullopt, kGamma),
+  EXPECT_THROW(
+      n_step_returns(r.rewards, r.terminated, r.truncated, r.values.to(at::kDouble), r.bootstrap, std::nullopt, kGamma),
+      std::invalid_argument);
+  EXPECT_THROW(
+      n_step_returns(r.rewards[0], r.terminated[0], r.truncated[0], r.values[0], r.bootstrap, std::nullopt, kGamma),
+      std::invalid_argument);
+  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, r.bootstrap, std::nullopt, 1.5),
                std::invalid_argument);
-  EXPECT_THROW(n_step_returns(r.rewards[0], r.terminated[0], r.truncated[0], r.values[0],
-                              r.bootstrap, std::nullopt, kGamma),
-               std::invalid_argument);
-  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, r.bootstrap,
-                              std::nullopt, 1.5),
-               std::invalid_argument);
-  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, r.bootstrap,
-                              std::nullopt, std::nan("")),
+  EXPECT_THROW(n_step_returns(r.rewards, r.terminated, r.truncated, r.values, r.bootstrap, std::nullopt, std::nan("")),
                std::invalid_argument);
 }
 

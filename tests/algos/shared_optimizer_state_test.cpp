@@ -27,7 +27,8 @@ TEST(SharedOptimizerState, ReplicaStepsUpdateThePrimarysRmspropStatistics) {
   // square_avg = 0.5 * 0 + 0.5 * g^2 = {2, 8}; step = -lr * g / sqrt(square_avg).
   const auto& state = static_cast<torch::optim::RMSpropParamState&>(*primary.state().begin()->second);
   EXPECT_TRUE(torch::allclose(state.square_avg(), torch::tensor({2.0f, 8.0f})));
-  EXPECT_TRUE(torch::allclose(primary_value.detach(), torch::tensor({-0.2f / std::sqrt(2.0f), 0.4f / std::sqrt(8.0f)})));
+  EXPECT_TRUE(
+      torch::allclose(primary_value.detach(), torch::tensor({-0.2f / std::sqrt(2.0f), 0.4f / std::sqrt(8.0f)})));
 }
 
 TEST(SharedOptimizerState, RefusesAMixOfOptimisers) {

@@ -42,9 +42,7 @@ inline at::Tensor rows(std::initializer_list<std::initializer_list<float>> time_
 }
 
 // A 1-D float32 tensor.
-inline at::Tensor vec(std::initializer_list<float> values) {
-  return at::tensor(std::vector<float>(values));
-}
+inline at::Tensor vec(std::initializer_list<float> values) { return at::tensor(std::vector<float>(values)); }
 
 // `actual` is a float32 [T, B] tensor within kTol of `expected_rows`, element by element.
 inline void expect_rows_near(const at::Tensor& actual,
@@ -55,8 +53,7 @@ inline void expect_rows_near(const at::Tensor& actual,
   const at::Tensor a = actual.contiguous();
   for (int64_t t = 0; t < expected.size(0); ++t) {
     for (int64_t b = 0; b < expected.size(1); ++b) {
-      EXPECT_NEAR(a[t][b].item<float>(), expected[t][b].item<float>(), kTol)
-          << "at t=" << t << ", b=" << b;
+      EXPECT_NEAR(a[t][b].item<float>(), expected[t][b].item<float>(), kTol) << "at t=" << t << ", b=" << b;
     }
   }
 }
@@ -120,17 +117,16 @@ inline nn::ActorCriticConfig cartpole_network() {
 // T x B steps of random observations (standard normal times obs_scale plus obs_shift) acted on by
 // `model`, with random rewards, a termination at step `terminated_at` of column 0 and a truncation
 // at step `truncated_at` of the last column (whose final observation has value 0.5).
-inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs,
-                              int64_t terminated_at, int64_t truncated_at, double obs_scale = 1.0,
-                              double obs_shift = 0.0) {
+inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs, int64_t terminated_at,
+                              int64_t truncated_at, double obs_scale = 1.0, double obs_shift = 0.0) {
   c10::NoGradGuard no_grad;
   const int64_t obs_dim = model->config().obs_shape.front();
   Rollout rollout;
   rollout.observations = at::randn({steps, envs, obs_dim}) * obs_scale + obs_shift;
   const nn::ActResult act = model->act(rollout.observations.flatten(0, 1));
   const bool discrete = model->config().action_kind == nn::ActionKind::kDiscrete;
-  rollout.actions = discrete ? act.action.reshape({steps, envs})
-                             : act.action.reshape({steps, envs, model->config().action_dim});
+  rollout.actions =
+      discrete ? act.action.reshape({steps, envs}) : act.action.reshape({steps, envs, model->config().action_dim});
   rollout.log_probs = act.log_prob.reshape({steps, envs});
   rollout.values = act.value.reshape({steps, envs});
   rollout.rewards = at::rand({steps, envs});
@@ -147,8 +143,7 @@ inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t env
 // Detached copies of the model's parameters, to compare with after an update.
 inline std::vector<at::Tensor> parameter_copies(nn::ActorCritic& model) {
   std::vector<at::Tensor> copies;
-  for (const at::Tensor& parameter : model->parameters())
-    copies.push_back(parameter.detach().clone());
+  for (const at::Tensor& parameter : model->parameters()) copies.push_back(parameter.detach().clone());
   return copies;
 }
 

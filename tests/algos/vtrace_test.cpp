@@ -76,13 +76,11 @@ TEST(VTraceTest, OnPolicyEqualsNStepReturnsForClipThresholdsAtLeastOne) {
   const at::Tensor bootstrap = at::tensor(boot);
   const at::Tensor discounts = terminated.neg().add(1.0).mul(kGamma);  // gamma * (1 - terminated)
 
-  const at::Tensor returns = n_step_returns(rewards, terminated, at::zeros_like(terminated),
-                                            values, bootstrap, std::nullopt, kGamma);
+  const at::Tensor returns =
+      n_step_returns(rewards, terminated, at::zeros_like(terminated), values, bootstrap, std::nullopt, kGamma);
   const double inf = std::numeric_limits<double>::infinity();
-  for (const auto& [rho_bar, c_bar] :
-       std::vector<std::pair<double, double>>{{1.0, 1.0}, {2.0, 3.0}, {inf, inf}}) {
-    const VTraceResult out =
-        vtrace(log_probs, log_probs, rewards, values, bootstrap, discounts, rho_bar, c_bar);
+  for (const auto& [rho_bar, c_bar] : std::vector<std::pair<double, double>>{{1.0, 1.0}, {2.0, 3.0}, {inf, inf}}) {
+    const VTraceResult out = vtrace(log_probs, log_probs, rewards, values, bootstrap, discounts, rho_bar, c_bar);
     expect_all_near(out.vs, returns);
     expect_all_near(out.pg_advantages, returns.sub(values));
   }
@@ -117,9 +115,9 @@ TEST(VTraceTest, OffPolicyHandWorkedWithClipping) {
   //   pg1 = 1   * (-1 + 0.9 * 1.45 - 1) = -0.695
   //   pg2 = 0.5 * (2 + 0.9 * 1 - 0)     = 1.45
   const auto [behaviour, target] = log_probs_with_ratios(rows({{2, 0.5f}, {0.5f, 2}, {1, 0.5f}}));
-  const VTraceResult out = vtrace(behaviour, target, rows({{1, 1}, {2, -1}, {3, 2}}),
-                                  rows({{0.5f, 2}, {1, 1}, {1.5f, 0}}), vec({2, 1}),
-                                  rows({{0.9f, 0}, {0.9f, 0.9f}, {0.9f, 0.9f}}), 1.0, 1.0);
+  const VTraceResult out =
+      vtrace(behaviour, target, rows({{1, 1}, {2, -1}, {3, 2}}), rows({{0.5f, 2}, {1, 1}, {1.5f, 0}}), vec({2, 1}),
+             rows({{0.9f, 0}, {0.9f, 0.9f}, {0.9f, 0.9f}}), 1.0, 1.0);
   expect_rows_near(out.vs, {{4.294f, 1.5f}, {3.66f, 0.305f}, {4.8f, 1.45f}});
   expect_rows_near(out.pg_advantages, {{3.794f, -0.5f}, {2.66f, -0.695f}, {3.3f, 1.45f}});
 }
@@ -135,8 +133,7 @@ TEST(VTraceTest, TraceCoefficientsClipSeparatelyFromRho) {
   //   pg1 = 0.5 * (2 + 0.9 * 4.8    - 1)   = 2.66
   //   pg2 = 1   * (3 + 0.9 * 2      - 1.5) = 3.3
   const auto [behaviour, target] = log_probs_with_ratios(rows({{2}, {0.5f}, {1}}));
-  const VTraceResult out = vtrace(behaviour, target, rows({{1}, {2}, {3}}),
-                                  rows({{0.5f}, {1}, {1.5f}}), vec({2}),
+  const VTraceResult out = vtrace(behaviour, target, rows({{1}, {2}, {3}}), rows({{0.5f}, {1}, {1.5f}}), vec({2}),
                                   rows({{0.9f}, {0.9f}, {0.9f}}), 1.0, 0.25);
   expect_rows_near(out.vs, {{2.3314375f}, {2.9175f}, {4.8f}});
   expect_rows_near(out.pg_advantages, {{3.12575f}, {2.66f}, {3.3f}});
@@ -146,8 +143,7 @@ TEST(VTraceTest, RatioAboveOneIsKeptWhenRhoBarAllows) {
   // T = 1, ratio 2, rho_bar = 3: delta = 2 * (1 + 0.9 * 2 - 0.5) = 2 * 2.3 = 4.6,
   // vs = 0.5 + 4.6 = 5.1, pg = 2 * (1 + 0.9 * 2 - 0.5) = 4.6.
   const auto [behaviour, target] = log_probs_with_ratios(rows({{2}}));
-  const VTraceResult out =
-      vtrace(behaviour, target, rows({{1}}), rows({{0.5f}}), vec({2}), rows({{0.9f}}), 3.0, 3.0);
+  const VTraceResult out = vtrace(behaviour, target, rows({{1}}), rows({{0.5f}}), vec({2}), rows({{0.9f}}), 3.0, 3.0);
   expect_rows_near(out.vs, {{5.1f}});
   expect_rows_near(out.pg_advantages, {{4.6f}});
 }
@@ -156,8 +152,8 @@ TEST(VTraceTest, ResultIsComputedWithoutGradient) {
   const auto [behaviour, target] = log_probs_with_ratios(rows({{2, 0.5f}, {0.5f, 2}}));
   at::Tensor target_with_grad = target.clone().requires_grad_(true);
   at::Tensor values = rows({{0.5f, 2}, {1, 1}}).requires_grad_(true);
-  const VTraceResult out = vtrace(behaviour, target_with_grad, rows({{1, 1}, {2, -1}}), values,
-                                  vec({2, 1}), rows({{0.9f, 0}, {0.9f, 0.9f}}));
+  const VTraceResult out = vtrace(behaviour, target_with_grad, rows({{1, 1}, {2, -1}}), values, vec({2, 1}),
+                                  rows({{0.9f, 0}, {0.9f, 0.9f}}));
   EXPECT_FALSE(out.vs.requires_grad());
   EXPECT_FALSE(out.pg_advantages.requires_grad());
 }

@@ -85,8 +85,7 @@ TEST(Cli, RolloutWritesARunDirectory) {
   const auto config_file = root / "rollout.toml";
   std::ofstream(config_file) << "[env]\nnum_envs = 8\n[log]\ninterval_seconds = 0.0\n";
   const CommandResult result = run_concord("rollout --env CartPole-v1 --steps 20000 --threads 2 --seed 7 --config " +
-                                           config_file.string() + " --run-root " + root.string() +
-                                           " --progress plain");
+                                           config_file.string() + " --run-root " + root.string() + " --progress plain");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("steps/s"));
   EXPECT_THAT(result.output, ::testing::HasSubstr("20,000/20,000"));
@@ -127,7 +126,8 @@ TEST(Cli, RolloutWritesARunDirectory) {
   EXPECT_EQ(events.front().file_version(), "brain.Event:2");
   bool saw_return = false;
   for (const auto& event : events) {
-    for (const auto& value : event.summary().value()) saw_return = saw_return || value.tag() == "rollout/episode_return";
+    for (const auto& value : event.summary().value())
+      saw_return = saw_return || value.tag() == "rollout/episode_return";
   }
   EXPECT_TRUE(saw_return);
   EXPECT_TRUE(std::filesystem::exists(run_dir / "log.txt"));
@@ -135,8 +135,10 @@ TEST(Cli, RolloutWritesARunDirectory) {
 
 TEST(Cli, AsyncRolloutOnContinuousEnv) {
   const auto root = fresh_dir("async");
-  const CommandResult result = run_concord("rollout --env Pendulum-v1 --num-envs 8 --set env.batch_size=4 "
-                                           "--steps 4000 --progress off --run-root " + root.string());
+  const CommandResult result = run_concord(
+      "rollout --env Pendulum-v1 --num-envs 8 --set env.batch_size=4 "
+      "--steps 4000 --progress off --run-root " +
+      root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("async batch 4"));
   // Pendulum never terminates: every episode is truncated at 200 steps.

@@ -11,8 +11,10 @@ namespace {
 
 TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
   const auto root = fresh_dir("fit", "runs");
-  const CommandResult result = run_concord("fit --dataset mnist --model mlp --strategy allreduce --workers 2 --steps 60 "
-                                           "--set fit.eval_interval=30 --progress off --run-root " + root.string());
+  const CommandResult result = run_concord(
+      "fit --dataset mnist --model mlp --strategy allreduce --workers 2 --steps 60 "
+      "--set fit.eval_interval=30 --progress off --run-root " +
+      root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
   int runs = 0;
@@ -29,8 +31,10 @@ TEST(FitCommandTest, TrainsAndWritesMetricsAndACheckpoint) {
 // still runs, with one warning line saying so.
 TEST(FitCommandTest, TheOldSyncSpellingStillRunsWithADeprecationLine) {
   const auto root = fresh_dir("fit", "deprecated");
-  const CommandResult result = run_concord("fit --strategy sync --workers 2 --steps 4 --set fit.eval_interval=4 "
-                                           "--progress off --run-root " + root.string());
+  const CommandResult result = run_concord(
+      "fit --strategy sync --workers 2 --steps 4 --set fit.eval_interval=4 "
+      "--progress off --run-root " +
+      root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("fit.strategy = \"sync\" is deprecated; it is \"allreduce\""), std::string::npos)
       << result.output;
@@ -40,9 +44,10 @@ TEST(FitCommandTest, TheOldSyncSpellingStillRunsWithADeprecationLine) {
 // reports the final batch.
 TEST(FitCommandTest, AdaptiveBatchScheduleLogsItsEigenvalueAndBatch) {
   const auto root = fresh_dir("fit", "abs");
-  const CommandResult result =
-      run_concord("fit --schedule abs --epochs 2 --set fit.abs.force_after_epochs=1 --set fit.abs.hessian_batch=64 "
-                  "--set fit.eval_interval=1000 --progress off --run-root " + root.string());
+  const CommandResult result = run_concord(
+      "fit --schedule abs --epochs 2 --set fit.abs.force_after_epochs=1 --set fit.abs.hessian_batch=64 "
+      "--set fit.eval_interval=1000 --progress off --run-root " +
+      root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("top eigenvalue"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("final batch          128 rows per worker"), std::string::npos) << result.output;

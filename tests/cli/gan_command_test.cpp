@@ -28,7 +28,8 @@ TEST(GanCommandTest, ShortGapRunWritesGridsMetricsAndScores) {
   const CommandResult result = run_concord(
       "fit --task gan --gans 2 --swap-every 5 --steps 20 --seed 3 --set gan.eval_interval=10 "
       "--set gan.sample_interval=10 --set gan.hidden_units=64 --set gan.score_samples=200 "
-      "--set gan.classifier_steps=100 --progress off --run-root " + root.string());
+      "--set gan.classifier_steps=100 --progress off --run-root " +
+      root.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("inception-style score"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("(3 swaps)"), std::string::npos) << result.output;
@@ -60,9 +61,10 @@ std::string table_line(const std::string& output, const std::string& label) {
 
 TEST(GanCommandTest, PairsAsProcessesTrainExactlyAsPairsAsThreads) {
   const auto root = fresh_dir("gan", "launch");
-  const std::string run = "fit --task gan --swap-every 5 --steps 20 --set gan.eval_interval=10 "
-                          "--set gan.score_samples=0 --set gan.hidden_units=64 --progress off --run-root " +
-                          root.string();
+  const std::string run =
+      "fit --task gan --swap-every 5 --steps 20 --set gan.eval_interval=10 "
+      "--set gan.score_samples=0 --set gan.hidden_units=64 --progress off --run-root " +
+      root.string();
   const CommandResult threads = run_concord(run + " --gans 2");
   const CommandResult processes = run_concord("launch -n 2 -- concord " + run);
   ASSERT_EQ(threads.exit_code, 0) << threads.output;

@@ -49,7 +49,6 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-
 // `launch <flags> -- sh -c '<script>'`; the script must not contain single quotes.
 CommandResult launch_script(const std::string& flags, const std::string& script) {
   return run_concord("launch " + flags + " -- sh -c '" + script + "'");

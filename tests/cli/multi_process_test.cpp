@@ -6,8 +6,8 @@
 
 #include <filesystem>
 #include <regex>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -39,11 +39,13 @@ std::vector<concord::test::RankResult> run_training_ranks(int world_size, const 
   for (int rank = 0; rank < world_size; ++rank) {
     auto rank_vars = concord::test::rank_variables(rank, world_size, port);
     for (const auto& [name, value] : variables) rank_vars[name] = value;
-    processes.push_back(concord::test::start_process(CONCORD_BINARY, train_arguments(root, extra + " " + per_rank_extra[rank]),
+    processes.push_back(concord::test::start_process(CONCORD_BINARY,
+                                                     train_arguments(root, extra + " " + per_rank_extra[rank]),
                                                      rank_vars, root / ("rank" + std::to_string(rank) + ".log")));
   }
   std::vector<concord::test::RankResult> results;
-  for (const auto& process : processes) results.push_back(concord::test::finish_rank(process, std::chrono::seconds(240)));
+  for (const auto& process : processes)
+    results.push_back(concord::test::finish_rank(process, std::chrono::seconds(240)));
   return results;
 }
 
@@ -64,9 +66,10 @@ double eval_mean_return(const std::string& output) {
 TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
   const auto train_and_evaluate = [](uint64_t seed) {
     const auto root = concord::test::fresh_dir("multi_process", "learn" + std::to_string(seed));
-    const auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig +
-                                                       " --policy multi_learner --total-timesteps 100000 --seed " +
-                                                       std::to_string(seed));
+    const auto ranks =
+        run_training_ranks(2, root,
+                           "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 100000 --seed " +
+                               std::to_string(seed));
     EXPECT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
     EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
     EXPECT_THAT(ranks[0].output, HasSubstr("8 envs in all, 2 ranks"));
@@ -84,7 +87,8 @@ TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
 TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {
   const auto root = concord::test::fresh_dir("multi_process", "resume");
   // 8 envs in all x 32 steps = 256 global steps per update.
-  auto ranks = run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 2048");
+  auto ranks =
+      run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 2048");
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
   const auto dirs = run_dirs(root);
@@ -119,7 +123,8 @@ TEST(MultiProcess, APeerThatNeverJoinsIsNamed) {
 
 TEST(MultiProcess, RanksWithDifferentConfigsAreRefused) {
   const auto root = concord::test::fresh_dir("multi_process", "mismatch");
-  const auto ranks = run_training_ranks(2, root, "--policy multi_learner --set comm.timeout_seconds=20", {{0, "--seed 1"}, {1, "--seed 2"}});
+  const auto ranks = run_training_ranks(2, root, "--policy multi_learner --set comm.timeout_seconds=20",
+                                        {{0, "--seed 1"}, {1, "--seed 2"}});
   for (const auto& rank : ranks) {
     EXPECT_EQ(rank.exit_code, 1);
     EXPECT_THAT(rank.output, HasSubstr("config mismatch"));
@@ -186,10 +191,10 @@ TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {
 TEST(MultiProcess, MpirunRanksComeFromOpenMpiVariables) {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
   const auto root = concord::test::fresh_dir("multi_process", "mpirun");
-  const std::string command = "mpirun --allow-run-as-root --oversubscribe -n 2 -x MASTER_PORT=" +
-                              std::to_string(concord::test::free_port()) + " " + CONCORD_BINARY +
-                              " train --policy multi_learner --total-timesteps 4096 --progress off --run-root " +
-                              root.string() + " 2>&1";
+  const std::string command =
+      "mpirun --allow-run-as-root --oversubscribe -n 2 -x MASTER_PORT=" + std::to_string(concord::test::free_port()) +
+      " " + CONCORD_BINARY + " train --policy multi_learner --total-timesteps 4096 --progress off --run-root " +
+      root.string() + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -61,8 +61,8 @@ TEST(TrainLearning, PpoLearnsCartPoleInSeconds) {
 
 TEST(Train, A2cRunsAndWritesMetrics) {
   const auto root = fresh_dir("a2c");
-  const CommandResult train = run_concord("train --algo a2c --num-envs 8 --total-timesteps 4000 --progress off --run-root " +
-                                          root.string());
+  const CommandResult train =
+      run_concord("train --algo a2c --num-envs 8 --total-timesteps 4000 --progress off --run-root " + root.string());
   ASSERT_EQ(train.exit_code, 0) << train.output;
   std::ifstream csv(only_run_dir(root) / "metrics.csv");
   std::string header;
@@ -102,7 +102,8 @@ TEST(Train, NormalisationStatisticsTravelInTheCheckpoint) {
   const auto root = fresh_dir("normalise");
   const std::string flags =
       "--env Pendulum-v1 --num-envs 2 --set algo.ppo.num_steps=64 --set algo.normalize_observations=true "
-      "--set algo.ppo.normalize_reward=true --progress off --run-root " + root.string();
+      "--set algo.ppo.normalize_reward=true --progress off --run-root " +
+      root.string();
   const CommandResult train = run_concord("train " + flags + " --total-timesteps 256");
   ASSERT_EQ(train.exit_code, 0) << train.output;
   const auto run_dir = only_run_dir(root);
@@ -118,10 +119,12 @@ TEST(Train, NormalisationStatisticsTravelInTheCheckpoint) {
   const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 2");
   ASSERT_EQ(eval.exit_code, 0) << eval.output;
   EXPECT_THAT(eval.output, ::testing::HasSubstr("over 2 episodes"));
-  const CommandResult resumed = run_concord("train --resume " + run_dir.string() + " --total-timesteps 512 --progress off");
+  const CommandResult resumed =
+      run_concord("train --resume " + run_dir.string() + " --total-timesteps 512 --progress off");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_DOUBLE_EQ(concord::core::load_checkpoint(run_dir / "checkpoint.ckpt").tensors.at("model/obs_rms.count").item<double>(),
-                   512 + 1e-4);
+  EXPECT_DOUBLE_EQ(
+      concord::core::load_checkpoint(run_dir / "checkpoint.ckpt").tensors.at("model/obs_rms.count").item<double>(),
+      512 + 1e-4);
 }
 
 TEST(Train, BadCheckpointsAndNamesGetOneLine) {
@@ -141,10 +144,11 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("train --policy hogwild --run-root " + root.string(), "policy 'hogwild' applies each update");
 
   // A training run, then its checkpoint truncated and corrupted.
-  ASSERT_EQ(run_concord("train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off --run-root " +
-                        root.string())
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_concord("train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off --run-root " +
+                  root.string())
+          .exit_code,
+      0);
   const auto run_dir = only_run_dir(root);
   const auto checkpoint = run_dir / "checkpoint.ckpt";
   const auto size = std::filesystem::file_size(checkpoint);
@@ -161,7 +165,8 @@ TEST(Train, SigtermStopsAThreadedRunAndLeavesAValidCheckpoint) {
   const auto root = fresh_dir("sigterm");
   const std::string command = "timeout --preserve-status -s TERM 4 " + std::string(CONCORD_BINARY) +
                               " train --algo a2c --policy hogwild --num-envs 8 --total-timesteps 100000000 "
-                              "--progress off --run-root " + root.string() + " 2>&1";
+                              "--progress off --run-root " +
+                              root.string() + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -23,17 +23,18 @@ using ::testing::HasSubstr;
 
 ConnectOptions options_from_environment() {
   ConnectOptions options;
-  if (const char* timeout = std::getenv("CONCORD_TEST_TIMEOUT_MS")) options.timeout = std::chrono::milliseconds(std::atoi(timeout));
+  if (const char* timeout = std::getenv("CONCORD_TEST_TIMEOUT_MS"))
+    options.timeout = std::chrono::milliseconds(std::atoi(timeout));
   if (const char* fingerprint = std::getenv("CONCORD_TEST_FINGERPRINT")) options.config_fingerprint = fingerprint;
   return options;
 }
 
-#define REQUIRE(condition)                                                   \
-  do {                                                                       \
-    if (!(condition)) {                                                      \
+#define REQUIRE(condition)                                                             \
+  do {                                                                                 \
+    if (!(condition)) {                                                                \
       std::fprintf(stderr, "rank check failed: %s (line %d)\n", #condition, __LINE__); \
-      return 1;                                                              \
-    }                                                                        \
+      return 1;                                                                        \
+    }                                                                                  \
   } while (0)
 
 // Every operation, with exact expected values for any world size.
@@ -129,37 +130,45 @@ TEST_F(ProcessGroup, CollectivesAndMessagesAreExactWithThreeRanks) {
 TEST_F(ProcessGroup, APeerThatNeverJoinsIsNamedAfterTheTimeout) {
   // Only rank 0 of a world of 2 starts.
   const std::string port = std::to_string(test::free_port());
-  const test::RankResult rank0 = test::finish_rank(
-      test::start_rank("join", {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
-                                {"CONCORD_TEST_TIMEOUT_MS", "1500"}},
-                       dir_ / "rank0.log"),
-      std::chrono::seconds(30));
+  const test::RankResult rank0 = test::finish_rank(test::start_rank("join",
+                                                                    {{"RANK", "0"},
+                                                                     {"WORLD_SIZE", "2"},
+                                                                     {"MASTER_ADDR", "127.0.0.1"},
+                                                                     {"MASTER_PORT", port},
+                                                                     {"CONCORD_TEST_TIMEOUT_MS", "1500"}},
+                                                                    dir_ / "rank0.log"),
+                                                   std::chrono::seconds(30));
   EXPECT_EQ(rank0.exit_code, 4);
   EXPECT_THAT(rank0.output, HasSubstr("rank(s) 1 of WORLD_SIZE=2 never joined within 1.500 s"));
 }
 
 TEST_F(ProcessGroup, ARankWithoutRank0CannotReachTheStore) {
   const std::string port = std::to_string(test::free_port());
-  const test::RankResult rank1 = test::finish_rank(
-      test::start_rank("join", {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
-                                {"CONCORD_TEST_TIMEOUT_MS", "1500"}},
-                       dir_ / "rank1.log"),
-      std::chrono::seconds(30));
+  const test::RankResult rank1 = test::finish_rank(test::start_rank("join",
+                                                                    {{"RANK", "1"},
+                                                                     {"WORLD_SIZE", "2"},
+                                                                     {"MASTER_ADDR", "127.0.0.1"},
+                                                                     {"MASTER_PORT", port},
+                                                                     {"CONCORD_TEST_TIMEOUT_MS", "1500"}},
+                                                                    dir_ / "rank1.log"),
+                                                   std::chrono::seconds(30));
   EXPECT_EQ(rank1.exit_code, 4);
   EXPECT_THAT(rank1.output, HasSubstr("rank 1 could not reach the rendezvous store at 127.0.0.1:" + port));
 }
 
 TEST_F(ProcessGroup, AWrongWorldSizeIsRefusedByBothRanks) {
-  const auto ranks = test::run_ranks("join", 2, dir_, {{1, {{"WORLD_SIZE", "3"}}}, {0, {{"CONCORD_TEST_TIMEOUT_MS", "5000"}}}});
+  const auto ranks =
+      test::run_ranks("join", 2, dir_, {{1, {{"WORLD_SIZE", "3"}}}, {0, {{"CONCORD_TEST_TIMEOUT_MS", "5000"}}}});
   EXPECT_EQ(ranks[1].exit_code, 4);
-  EXPECT_THAT(ranks[1].output, HasSubstr("WORLD_SIZE mismatch: rank 0 was started with WORLD_SIZE=2, rank 1 with WORLD_SIZE=3"));
+  EXPECT_THAT(ranks[1].output,
+              HasSubstr("WORLD_SIZE mismatch: rank 0 was started with WORLD_SIZE=2, rank 1 with WORLD_SIZE=3"));
   EXPECT_EQ(ranks[0].exit_code, 4);
   EXPECT_THAT(ranks[0].output, HasSubstr("WORLD_SIZE mismatch"));
 }
 
 TEST_F(ProcessGroup, AConfigMismatchIsRefused) {
-  const auto ranks = test::run_ranks("join", 2, dir_,
-                                     {{0, {{"CONCORD_TEST_FINGERPRINT", "aaaa"}}}, {1, {{"CONCORD_TEST_FINGERPRINT", "bbbb"}}}});
+  const auto ranks = test::run_ranks(
+      "join", 2, dir_, {{0, {{"CONCORD_TEST_FINGERPRINT", "aaaa"}}}, {1, {{"CONCORD_TEST_FINGERPRINT", "bbbb"}}}});
   for (const test::RankResult& rank : ranks) {
     EXPECT_EQ(rank.exit_code, 4);
     EXPECT_THAT(rank.output, HasSubstr("config mismatch"));
@@ -177,11 +186,14 @@ TEST_F(ProcessGroup, APortInUseIsNamed) {
   socklen_t length = sizeof(address);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string port = std::to_string(ntohs(address.sin_port));
-  const test::RankResult rank0 = test::finish_rank(
-      test::start_rank("join", {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
-                                {"CONCORD_TEST_TIMEOUT_MS", "2000"}},
-                       dir_ / "rank0.log"),
-      std::chrono::seconds(30));
+  const test::RankResult rank0 = test::finish_rank(test::start_rank("join",
+                                                                    {{"RANK", "0"},
+                                                                     {"WORLD_SIZE", "2"},
+                                                                     {"MASTER_ADDR", "127.0.0.1"},
+                                                                     {"MASTER_PORT", port},
+                                                                     {"CONCORD_TEST_TIMEOUT_MS", "2000"}},
+                                                                    dir_ / "rank0.log"),
+                                                   std::chrono::seconds(30));
   ::close(fd);
   EXPECT_EQ(rank0.exit_code, 4);
   EXPECT_THAT(rank0.output, HasSubstr("port " + port + " is already in use"));
@@ -202,9 +214,9 @@ class LaunchVariables : public ::testing::Test {
   void SetUp() override { clear(); }
   void TearDown() override { clear(); }
   static void clear() {
-    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                             "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    for (const char* name :
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
+          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
       ::unsetenv(name);
     }
   }

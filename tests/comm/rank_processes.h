@@ -42,8 +42,8 @@ inline int free_port() {
 }
 
 struct RankResult {
-  int exit_code = -1;   // exit status, or -signal if killed by a signal
-  std::string output;   // stdout and stderr
+  int exit_code = -1;  // exit status, or -signal if killed by a signal
+  std::string output;  // stdout and stderr
 };
 
 struct RankProcess {
@@ -90,12 +90,9 @@ inline RankProcess start_rank(const std::string& scenario, std::map<std::string,
 
 // torchrun's variables for `rank` of `world_size` with the store on loopback at `port`.
 inline std::map<std::string, std::string> rank_variables(int rank, int world_size, int port) {
-  return {{"RANK", std::to_string(rank)},
-          {"WORLD_SIZE", std::to_string(world_size)},
-          {"LOCAL_RANK", std::to_string(rank)},
-          {"LOCAL_WORLD_SIZE", std::to_string(world_size)},
-          {"MASTER_ADDR", "127.0.0.1"},
-          {"MASTER_PORT", std::to_string(port)}};
+  return {{"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(world_size)},
+          {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(world_size)},
+          {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)}};
 }
 
 // Waits for the process at most `timeout`, then kills it (a test must never hang).

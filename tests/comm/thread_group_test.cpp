@@ -92,7 +92,7 @@ TEST(ThreadGroup, TaggedMessagesArriveInOrderPerTag) {
 TEST(ThreadGroup, BytesCommunicatedCountsPayloads) {
   ThreadGroup group(2);
   on_ranks(group, [](Communicator& comm) {
-    comm.allreduce(torch::zeros({10}));      // 40 bytes
+    comm.allreduce(torch::zeros({10}));                     // 40 bytes
     comm.broadcast(torch::zeros({5}, torch::kFloat64), 0);  // 40 bytes
     EXPECT_EQ(comm.bytes_communicated(), 80);
   });

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <limits>
 #include <random>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>

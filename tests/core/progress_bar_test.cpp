@@ -22,8 +22,7 @@ TEST(ProgressFormat, CountsRatesDurations) {
 TEST(ProgressFormat, FullLine) {
   EXPECT_EQ(format_progress_line("CartPole-v1", 350000, 1000000, 2.5e6, 21.34, true),
             "CartPole-v1 [#######.............] 35%  350,000/1,000,000  2.50M steps/s  return 21.3  ETA 0:00:00");
-  EXPECT_EQ(format_progress_line("", 0, 100, 0.0, std::nullopt, false),
-            "0%  0/100  - steps/s  return -  ETA -");
+  EXPECT_EQ(format_progress_line("", 0, 100, 0.0, std::nullopt, false), "0%  0/100  - steps/s  return -  ETA -");
 }
 
 TEST(ProgressBar, PlainModePrintsWholeLinesAndFinishes) {

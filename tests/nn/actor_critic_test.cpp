@@ -97,16 +97,14 @@ TEST(ActorCriticTest, SeparateAndSharedParameterCountsAreExact) {
 
 TEST(ActorCriticTest, ParameterNames) {
   const auto separate = ActorCritic(continuous_config(false))->named_parameters().keys();
-  EXPECT_EQ(separate, (std::vector<std::string>{
-                          "log_std", "actor_torso.fc0.weight", "actor_torso.fc0.bias",
-                          "actor_torso.fc1.weight", "actor_torso.fc1.bias",
-                          "critic_torso.fc0.weight", "critic_torso.fc0.bias",
-                          "critic_torso.fc1.weight", "critic_torso.fc1.bias", "actor_head.weight",
-                          "actor_head.bias", "critic_head.weight", "critic_head.bias"}));
+  EXPECT_EQ(separate, (std::vector<std::string>{"log_std", "actor_torso.fc0.weight", "actor_torso.fc0.bias",
+                                                "actor_torso.fc1.weight", "actor_torso.fc1.bias",
+                                                "critic_torso.fc0.weight", "critic_torso.fc0.bias",
+                                                "critic_torso.fc1.weight", "critic_torso.fc1.bias", "actor_head.weight",
+                                                "actor_head.bias", "critic_head.weight", "critic_head.bias"}));
   const auto shared = ActorCritic(discrete_config(true))->named_parameters().keys();
-  EXPECT_EQ(shared, (std::vector<std::string>{"torso.fc0.weight", "torso.fc0.bias",
-                                              "torso.fc1.weight", "torso.fc1.bias",
-                                              "actor_head.weight", "actor_head.bias",
+  EXPECT_EQ(shared, (std::vector<std::string>{"torso.fc0.weight", "torso.fc0.bias", "torso.fc1.weight",
+                                              "torso.fc1.bias", "actor_head.weight", "actor_head.bias",
                                               "critic_head.weight", "critic_head.bias"}));
 }
 
@@ -127,8 +125,7 @@ TEST(ActorCriticTest, DeterministicActIsTheMode) {
   ActorCritic discrete(discrete_config());
   const ActResult discrete_act = discrete->act(discrete_obs, /*deterministic=*/true);
   EXPECT_TRUE(torch::equal(discrete_act.action, discrete->distribution(discrete_obs).mode()));
-  EXPECT_TRUE(torch::equal(discrete_act.action,
-                           discrete->forward(discrete_obs).logits.argmax(-1)));
+  EXPECT_TRUE(torch::equal(discrete_act.action, discrete->forward(discrete_obs).logits.argmax(-1)));
   EXPECT_EQ(discrete_act.action.scalar_type(), torch::kInt64);
 
   const torch::Tensor continuous_obs = torch::randn({16, 5});
@@ -155,14 +152,12 @@ TEST(ActorCriticTest, ActIsConsistentWithDistributionAndValue) {
 }
 
 TEST(ActorCriticTest, DistributionKindFollowsTheActionKind) {
-  const ActionDistribution discrete =
-      ActorCritic(discrete_config())->distribution(torch::randn({2, 4}));
+  const ActionDistribution discrete = ActorCritic(discrete_config())->distribution(torch::randn({2, 4}));
   EXPECT_TRUE(discrete.is_discrete());
   ASSERT_NE(discrete.categorical(), nullptr);
   EXPECT_EQ(discrete.gaussian(), nullptr);
   EXPECT_EQ(discrete.categorical()->num_categories(), 2);
-  const ActionDistribution continuous =
-      ActorCritic(continuous_config())->distribution(torch::randn({2, 5}));
+  const ActionDistribution continuous = ActorCritic(continuous_config())->distribution(torch::randn({2, 5}));
   EXPECT_FALSE(continuous.is_discrete());
   ASSERT_NE(continuous.gaussian(), nullptr);
   EXPECT_EQ(continuous.gaussian()->dim(), 3);
@@ -185,14 +180,12 @@ TEST(ActorCriticTest, ContinuousActionsAreUnclipped) {
   EXPECT_GT(action.abs().max().item<float>(), 3.0f);
 }
 
-class ActorCriticGradientTest
-    : public ::testing::TestWithParam<std::tuple<ActionKind, bool, std::string>> {};
+class ActorCriticGradientTest : public ::testing::TestWithParam<std::tuple<ActionKind, bool, std::string>> {};
 
 TEST_P(ActorCriticGradientTest, GradientsReachEveryParameter) {
   const auto& [kind, shared, torso] = GetParam();
   torch::manual_seed(17);
-  ActorCriticConfig config = kind == ActionKind::kDiscrete ? discrete_config(shared)
-                                                           : continuous_config(shared);
+  ActorCriticConfig config = kind == ActionKind::kDiscrete ? discrete_config(shared) : continuous_config(shared);
   config.torso = torso;
   if (torso == "cnn") {
     config.obs_shape = {2, 36, 36};
@@ -205,8 +198,8 @@ TEST_P(ActorCriticGradientTest, GradientsReachEveryParameter) {
   const torch::Tensor obs = torch::randn(obs_shape);
   const torch::Tensor actions = model->act(obs).action;
   const ActionEvaluation evaluation = model->evaluate(obs, actions);
-  const torch::Tensor loss = -evaluation.log_prob.mean() - 0.01 * evaluation.entropy.mean() +
-                             (evaluation.value - 1.0).square().mean();
+  const torch::Tensor loss =
+      -evaluation.log_prob.mean() - 0.01 * evaluation.entropy.mean() + (evaluation.value - 1.0).square().mean();
   loss.backward();
   for (const auto& parameter : model->named_parameters()) {
     ASSERT_TRUE(parameter.value().grad().defined()) << parameter.key();
@@ -214,10 +207,9 @@ TEST_P(ActorCriticGradientTest, GradientsReachEveryParameter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllLayouts, ActorCriticGradientTest,
-    ::testing::Combine(::testing::Values(ActionKind::kDiscrete, ActionKind::kContinuous),
-                       ::testing::Bool(), ::testing::Values("mlp", "cnn")));
+INSTANTIATE_TEST_SUITE_P(AllLayouts, ActorCriticGradientTest,
+                         ::testing::Combine(::testing::Values(ActionKind::kDiscrete, ActionKind::kContinuous),
+                                            ::testing::Bool(), ::testing::Values("mlp", "cnn")));
 
 TEST(ActorCriticTest, SeparateTorsosAreIndependent) {
   ActorCritic model(discrete_config());
@@ -253,8 +245,7 @@ TEST(ActorCriticTest, MultiDimensionalObservationsAreFlattenedForTheMlp) {
   ActorCriticConfig config = discrete_config();
   config.obs_shape = {2, 3};
   ActorCritic model(config);
-  EXPECT_EQ(model->named_parameters()["actor_torso.fc0.weight"].sizes(),
-            (torch::IntArrayRef{64, 6}));
+  EXPECT_EQ(model->named_parameters()["actor_torso.fc0.weight"].sizes(), (torch::IntArrayRef{64, 6}));
   EXPECT_EQ(model->forward(torch::randn({4, 2, 3})).logits.sizes(), (torch::IntArrayRef{4, 2}));
 }
 
@@ -367,8 +358,7 @@ TEST(CnnTorsoTest, ScalingDividesBy255) {
     }
   }
   const torch::Tensor pixels = torch::randint(0, 256, {3, 1, 36, 36}, torch::kUInt8);
-  EXPECT_TRUE(torch::allclose(scaled->forward(pixels),
-                              unscaled->forward(pixels.to(torch::kFloat32) / 255.0)));
+  EXPECT_TRUE(torch::allclose(scaled->forward(pixels), unscaled->forward(pixels.to(torch::kFloat32) / 255.0)));
 }
 
 TEST(CnnTorsoTest, RejectsBadShapes) {
@@ -380,8 +370,7 @@ TEST(CnnTorsoTest, RejectsBadShapes) {
     torso->forward(torch::zeros({2, 1, 36, 40}));
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("[2, 1, 36, 40]"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("[2, 1, 36, 40]"), std::string::npos) << error.what();
   }
 }
 
@@ -428,14 +417,16 @@ TEST(ActorCriticNormalizationTest, EveryMethodSeesObservationsNormalisedByTheSta
   const double total = n + 1e-4;
   const torch::Tensor batch_mean = x.mean(0);
   const torch::Tensor mean = batch_mean * (n / total);
-  const torch::Tensor var = (1e-4 + x.var(0, /*unbiased=*/false) * n + batch_mean.square() * (1e-4 * n / total)) / total;
+  const torch::Tensor var =
+      (1e-4 + x.var(0, /*unbiased=*/false) * n + batch_mean.square() * (1e-4 * n / total)) / total;
   EXPECT_TRUE(torch::allclose(model->observation_stats()->mean(), mean, 0.0, 1e-12));
   EXPECT_TRUE(torch::allclose(model->observation_stats()->var(), var, 0.0, 1e-12));
 
   // One observation far outside the data, to exercise the clip at 10.
   torch::Tensor obs = offset_observations(6, 5);
   obs[0][0] = 1000.0f;
-  const torch::Tensor by_hand = ((obs.to(torch::kFloat64) - mean) / (var + 1e-8).sqrt()).clamp(-10.0, 10.0).to(torch::kFloat32);
+  const torch::Tensor by_hand =
+      ((obs.to(torch::kFloat64) - mean) / (var + 1e-8).sqrt()).clamp(-10.0, 10.0).to(torch::kFloat32);
   EXPECT_FLOAT_EQ(by_hand[0][0].item<float>(), 10.0f);
 
   torch::NoGradGuard no_grad;
@@ -448,8 +439,8 @@ TEST(ActorCriticNormalizationTest, EveryMethodSeesObservationsNormalisedByTheSta
   EXPECT_TRUE(torch::allclose(model->act(obs, /*deterministic=*/true).action,
                               twin->act(by_hand, /*deterministic=*/true).action, 1e-5, 1e-6));
   const torch::Tensor actions = torch::randn({6, 3});
-  EXPECT_TRUE(torch::allclose(model->evaluate(obs, actions).log_prob, twin->evaluate(by_hand, actions).log_prob,
-                              1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(model->evaluate(obs, actions).log_prob, twin->evaluate(by_hand, actions).log_prob, 1e-5, 1e-5));
   // Without the statistics the raw observations would give something else.
   EXPECT_FALSE(torch::allclose(out.value, twin->forward(obs).value, 1e-3, 1e-3));
 }
@@ -460,8 +451,7 @@ TEST(ActorCriticNormalizationTest, StatisticsAreBuffersThatCloneCarries) {
   ActorCritic model(config);
   // No new parameters: the optimiser never touches the statistics.
   EXPECT_EQ(parameter_count(*model), parameter_count(*ActorCritic(discrete_config())));
-  EXPECT_THAT(model->named_buffers().keys(),
-              ::testing::ElementsAre("obs_rms.mean", "obs_rms.var", "obs_rms.count"));
+  EXPECT_THAT(model->named_buffers().keys(), ::testing::ElementsAre("obs_rms.mean", "obs_rms.var", "obs_rms.count"));
   model->update_observation_stats(offset_observations(32, 4));
   auto copy = std::dynamic_pointer_cast<ActorCriticImpl>(model->clone());
   ASSERT_NE(copy, nullptr);

@@ -11,9 +11,7 @@ namespace concord::nn {
 namespace {
 
 // logits [0, ln 2, ln 3]: exp(logits) = [1, 2, 3], so p = [1/6, 2/6, 3/6].
-at::Tensor hand_worked_logits() {
-  return at::tensor({0.0, std::log(2.0), std::log(3.0)}, at::kDouble);
-}
+at::Tensor hand_worked_logits() { return at::tensor({0.0, std::log(2.0), std::log(3.0)}, at::kDouble); }
 
 // log p = [ln(1/6), ln(1/3), ln(1/2)].
 constexpr double kLogP[] = {-1.791759469228055, -1.0986122886681098, -0.6931471805599453};

@@ -22,15 +22,9 @@ namespace {
 constexpr double kLogProb[] = {-5.2568155996140185, -3.756815599614018};
 constexpr double kEntropy = 4.2568155996140185;
 
-at::Tensor hand_mean() {
-  return at::tensor({0.0, 1.0, -1.0, 0.5, 0.0, 2.0}, at::kDouble).reshape({2, 3});
-}
-at::Tensor hand_log_std() {
-  return at::tensor({0.0, std::log(2.0), -std::log(2.0)}, at::kDouble);
-}
-at::Tensor hand_x() {
-  return at::tensor({1.0, 1.0, 0.0, 0.5, -2.0, 2.5}, at::kDouble).reshape({2, 3});
-}
+at::Tensor hand_mean() { return at::tensor({0.0, 1.0, -1.0, 0.5, 0.0, 2.0}, at::kDouble).reshape({2, 3}); }
+at::Tensor hand_log_std() { return at::tensor({0.0, std::log(2.0), -std::log(2.0)}, at::kDouble); }
+at::Tensor hand_x() { return at::tensor({1.0, 1.0, 0.0, 0.5, -2.0, 2.5}, at::kDouble).reshape({2, 3}); }
 
 TEST(DiagGaussianTest, LogProbMatchesClosedForm) {
   const DiagGaussian dist(hand_mean(), hand_log_std());

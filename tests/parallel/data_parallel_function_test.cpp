@@ -17,8 +17,8 @@ std::vector<torch::Tensor> reference_outputs(const std::vector<torch::Tensor>& i
   return {y.mean(), y.sum(0), y.amax(0), y.amin(0), y, y.sum(1)};
 }
 
-const std::vector<Aggregation> kAllModes = {Aggregation::kAvg,  Aggregation::kSum,    Aggregation::kMax,
-                                            Aggregation::kMin,  Aggregation::kGather, Aggregation::kNone};
+const std::vector<Aggregation> kAllModes = {Aggregation::kAvg, Aggregation::kSum,    Aggregation::kMax,
+                                            Aggregation::kMin, Aggregation::kGather, Aggregation::kNone};
 
 torch::Tensor batch(int64_t rows) {
   return torch::randint(-50, 50, {rows, 3}, torch::TensorOptions().dtype(torch::kFloat32));

@@ -59,9 +59,10 @@ TEST(SynchronousSgdTest, WWorkersMatchOneWorkerOnTheWholeBatch) {
       nn::FlatParameters parameters(*net);
       torch::optim::SGD optimizer({parameters.values()}, 0.1);
       auto strategy = sync::make_sync_strategy("allreduce", config, communicator);
-      SynchronousSgd sgd(communicator, *net, parameters, optimizer, *strategy,
-                         [&](const std::vector<torch::Tensor>& s) { return loss_of(net, s); },
-                         {InputKind::kSliced, InputKind::kSliced}, sub_slices);
+      SynchronousSgd sgd(
+          communicator, *net, parameters, optimizer, *strategy,
+          [&](const std::vector<torch::Tensor>& s) { return loss_of(net, s); },
+          {InputKind::kSliced, InputKind::kSliced}, sub_slices);
       for (int step = 0; step < 5; ++step) {
         if (communicator.rank() == 0) {
           sgd.step({x, y});
@@ -71,7 +72,7 @@ TEST(SynchronousSgdTest, WWorkersMatchOneWorkerOnTheWholeBatch) {
       }
       replicas[static_cast<size_t>(communicator.rank())] = parameters.values().detach().clone();
     });
-    EXPECT_TRUE(torch::allclose(replicas[0], single_result, 1e-5, 1e-6)) 
+    EXPECT_TRUE(torch::allclose(replicas[0], single_result, 1e-5, 1e-6))
         << "sub-slices " << sub_slices << ", largest difference "
         << (replicas[0] - single_result).abs().max().item<float>();
     EXPECT_TRUE(torch::equal(replicas[0], replicas[1]));

@@ -24,9 +24,9 @@ core::Config fast_ppo_config(const std::vector<std::string>& overrides = {}) {
   declare_policy_keys(schema);
   sync::declare_sync_keys(schema);
   core::Config config(schema);
-  for (const char* assignment : {"algo.ppo.num_steps=32", "algo.ppo.num_minibatches=2", "algo.ppo.update_epochs=4",
-                                 "algo.ppo.learning_rate=3e-3", "algo.ppo.gamma=0.98", "algo.ppo.gae_lambda=0.8",
-                                 "algo.ppo.ent_coef=0.0"}) {
+  for (const char* assignment :
+       {"algo.ppo.num_steps=32", "algo.ppo.num_minibatches=2", "algo.ppo.update_epochs=4",
+        "algo.ppo.learning_rate=3e-3", "algo.ppo.gamma=0.98", "algo.ppo.gae_lambda=0.8", "algo.ppo.ent_coef=0.0"}) {
     config.apply_override(assignment);
   }
   for (const std::string& assignment : overrides) config.apply_override(assignment);
@@ -62,8 +62,9 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
       try {
         torch::manual_seed(seed + static_cast<uint64_t>(rank));
         auto learner = algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
-        auto policy = make_policy("actor_processes", PolicyContext{config, cartpole(16, seed + static_cast<uint64_t>(rank)),
-                                                                   *learner, torch::kCPU, communicator.get()});
+        auto policy =
+            make_policy("actor_processes", PolicyContext{config, cartpole(16, seed + static_cast<uint64_t>(rank)),
+                                                         *learner, torch::kCPU, communicator.get()});
         TrainingState state;
         TrainingCallbacks callbacks;
         callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
@@ -73,7 +74,8 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
         if (rank == 0) {
           outcome.state = state;
           const std::vector<double> returns = evaluate_episodes(learner->model(), cartpole(4, 99), 10);
-          outcome.eval_mean = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+          outcome.eval_mean =
+              std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }
       } catch (const std::exception& error) {
         outcome.errors[static_cast<size_t>(rank)] = error.what();
@@ -102,8 +104,7 @@ TEST(ActorProcessesLearning, SynchronousActorsFeedOneLearnerThatLearns) {
 
 TEST(ActorProcessesLearning, AsynchronousActorsLagOneUpdateAndStillLearn) {
   const auto train = [](uint64_t seed) {
-    const LearnerOutcome outcome =
-        run(3, 60'000, fast_ppo_config({"policy.actor_processes.synchronous=false"}), seed);
+    const LearnerOutcome outcome = run(3, 60'000, fast_ppo_config({"policy.actor_processes.synchronous=false"}), seed);
     for (const std::string& error : outcome.errors) EXPECT_EQ(error, "");
     EXPECT_EQ(outcome.last_metrics.at("charts/policy_lag"), 1.0);
     return outcome.eval_mean;
@@ -127,7 +128,8 @@ TEST(ActorProcesses, RefusesWhatCannotWork) {
     const core::Config changed = fast_ppo_config(overrides);
     auto learner = algos::make_learner("ppo", changed, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
     try {
-      make_policy("actor_processes", PolicyContext{changed, cartpole(num_envs, 1), *learner, torch::kCPU, communicator.get()});
+      make_policy("actor_processes",
+                  PolicyContext{changed, cartpole(num_envs, 1), *learner, torch::kCPU, communicator.get()});
     } catch (const std::invalid_argument& error) {
       return error.what();
     }

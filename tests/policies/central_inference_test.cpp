@@ -187,7 +187,8 @@ TEST(CentralInference, SegmentsHoldExactlyWhatEachAgentsEnvsDid) {
         EXPECT_EQ(rollout.observations[t][b][1].item<float>(), static_cast<float>(instance));
         // Predictions were routed back to the agent that asked: they match its observations.
         EXPECT_NEAR(rollout.values[t][b].item<float>(), value_of(observed, static_cast<float>(instance)), 1e-5);
-        const auto evaluation = model->evaluate(rollout.observations[t].narrow(0, b, 1), rollout.actions[t].narrow(0, b, 1));
+        const auto evaluation =
+            model->evaluate(rollout.observations[t].narrow(0, b, 1), rollout.actions[t].narrow(0, b, 1));
         EXPECT_NEAR(rollout.log_probs[t][b].item<float>(), evaluation.log_prob.item<float>(), 1e-5);
         EXPECT_EQ(rollout.rewards[t][b].item<float>(), 1.0f);
         EXPECT_EQ(rollout.terminated[t][b].item<float>(), 0.0f);
@@ -236,8 +237,9 @@ TEST(CentralInference, TrainingBatchConcatenatesSegmentsAndReportsMetrics) {
   EXPECT_EQ(state.global_step, trained);
   EXPECT_EQ(episodes, 8 * 12);  // every env finishes 12 episodes of 4 steps
   ASSERT_FALSE(reports.empty());
-  for (const char* name : {"charts/SPS", "charts/PPS", "charts/TPS", "charts/policy_lag", "charts/prediction_batch_size",
-                           "charts/prediction_queue_length", "charts/training_queue_length", "charts/episodic_return"}) {
+  for (const char* name :
+       {"charts/SPS", "charts/PPS", "charts/TPS", "charts/policy_lag", "charts/prediction_batch_size",
+        "charts/prediction_queue_length", "charts/training_queue_length", "charts/episodic_return"}) {
     EXPECT_TRUE(reports.back().count(name)) << name;
   }
   EXPECT_GE(reports.back().at("charts/prediction_batch_size"), 2.0);
@@ -252,9 +254,8 @@ TEST(CentralInference, ShouldStopEndsAnEndlessRunWithoutHanging) {
   TrainingState state;
   TrainingCallbacks callbacks;
   callbacks.should_stop = [&] { return state.updates >= 5; };
-  test::ends_within(std::chrono::seconds(120), "a run asked to stop", [&] {
-    policy.train(state, /*total_steps=*/int64_t{1} << 40, 1'000'000, callbacks);
-  });
+  test::ends_within(std::chrono::seconds(120), "a run asked to stop",
+                    [&] { policy.train(state, /*total_steps=*/int64_t{1} << 40, 1'000'000, callbacks); });
   EXPECT_GE(state.updates, 5);
 }
 
@@ -306,8 +307,9 @@ TEST(CentralInference, AStuckLearnerIsATimeoutNamingTheQueue) {
   config.wait_timeout_seconds = 0.2;
   CentralInferencePolicy policy(config, env_config(register_counting_env(), 2), learner, torch::kCPU);
   TrainingState state;
-  EXPECT_THAT([&] { policy.train(state, int64_t{1} << 40, 1'000'000, {}); },
-              ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training queue to make room")));
+  EXPECT_THAT(
+      [&] { policy.train(state, int64_t{1} << 40, 1'000'000, {}); },
+      ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training queue to make room")));
 }
 
 TEST(CentralInference, RefusesWhatCannotWork) {
@@ -341,7 +343,8 @@ TEST(CentralInference, IsInTheRegistryWithItsKeys) {
   RecordingLearner learner(5, small_network(2, 2));
   EXPECT_THAT(policy_names(), ::testing::Contains("central_inference"));
   try {
-    make_policy("central_inference", PolicyContext{config, env_config(register_counting_env(), 8), learner, torch::kCPU});
+    make_policy("central_inference",
+                PolicyContext{config, env_config(register_counting_env(), 8), learner, torch::kCPU});
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& error) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("must be divisible by its 3 agents"));
@@ -363,7 +366,8 @@ double deterministic_return(nn::ActorCritic model, int episodes) {
   torch::NoGradGuard no_grad;
   while (remaining > 0) {
     const auto observations = torch::from_blob(const_cast<float*>(batch.observations), {episodes, env.obs_dim()});
-    const torch::Tensor actions = model->act(observations, /*deterministic=*/true).action.to(torch::kInt64).contiguous();
+    const torch::Tensor actions =
+        model->act(observations, /*deterministic=*/true).action.to(torch::kInt64).contiguous();
     batch = env.step(actions.data_ptr<int64_t>());
     for (int row = 0; row < episodes; ++row) {
       if (returns[static_cast<size_t>(row)] < 0.0 && batch.has_final[row]) {

@@ -70,9 +70,9 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
       try {
         torch::manual_seed(seed + static_cast<uint64_t>(rank));
         std::unique_ptr<algos::Learner> learner = ppo(config);
-        std::unique_ptr<Policy> policy =
-            make_policy("multi_learner", PolicyContext{config, cartpole(16, seed - 93 + static_cast<uint64_t>(rank)), *learner,
-                                                       torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
+        std::unique_ptr<Policy> policy = make_policy(
+            "multi_learner", PolicyContext{config, cartpole(16, seed - 93 + static_cast<uint64_t>(rank)), *learner,
+                                           torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
         TrainingCallbacks callbacks;
         callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
           outcome.last_metrics = metrics;
@@ -81,7 +81,8 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
         outcome.parameters = learner->flat_parameters().values().detach().clone();
         if (rank == 0) {
           const std::vector<double> returns = evaluate_episodes(learner->model(), cartpole(4, 99), 10);
-          outcome.eval_mean = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+          outcome.eval_mean =
+              std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }
       } catch (const std::exception& error) {
         outcome.error = error.what();
@@ -128,8 +129,7 @@ TEST_P(MultiLearnerStrategies, RunInLockstepAndCommunicate) {
   EXPECT_GT(ranks[0].last_metrics.at("sync/bytes"), 0.0) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies,
-                         testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
+INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies, testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
 
 TEST(MultiLearner, AStopOnOneRankStopsEveryRankAtTheSameUpdate) {
   comm::ThreadGroup group(2, std::chrono::seconds(30));
@@ -161,7 +161,8 @@ std::string refusal(const core::Config& config, int world_size, int num_envs) {
   for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
   std::unique_ptr<algos::Learner> learner = ppo(config);
   try {
-    make_policy("multi_learner", PolicyContext{config, cartpole(num_envs, 1), *learner, torch::kCPU, communicators[0].get()});
+    make_policy("multi_learner",
+                PolicyContext{config, cartpole(num_envs, 1), *learner, torch::kCPU, communicators[0].get()});
   } catch (const std::invalid_argument& error) {
     return error.what();
   }
@@ -179,7 +180,8 @@ TEST(MultiLearner, RefusesWhatCannotRunInLockstep) {
   EXPECT_NE(refusal(none, 2, 16).find("sync strategy 'none' keeps replicas apart"), std::string::npos);
   core::Config unknown = fast_ppo_config();
   unknown.apply_override("sync.strategy=\"telepathy\"");
-  EXPECT_NE(refusal(unknown, 1, 16).find("unknown sync strategy 'telepathy' (known: none, allreduce"), std::string::npos);
+  EXPECT_NE(refusal(unknown, 1, 16).find("unknown sync strategy 'telepathy' (known: none, allreduce"),
+            std::string::npos);
 }
 
 TEST(MultiLearner, ReplicasThatDivergeAreCaught) {
@@ -245,8 +247,8 @@ TEST(MultiLearner, CountsAreSharedAcrossRanksUnlessMergingIsOff) {
           std::unique_ptr<algos::Learner> learner = ppo(config);
           std::unique_ptr<explore::Bonus> bonus = explore::make_bonus(config, envs::Space::box({4}, -1.0f, 1.0f));
           std::unique_ptr<Policy> policy = make_policy(
-              "multi_learner", PolicyContext{config, cartpole(4, 7 + static_cast<uint64_t>(rank)), *learner, torch::kCPU,
-                                             communicators[static_cast<size_t>(rank)].get(), bonus.get()});
+              "multi_learner", PolicyContext{config, cartpole(4, 7 + static_cast<uint64_t>(rank)), *learner,
+                                             torch::kCPU, communicators[static_cast<size_t>(rank)].get(), bonus.get()});
           TrainingState state;
           policy->train(state, 3 * 16 * 8, int64_t{1} << 40, {});
           bonus->save(counts[static_cast<size_t>(rank)]);

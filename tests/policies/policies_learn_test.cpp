@@ -55,7 +55,7 @@ envs::VectorEnvConfig cartpole(int num_envs, int threads, uint64_t seed = 7) {
 // fast settings above, at 60,000 steps, ended between 115 and 150 on most seeds and kernels in
 // the sweep of bench/RESULTS.md; these reached 500 on every seed tried.
 const std::vector<std::string> kTunedPpo = {
-    "algo.ppo.num_steps=32", "algo.ppo.num_minibatches=1",  "algo.ppo.update_epochs=20", "algo.ppo.gamma=0.98",
+    "algo.ppo.num_steps=32",   "algo.ppo.num_minibatches=1",  "algo.ppo.update_epochs=20", "algo.ppo.gamma=0.98",
     "algo.ppo.gae_lambda=0.8", "algo.ppo.learning_rate=1e-3", "algo.ppo.ent_coef=0.0"};
 const std::vector<std::string> kTunedA2c = {"algo.a2c.ent_coef=0.0"};
 
@@ -79,8 +79,7 @@ double train_and_evaluate(const Case& c, uint64_t seed) {
   for (const std::string& assignment : c.overrides) config.apply_override(assignment);
   const envs::VectorEnvConfig env = cartpole(c.num_envs, c.env_threads, seed);
   const envs::Space observations = envs::Space::box({4}, -1.0f, 1.0f);
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(c.algo, config, observations, envs::Space::discrete(2));
+  std::unique_ptr<algos::Learner> learner = algos::make_learner(c.algo, config, observations, envs::Space::discrete(2));
   std::unique_ptr<Policy> policy = make_policy(c.policy, PolicyContext{config, env, *learner, torch::kCPU});
 
   TrainingState state;
@@ -110,19 +109,33 @@ TEST_P(PolicyLearning, ReturnRisesWellAboveRandom) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryCompatiblePair, PolicyLearning,
-    testing::Values(Case{"single", "ppo", 8, 1, 100'000, kTunedPpo}, Case{"sync_vector", "ppo", 8, 2, 100'000, kTunedPpo},
-                    Case{"single", "a2c", 8, 1, 200'000, kTunedA2c}, Case{"sync_vector", "a2c", 8, 2, 200'000, kTunedA2c},
+    testing::Values(Case{"single", "ppo", 8, 1, 100'000, kTunedPpo},
+                    Case{"sync_vector", "ppo", 8, 2, 100'000, kTunedPpo},
+                    Case{"single", "a2c", 8, 1, 200'000, kTunedA2c},
+                    Case{"sync_vector", "a2c", 8, 2, 200'000, kTunedA2c},
                     Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}},
-                    Case{"hogwild", "ppo", 16, 1, 300'000,
+                    Case{"hogwild",
+                         "ppo",
+                         16,
+                         1,
+                         300'000,
                          {"policy.hogwild.workers=2", "algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}},
                     // Lagged experience: V-trace corrects A2C; backpressure (a short training queue)
                     // keeps the lag near 10 updates.
-                    Case{"central_inference", "a2c", 16, 1, 120'000,
+                    Case{"central_inference",
+                         "a2c",
+                         16,
+                         1,
+                         120'000,
                          {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
                           "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true",
                           "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16",
                           "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"}},
-                    Case{"central_inference", "ppo", 16, 1, 100'000,
+                    Case{"central_inference",
+                         "ppo",
+                         16,
+                         1,
+                         100'000,
                          {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
                           "policy.central_inference.queue_capacity=8"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
@@ -145,7 +158,8 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
 
 TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
   EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
-            "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, multi_learner, actor_processes)");
+            "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, multi_learner, "
+            "actor_processes)");
   EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
   // PPO's default update is 4 epochs x 4 minibatches: not one lock-free step.
   EXPECT_NE(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}).find("takes 16 per update"),
@@ -155,9 +169,8 @@ TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
 }
 
 TEST(PolicyRegistry, NamesAreTheRegistryLines) {
-  EXPECT_EQ(policy_names(),
-            (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference", "multi_learner",
-                                      "actor_processes"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference",
+                                                      "multi_learner", "actor_processes"}));
 }
 
 }  // namespace

@@ -38,12 +38,13 @@ class CountingEnv final : public envs::Env {
 
 class RecordingLearner final : public algos::Learner {
  public:
-  explicit RecordingLearner(int64_t rollout_length) : rollout_length_(rollout_length), model_([] {
-    nn::ActorCriticConfig config;
-    config.obs_shape = {1};
-    config.action_dim = 2;
-    return config;
-  }()) {}
+  explicit RecordingLearner(int64_t rollout_length)
+      : rollout_length_(rollout_length), model_([] {
+          nn::ActorCriticConfig config;
+          config.obs_shape = {1};
+          config.action_dim = 2;
+          return config;
+        }()) {}
 
   algos::Metrics update(const algos::Rollout& rollout, double progress) override {
     algos::Rollout copy = rollout;

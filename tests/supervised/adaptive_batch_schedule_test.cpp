@@ -22,8 +22,8 @@ TEST(AdaptiveBatchSchedule, DoublesBatchAndLearningRateWhenTheEigenvalueHalvesFr
   // The reference is the largest eigenvalue since the last doubling: 10, then 12.
   EXPECT_FALSE(schedule.end_of_epoch(1, 10.0));
   EXPECT_FALSE(schedule.end_of_epoch(2, 12.0));
-  EXPECT_FALSE(schedule.end_of_epoch(3, 6.5));   // above 12 / 2
-  EXPECT_TRUE(schedule.end_of_epoch(4, 6.0));    // 12 / 2
+  EXPECT_FALSE(schedule.end_of_epoch(3, 6.5));  // above 12 / 2
+  EXPECT_TRUE(schedule.end_of_epoch(4, 6.0));   // 12 / 2
   EXPECT_EQ(schedule.batch_size(), 64);
   EXPECT_DOUBLE_EQ(schedule.learning_rate(), 0.1);
   // After a doubling the reference restarts at that epoch's eigenvalue (6).

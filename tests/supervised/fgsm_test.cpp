@@ -19,8 +19,7 @@ TEST(Fgsm, StepsAlongTheSignOfTheInputGradientAndStaysInTheUnitRange) {
   const torch::Tensor images = torch::tensor({{0.5f, 0.5f, 0.5f}, {0.05f, 0.98f, 0.2f}});
   const torch::Tensor labels = torch::tensor({0, 0}, torch::kInt64);
   const torch::Tensor adversarial = fgsm_examples(model, images, labels, 0.1);
-  EXPECT_TRUE(torch::allclose(adversarial, torch::tensor({{0.4f, 0.6f, 0.5f}, {0.0f, 1.0f, 0.2f}})))
-      << adversarial;
+  EXPECT_TRUE(torch::allclose(adversarial, torch::tensor({{0.4f, 0.6f, 0.5f}, {0.0f, 1.0f, 0.2f}}))) << adversarial;
   EXPECT_FALSE(linear->weight.grad().defined()) << "the parameters' gradients are left alone";
 }
 

@@ -66,14 +66,13 @@ TEST_P(FitStrategyLearning, LearnsWellAboveChance) {
 INSTANTIATE_TEST_SUITE_P(
     Strategies, FitStrategyLearning,
     ::testing::Values(StrategyCase{"allreduce", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
-                      StrategyCase{"easgd", {"sync.easgd.tau=4"}},
-                      StrategyCase{"gossip", {}},
-                      StrategyCase{"fedavg", {"fit.fedavg.rounds=10", "fit.eval_interval=10",
-                                              "fit.fedavg.local_epochs=2"}},
+                      StrategyCase{"easgd", {"sync.easgd.tau=4"}}, StrategyCase{"gossip", {}},
+                      StrategyCase{"fedavg",
+                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.local_epochs=2"}},
                       // Two digits per client: ten rounds learn, more slowly than IID.
                       StrategyCase{"fedavg",
-                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid", "fit.fedavg.local_epochs=2",
-                                    "fit.fedavg.client_fraction=0.2"},
+                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid",
+                                    "fit.fedavg.local_epochs=2", "fit.fedavg.client_fraction=0.2"},
                                    0.5}),
     [](const ::testing::TestParamInfo<StrategyCase>& test_case) {
       return test_case.param.strategy + std::to_string(test_case.index);
@@ -110,20 +109,20 @@ TEST(FitTest, AnEpochBudgetEndsAtItsLastStep) {
 TEST(FitScheduleLearning, AbsDoublesTheBatchAtEpochEndsAndLearns) {
   torch::set_num_threads(1);
   const auto fit_and_test = [](uint64_t seed) {
-  core::Config config = fit_test_config();
-  config.set("run.seed", static_cast<int64_t>(seed), "test");
-  config.set("fit.schedule", std::string("abs"), "test");
-  config.set("fit.epochs", int64_t{3}, "test");
-  config.set("fit.abs.force_after_epochs", int64_t{1}, "test");
-  config.set("fit.abs.hessian_batch", int64_t{128}, "test");
-  config.set("fit.abs.power_iterations", int64_t{10}, "test");
-  config.set("fit.eval_interval", int64_t{1000}, "test");
-  const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
-  EXPECT_EQ(result.final.batch_size, 256);  // 32 doubled after each of the 3 epochs
-  EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.4);  // 0.1 doubled up to fit.abs.max_lr_ratio = 4
-  EXPECT_GT(result.final.top_eigenvalue, 0.0);
-  EXPECT_EQ(result.final.step, 125 + 63 + 32);
-  return result.final.test.accuracy;
+    core::Config config = fit_test_config();
+    config.set("run.seed", static_cast<int64_t>(seed), "test");
+    config.set("fit.schedule", std::string("abs"), "test");
+    config.set("fit.epochs", int64_t{3}, "test");
+    config.set("fit.abs.force_after_epochs", int64_t{1}, "test");
+    config.set("fit.abs.hessian_batch", int64_t{128}, "test");
+    config.set("fit.abs.power_iterations", int64_t{10}, "test");
+    config.set("fit.eval_interval", int64_t{1000}, "test");
+    const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
+    EXPECT_EQ(result.final.batch_size, 256);            // 32 doubled after each of the 3 epochs
+    EXPECT_DOUBLE_EQ(result.final.learning_rate, 0.4);  // 0.1 doubled up to fit.abs.max_lr_ratio = 4
+    EXPECT_GT(result.final.top_eigenvalue, 0.0);
+    EXPECT_EQ(result.final.step, 125 + 63 + 32);
+    return result.final.test.accuracy;
   };
   EXPECT_TRUE(test::learns(fit_and_test, fit_bar(0.8)));
 }
@@ -131,16 +130,16 @@ TEST(FitScheduleLearning, AbsDoublesTheBatchAtEpochEndsAndLearns) {
 TEST(FitScheduleLearning, AbsaLearnsWithAdversarialExamples) {
   torch::set_num_threads(1);
   const auto fit_and_test = [](uint64_t seed) {
-  core::Config config = fit_test_config();
-  config.set("run.seed", static_cast<int64_t>(seed), "test");
-  config.set("fit.schedule", std::string("absa"), "test");
-  config.set("fit.epochs", int64_t{2}, "test");
-  config.set("fit.abs.hessian_batch", int64_t{128}, "test");
-  config.set("fit.abs.power_iterations", int64_t{10}, "test");
-  config.set("fit.eval_interval", int64_t{1000}, "test");
-  const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
-  EXPECT_GT(result.final.top_eigenvalue, 0.0);
-  return result.final.test.accuracy;
+    core::Config config = fit_test_config();
+    config.set("run.seed", static_cast<int64_t>(seed), "test");
+    config.set("fit.schedule", std::string("absa"), "test");
+    config.set("fit.epochs", int64_t{2}, "test");
+    config.set("fit.abs.hessian_batch", int64_t{128}, "test");
+    config.set("fit.abs.power_iterations", int64_t{10}, "test");
+    config.set("fit.eval_interval", int64_t{1000}, "test");
+    const FitResult result = fit_with_threads(fit_config_from(config), config, mnist(), {});
+    EXPECT_GT(result.final.top_eigenvalue, 0.0);
+    return result.final.test.accuracy;
   };
   EXPECT_TRUE(test::learns(fit_and_test, fit_bar(0.8)));
 }

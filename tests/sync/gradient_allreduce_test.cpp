@@ -91,7 +91,8 @@ TEST(GradientAllreduce, ReplicasOnSlicesMatchOneModelOnTheWholeBatch) {
     });
     for (int rank = 0; rank < world_size; ++rank) {
       EXPECT_TRUE(torch::equal(finals[static_cast<size_t>(rank)], finals[0])) << "rank " << rank;
-      EXPECT_TRUE(torch::allclose(finals[static_cast<size_t>(rank)], reference_parameters.values().detach(), 1e-5, 1e-6))
+      EXPECT_TRUE(
+          torch::allclose(finals[static_cast<size_t>(rank)], reference_parameters.values().detach(), 1e-5, 1e-6))
           << "world size " << world_size;
     }
   }

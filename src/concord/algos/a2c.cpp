@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "concord/algos/gae.h"
-#include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
-#include "concord/algos/shared_optimizer_state.h"
+#include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/returns.h"
+#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/algos/vtrace.h"
@@ -25,17 +25,15 @@ namespace {
 constexpr const char* kAlgorithm = "a2c";
 constexpr const char* kLossFn = "a2c_loss";
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config,
-                                                        const nn::FlatParameters& parameters) {
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const A2cConfig& config, const nn::FlatParameters& parameters) {
   if (config.optimizer == "adam") {
     return std::make_unique<torch::optim::Adam>(
         std::vector<torch::Tensor>{parameters.values()},
         torch::optim::AdamOptions(config.learning_rate).eps(config.optimizer_eps));
   }
-  return std::make_unique<torch::optim::RMSprop>(std::vector<torch::Tensor>{parameters.values()},
-                                                 torch::optim::RMSpropOptions(config.learning_rate)
-                                                     .alpha(config.rmsprop_alpha)
-                                                     .eps(config.optimizer_eps));
+  return std::make_unique<torch::optim::RMSprop>(
+      std::vector<torch::Tensor>{parameters.values()},
+      torch::optim::RMSpropOptions(config.learning_rate).alpha(config.rmsprop_alpha).eps(config.optimizer_eps));
 }
 
 }  // namespace
@@ -70,23 +68,22 @@ void A2cConfig::validate() const {
   problems.check(num_steps >= 1, "num_steps", num_steps, ">= 1");
   problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
   problems.check(gae_lambda >= 0.0 && gae_lambda <= 1.0, "gae_lambda", gae_lambda, "in [0, 1]");
-  problems.check(optimizer == "rmsprop" || optimizer == "adam", "optimizer",
-                 "\"" + optimizer + "\"", "\"rmsprop\" or \"adam\"");
-  problems.check(rmsprop_alpha >= 0.0 && rmsprop_alpha < 1.0, "rmsprop_alpha", rmsprop_alpha,
-                 "in [0, 1)");
+  problems.check(optimizer == "rmsprop" || optimizer == "adam", "optimizer", "\"" + optimizer + "\"",
+                 "\"rmsprop\" or \"adam\"");
+  problems.check(rmsprop_alpha >= 0.0 && rmsprop_alpha < 1.0, "rmsprop_alpha", rmsprop_alpha, "in [0, 1)");
   problems.check(optimizer_eps > 0.0, "optimizer_eps", optimizer_eps, "> 0");
   problems.check(ent_coef >= 0.0, "ent_coef", ent_coef, ">= 0");
   problems.check(vf_coef >= 0.0, "vf_coef", vf_coef, ">= 0");
   problems.check(max_grad_norm > 0.0, "max_grad_norm", max_grad_norm, "> 0");
   problems.check(vtrace_rho_bar > 0.0, "vtrace_rho_bar", vtrace_rho_bar, "> 0");
   problems.check(vtrace_c_bar > 0.0, "vtrace_c_bar", vtrace_c_bar, "> 0");
-  problems.check(!vtrace || gae_lambda == 1.0, "gae_lambda", gae_lambda, "1 when vtrace is on (V-trace has lambda = 1)");
+  problems.check(!vtrace || gae_lambda == 1.0, "gae_lambda", gae_lambda,
+                 "1 when vtrace is on (V-trace has lambda = 1)");
   problems.throw_if_any("A2cConfig");
 }
 
-A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
-                 const at::Tensor& values, const at::Tensor& returns, const at::Tensor& entropy,
-                 double ent_coef, double vf_coef) {
+A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages, const at::Tensor& values,
+                 const at::Tensor& returns, const at::Tensor& entropy, double ent_coef, double vf_coef) {
   const int64_t n = log_probs.defined() && log_probs.dim() == 1 ? log_probs.size(0) : -1;
   tensor_checks::check_1d(kLossFn, "log_probs", log_probs, n);
   tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
@@ -133,8 +130,7 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
   const int64_t batch_size = num_steps * rollout.num_envs();
   const int64_t min_batch = config_.norm_adv ? 2 : 1;
-  if (num_steps != config_.num_steps || batch_size < min_batch ||
-      !(progress >= 0.0 && progress <= 1.0)) {
+  if (num_steps != config_.num_steps || batch_size < min_batch || !(progress >= 0.0 && progress <= 1.0)) {
     std::ostringstream out;
     out << "A2c::update: need T = num_steps = " << config_.num_steps << ", T * B >= " << min_batch
         << " and progress in [0, 1]; got T = " << num_steps << ", B = " << rollout.num_envs()
@@ -144,8 +140,7 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   const at::Device device = model_->parameters().front().device();
 
   // Annealing the rate if instructed to do so.
-  const double lr =
-      config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
+  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 
   // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
@@ -189,12 +184,12 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   } else {
     // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
     // from truncation_values; advantage = return - value when acting.
-    const at::Tensor returns = config_.gae_lambda == 1.0
-                                   ? n_step_returns(rewards, terminated, truncated, values,
-                                                    bootstrap_value, truncation_values, config_.gamma)
-                                   : gae(rewards, values, terminated, truncated, bootstrap_value,
-                                         truncation_values, config_.gamma, config_.gae_lambda)
-                                         .returns;
+    const at::Tensor returns =
+        config_.gae_lambda == 1.0
+            ? n_step_returns(rewards, terminated, truncated, values, bootstrap_value, truncation_values, config_.gamma)
+            : gae(rewards, values, terminated, truncated, bootstrap_value, truncation_values, config_.gamma,
+                  config_.gae_lambda)
+                  .returns;
     b_returns = returns.reshape(-1);
     b_values = values.reshape(-1);
     b_advantages = b_returns - b_values;
@@ -204,8 +199,8 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   }
 
   // One gradient step on the whole batch.
-  const A2cLoss loss = a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy,
-                                config_.ent_coef, config_.vf_coef);
+  const A2cLoss loss =
+      a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy, config_.ent_coef, config_.vf_coef);
   gradient_step(loss.loss, parameters_, *optimizer_, config_.max_grad_norm, sync_strategy());
   ++updates_;
 

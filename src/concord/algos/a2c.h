@@ -60,9 +60,8 @@ struct A2cLoss {
 
 // A2C's loss on a batch of N samples; every argument is [N]. `advantages` are used as given
 // (and detached).
-A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages,
-                 const at::Tensor& values, const at::Tensor& returns, const at::Tensor& entropy,
-                 double ent_coef, double vf_coef);
+A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages, const at::Tensor& values,
+                 const at::Tensor& returns, const at::Tensor& entropy, double ent_coef, double vf_coef);
 
 // The A2C Learner: owns an ActorCritic and its RMSprop (or Adam) optimiser.
 //

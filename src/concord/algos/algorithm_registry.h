@@ -27,8 +27,7 @@ std::vector<std::string> algorithm_names();
 // of its flat size. Throws std::invalid_argument for an unknown name ("unknown algorithm 'x'
 // (known: a2c, ppo)"), a Discrete observation space, or invalid hyperparameters.
 std::unique_ptr<Learner> make_learner(const std::string& name, const core::Config& config,
-                                      const envs::Space& observation_space,
-                                      const envs::Space& action_space,
+                                      const envs::Space& observation_space, const envs::Space& action_space,
                                       torch::Device device = torch::kCPU);
 
 }  // namespace concord::algos

@@ -4,8 +4,8 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/full_like.h>
-#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
 
 #include <utility>
@@ -24,8 +24,7 @@ constexpr const char* kFn = "gae";
 
 GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Tensor& terminated,
               const at::Tensor& truncated, const at::Tensor& bootstrap_value,
-              const std::optional<at::Tensor>& truncation_values, double gamma,
-              double gae_lambda) {
+              const std::optional<at::Tensor>& truncation_values, double gamma, double gae_lambda) {
   check_rewards(kFn, rewards);
   check_like_rewards(kFn, "values", values, rewards, /*is_flag=*/false);
   check_like_rewards(kFn, "terminated", terminated, rewards, /*is_flag=*/true);
@@ -47,8 +46,7 @@ GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Ten
 
   // The value of the state each transition lands in, as the bootstrap target sees it.
   at::Tensor next = at::cat({values.slice(0, 1), bootstrap_value.unsqueeze(0)}, 0);
-  next = truncation_values ? at::where(trunc, *truncation_values, next)
-                           : next.masked_fill(trunc, 0.0);
+  next = truncation_values ? at::where(trunc, *truncation_values, next) : next.masked_fill(trunc, 0.0);
   next.masked_fill_(term, 0.0);
   const at::Tensor delta = rewards.add(next, gamma).sub_(values);
 

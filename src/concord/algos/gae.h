@@ -46,7 +46,6 @@ struct GaeResult {
 // offending shapes, dtypes, devices or values.
 GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Tensor& terminated,
               const at::Tensor& truncated, const at::Tensor& bootstrap_value,
-              const std::optional<at::Tensor>& truncation_values, double gamma,
-              double gae_lambda);
+              const std::optional<at::Tensor>& truncation_values, double gamma, double gae_lambda);
 
 }  // namespace concord::algos

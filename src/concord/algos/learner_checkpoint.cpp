@@ -26,9 +26,8 @@ torch::OrderedDict<std::string, at::Tensor> model_state(const nn::ActorCritic& m
 
 }  // namespace
 
-void save_learner_state(core::Checkpoint& checkpoint, const std::string& algorithm,
-                        const nn::ActorCritic& model, const torch::optim::Optimizer& optimizer,
-                        int64_t updates, const RewardScaler* reward_scaler) {
+void save_learner_state(core::Checkpoint& checkpoint, const std::string& algorithm, const nn::ActorCritic& model,
+                        const torch::optim::Optimizer& optimizer, int64_t updates, const RewardScaler* reward_scaler) {
   for (const auto& tensor : model_state(model)) {
     checkpoint.tensors["model/" + tensor.key()] = tensor.value().detach().clone();
   }
@@ -43,8 +42,7 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
                            torch::optim::Optimizer& scratch, RewardScaler* reward_scaler) {
   const nlohmann::json& metadata = checkpoint.metadata;
   if (!metadata.contains("algorithm") || metadata["algorithm"] != algorithm) {
-    corrupt("metadata \"algorithm\" is " +
-            (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
+    corrupt("metadata \"algorithm\" is " + (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
             ", expected \"" + algorithm + "\"");
   }
   if (!metadata.contains("updates") || !metadata["updates"].is_number_integer()) {
@@ -78,13 +76,14 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
   if (reward_scaler) {
     reward_scaler->check(checkpoint);
   } else if (RewardScaler::in_checkpoint(checkpoint)) {
-    corrupt("it holds reward-normalisation state (tensors \"reward_scaler/...\"), and this learner does not "
-            "normalise rewards (algo." + algorithm + ".normalize_reward is false)");
+    corrupt(
+        "it holds reward-normalisation state (tensors \"reward_scaler/...\"), and this learner does not "
+        "normalise rewards (algo." +
+        algorithm + ".normalize_reward is false)");
   }
   const auto optimizer_state = checkpoint.tensors.find("optimizer");
   if (optimizer_state == checkpoint.tensors.end()) {
-    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "",
-                                "tensor \"optimizer\" is missing");
+    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"optimizer\" is missing");
   }
   const at::Device device = model->parameters().front().device();
   try {

@@ -19,9 +19,9 @@ namespace concord::algos {
 //
 // Checkpoints written before buffers existed hold parameters only; they load into any model
 // without buffers, which is every model that does not normalise observations.
-void save_learner_state(core::Checkpoint& checkpoint, const std::string& algorithm,
-                        const nn::ActorCritic& model, const torch::optim::Optimizer& optimizer,
-                        int64_t updates, const RewardScaler* reward_scaler = nullptr);
+void save_learner_state(core::Checkpoint& checkpoint, const std::string& algorithm, const nn::ActorCritic& model,
+                        const torch::optim::Optimizer& optimizer, int64_t updates,
+                        const RewardScaler* reward_scaler = nullptr);
 
 // The inverse of save_learner_state; returns the update count. Throws core::CheckpointError
 // (kTensorMissing or kCorrupt) naming what is missing or mismatched, including a reward scaler's

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "concord/algos/gae.h"
-#include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/gradient_step.h"
+#include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
@@ -68,12 +68,10 @@ void PpoConfig::validate() const {
   problems.throw_if_any("PpoConfig");
 }
 
-PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
-                 const at::Tensor& advantages, const at::Tensor& new_values,
-                 const at::Tensor& old_values, const at::Tensor& returns, const at::Tensor& entropy,
-                 double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
-  const int64_t n =
-      new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
+PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs, const at::Tensor& advantages,
+                 const at::Tensor& new_values, const at::Tensor& old_values, const at::Tensor& returns,
+                 const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
+  const int64_t n = new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
   tensor_checks::check_1d(kLossFn, "new_log_probs", new_log_probs, n);
   tensor_checks::check_1d(kLossFn, "old_log_probs", old_log_probs, n);
   tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
@@ -94,8 +92,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
   const at::Tensor v_loss_unclipped = (new_values - returns).square();
   at::Tensor v_loss;
   if (clip_vloss) {
-    const at::Tensor v_clipped =
-        old_values + (new_values - old_values).clamp(-clip_coef, clip_coef);
+    const at::Tensor v_clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef);
     const at::Tensor v_loss_clipped = (v_clipped - returns).square();
     v_loss = 0.5 * v_loss_unclipped.maximum(v_loss_clipped).mean();
   } else {
@@ -141,8 +138,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
   const int64_t batch_size = num_steps * rollout.num_envs();
   const int64_t min_batch = config_.num_minibatches * (config_.norm_adv ? 2 : 1);
-  if (num_steps != config_.num_steps || batch_size < min_batch ||
-      !(progress >= 0.0 && progress <= 1.0)) {
+  if (num_steps != config_.num_steps || batch_size < min_batch || !(progress >= 0.0 && progress <= 1.0)) {
     std::ostringstream out;
     out << "Ppo::update: need T = num_steps = " << config_.num_steps << ", T * B >= " << min_batch
         << " (num_minibatches = " << config_.num_minibatches
@@ -154,8 +150,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const at::Device device = model_->parameters().front().device();
 
   // Annealing the rate if instructed to do so.
-  const double lr =
-      config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
+  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
 
   // Rewards scaled by the running std of the discounted return, if asked.
@@ -168,9 +163,8 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   std::optional<at::Tensor> truncation_values;
   if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
   const GaeResult gae_result =
-      gae(rewards, values, rollout.terminated.to(device),
-          rollout.truncated.to(device), rollout.bootstrap_value.detach().to(device),
-          truncation_values, config_.gamma, config_.gae_lambda);
+      gae(rewards, values, rollout.terminated.to(device), rollout.truncated.to(device),
+          rollout.bootstrap_value.detach().to(device), truncation_values, config_.gamma, config_.gae_lambda);
 
   // Flatten the batch: [T, B, ...] -> [T * B, ...].
   const at::Tensor b_obs = rollout.observations.to(device).flatten(0, 1);
@@ -197,9 +191,8 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       }
 
       last = ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
-                      b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds),
-                      eval.entropy, config_.clip_coef, config_.clip_vloss, config_.ent_coef,
-                      config_.vf_coef);
+                      b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
+                      config_.clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
 
       gradient_step(last.loss, parameters_, optimizer_, config_.max_grad_norm, sync_strategy());
 
@@ -230,8 +223,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
 }
 
 void Ppo::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_,
-                     reward_scaler_ ? &*reward_scaler_ : nullptr);
+  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_, reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 void Ppo::load(const core::Checkpoint& checkpoint) {

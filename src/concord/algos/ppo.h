@@ -60,10 +60,9 @@ struct PpoLoss {
 // PPO's loss, as in CleanRL's ppo.py, on one minibatch of N samples; every argument is [N].
 // `advantages` are used as given (normalise them before, if wanted). With clip_vloss the value
 // error is max((v - R)^2, (old_v + clip(v - old_v, -eps, eps) - R)^2), else (v - R)^2.
-PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
-                 const at::Tensor& advantages, const at::Tensor& new_values,
-                 const at::Tensor& old_values, const at::Tensor& returns, const at::Tensor& entropy,
-                 double clip_coef, bool clip_vloss, double ent_coef, double vf_coef);
+PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs, const at::Tensor& advantages,
+                 const at::Tensor& new_values, const at::Tensor& old_values, const at::Tensor& returns,
+                 const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef, double vf_coef);
 
 // The PPO Learner: owns an ActorCritic and its Adam optimiser.
 //

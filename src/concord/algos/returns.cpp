@@ -17,9 +17,8 @@ constexpr const char* kFn = "n_step_returns";
 
 }  // namespace
 
-at::Tensor n_step_returns(const at::Tensor& rewards, const at::Tensor& terminated,
-                          const at::Tensor& truncated, const at::Tensor& values,
-                          const at::Tensor& bootstrap_value,
+at::Tensor n_step_returns(const at::Tensor& rewards, const at::Tensor& terminated, const at::Tensor& truncated,
+                          const at::Tensor& values, const at::Tensor& bootstrap_value,
                           const std::optional<at::Tensor>& truncation_values, double gamma) {
   check_rewards(kFn, rewards);
   check_like_rewards(kFn, "terminated", terminated, rewards, /*is_flag=*/true);

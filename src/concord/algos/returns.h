@@ -39,9 +39,8 @@ namespace concord::algos {
 // device of rewards that does not require grad (the recursion runs under NoGradGuard), since
 // returns are regression targets. T may be 0. gamma must lie in [0, 1]. Throws
 // std::invalid_argument, naming the offending shapes, dtypes, devices or values.
-at::Tensor n_step_returns(const at::Tensor& rewards, const at::Tensor& terminated,
-                          const at::Tensor& truncated, const at::Tensor& values,
-                          const at::Tensor& bootstrap_value,
+at::Tensor n_step_returns(const at::Tensor& rewards, const at::Tensor& terminated, const at::Tensor& truncated,
+                          const at::Tensor& values, const at::Tensor& bootstrap_value,
                           const std::optional<at::Tensor>& truncation_values, double gamma);
 
 }  // namespace concord::algos

@@ -23,15 +23,14 @@ void check_rewards(const char* fn, const at::Tensor& rewards);
 
 // `t` must match rewards in shape and device, and in dtype unless it is a flag tensor (flags,
 // such as terminated and truncated, may be bool or any number type).
-void check_like_rewards(const char* fn, const char* name, const at::Tensor& t,
-                        const at::Tensor& rewards, bool is_flag = false);
+void check_like_rewards(const char* fn, const char* name, const at::Tensor& t, const at::Tensor& rewards,
+                        bool is_flag = false);
 
 // Flags (see check_like_rewards) as a bool tensor: nonzero is true.
 at::Tensor as_bool(const at::Tensor& flags);
 
 // `bootstrap_value` must be [B] with the dtype and device of rewards [T, B].
-void check_bootstrap_value(const char* fn, const at::Tensor& bootstrap_value,
-                           const at::Tensor& rewards);
+void check_bootstrap_value(const char* fn, const at::Tensor& bootstrap_value, const at::Tensor& rewards);
 
 // `x` must lie in [0, 1] (NaN does not).
 void check_unit_interval(const char* fn, const char* name, double x);

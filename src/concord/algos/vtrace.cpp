@@ -25,9 +25,8 @@ at::Tensor shifted(const at::Tensor& x, const at::Tensor& bootstrap_value) {
 }  // namespace
 
 VTraceResult vtrace(const at::Tensor& behaviour_log_probs, const at::Tensor& target_log_probs,
-                    const at::Tensor& rewards, const at::Tensor& values,
-                    const at::Tensor& bootstrap_value, const at::Tensor& discounts,
-                    double rho_bar, double c_bar) {
+                    const at::Tensor& rewards, const at::Tensor& values, const at::Tensor& bootstrap_value,
+                    const at::Tensor& discounts, double rho_bar, double c_bar) {
   check_rewards(kFn, rewards);
   check_like_rewards(kFn, "behaviour_log_probs", behaviour_log_probs, rewards);
   check_like_rewards(kFn, "target_log_probs", target_log_probs, rewards);
@@ -56,8 +55,7 @@ VTraceResult vtrace(const at::Tensor& behaviour_log_probs, const at::Tensor& tar
   }
   vs.add_(values);
 
-  at::Tensor pg_advantages =
-      rewards.addcmul(discounts, shifted(vs, bootstrap_value)).sub_(values).mul_(clipped_rhos);
+  at::Tensor pg_advantages = rewards.addcmul(discounts, shifted(vs, bootstrap_value)).sub_(values).mul_(clipped_rhos);
   return {std::move(vs), std::move(pg_advantages)};
 }
 

@@ -41,8 +41,7 @@ struct VTraceResult {
 // c_bar must be positive (infinity disables clipping). Throws std::invalid_argument, naming the
 // offending shapes, dtypes, devices or values.
 VTraceResult vtrace(const at::Tensor& behaviour_log_probs, const at::Tensor& target_log_probs,
-                    const at::Tensor& rewards, const at::Tensor& values,
-                    const at::Tensor& bootstrap_value, const at::Tensor& discounts,
-                    double rho_bar = 1.0, double c_bar = 1.0);
+                    const at::Tensor& rewards, const at::Tensor& values, const at::Tensor& bootstrap_value,
+                    const at::Tensor& discounts, double rho_bar = 1.0, double c_bar = 1.0);
 
 }  // namespace concord::algos

@@ -33,8 +33,8 @@ void add_envs_command(CLI::App& app) {
     }
     for (const Row& row : rows) {
       std::printf("%-*s  %-*s  %-*s  %*s  %s\n", static_cast<int>(widths[0]), row.id.c_str(),
-                  static_cast<int>(widths[1]), row.observation.c_str(), static_cast<int>(widths[2]),
-                  row.action.c_str(), static_cast<int>(widths[3]), row.max_steps.c_str(), row.threshold.c_str());
+                  static_cast<int>(widths[1]), row.observation.c_str(), static_cast<int>(widths[2]), row.action.c_str(),
+                  static_cast<int>(widths[3]), row.max_steps.c_str(), row.threshold.c_str());
     }
   });
 }

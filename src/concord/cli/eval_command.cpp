@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/cli/commands.h"
@@ -35,8 +35,8 @@ void run_eval(const EvalFlags& flags) {
   core::Config config(concord_schema());
   config.merge_toml(checkpoint.metadata.at("config").get<std::string>(), "'" + checkpoint_file.string() + "'");
   const int64_t episodes = flags.episodes > 0 ? flags.episodes : config.get_int("eval.episodes");
-  const uint64_t seed = static_cast<uint64_t>(flags.seed >= 0 ? flags.seed
-                                                              : config.get_int("run.seed") + policies::kEvalSeedOffset);
+  const uint64_t seed =
+      static_cast<uint64_t>(flags.seed >= 0 ? flags.seed : config.get_int("run.seed") + policies::kEvalSeedOffset);
   torch::manual_seed(seed);
   torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
 

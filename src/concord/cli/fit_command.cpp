@@ -7,12 +7,11 @@
 #include <memory>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
-#include "concord/launch/launched_ranks.h"
 #include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
@@ -20,6 +19,7 @@
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
 #include "concord/data/mnist.h"
+#include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit.h"
 
 namespace concord::cli {
@@ -97,7 +97,8 @@ void run_fit(const FitFlags& flags) {
   fit.workers = concord::launch::launched_ranks(launch, config, "fit.workers", fit.workers);
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
-  const data::MnistSplit data = data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
+  const data::MnistSplit data =
+      data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
@@ -114,7 +115,8 @@ void run_fit(const FitFlags& flags) {
     run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-" + fit.model + "-" + fit.strategy));
     spdlog::info("fitting {} on {} ({} train / {} test digits) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
-                 communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total, steps_name);
+                 communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,
+                 steps_name);
     progress = run->make_progress_bar(total, fit.dataset + " " + fit.model + " " + fit.strategy);
   }
   const core::Config& run_config = run ? run->config : config;
@@ -128,21 +130,23 @@ void run_fit(const FitFlags& flags) {
     spdlog::info("{} {}: test accuracy {:.4f}, train loss {:.4f}, {} sync rounds, {} bytes{}", steps_name, record.step,
                  record.test.accuracy, record.train_loss, record.sync.rounds, record.sync.bytes,
                  fit.schedule == "fixed" ? std::string()
-                                         : fmt::format(", batch {} x {}, lr {:.3g}, top eigenvalue {:.4g}",
-                                                       fit.workers, record.batch_size, record.learning_rate,
-                                                       record.top_eigenvalue));
+                                         : fmt::format(", batch {} x {}, lr {:.3g}, top eigenvalue {:.4g}", fit.workers,
+                                                       record.batch_size, record.learning_rate, record.top_eigenvalue));
   };
   callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters) {
     core::Checkpoint checkpoint;
-    checkpoint.metadata = {{"command", "fit"}, {steps_name, step}, {"model", fit.model},
-                           {"strategy", fit.strategy}, {"config", run->config.to_toml()}};
+    checkpoint.metadata = {{"command", "fit"},
+                           {steps_name, step},
+                           {"model", fit.model},
+                           {"strategy", fit.strategy},
+                           {"config", run->config.to_toml()}};
     checkpoint.tensors["parameters"] = parameters;
     core::save_checkpoint(run->run_dir / "checkpoint.ckpt", checkpoint);
   };
 
-  const supervised::FitResult result =
-      communicator ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
-                   : supervised::fit_with_threads(fit, run_config, data, callbacks);
+  const supervised::FitResult result = communicator
+                                           ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
+                                           : supervised::fit_with_threads(fit, run_config, data, callbacks);
   if (!leader) return;
   if (progress) progress->finish();
 
@@ -155,8 +159,8 @@ void run_fit(const FitFlags& flags) {
     std::printf("%-20s %lld %s\n", "to target", static_cast<long long>(result.steps_to_target), steps_name.c_str());
   }
   if (fit.schedule != "fixed") {
-    std::printf("%-20s %lld rows per worker, learning rate %.3g\n", "final batch", static_cast<long long>(last.batch_size),
-                last.learning_rate);
+    std::printf("%-20s %lld rows per worker, learning rate %.3g\n", "final batch",
+                static_cast<long long>(last.batch_size), last.learning_rate);
   }
   std::printf("%-20s %lld rounds, %s bytes (rank 0)\n", "communicated", static_cast<long long>(last.sync.rounds),
               core::format_count(last.sync.bytes).c_str());
@@ -180,7 +184,8 @@ void add_fit_command(CLI::App& app) {
   command->add_option("--task", flags->task, "What to train (fit.task): classifier or gan")
       ->check(CLI::IsMember({"classifier", "gan"}));
   command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist");
-  command->add_option("--model", flags->model, "Classifier (fit.model): mlp or cnn; --task gan: gan.model, mlp or conv");
+  command->add_option("--model", flags->model,
+                      "Classifier (fit.model): mlp or cnn; --task gan: gan.model, mlp or conv");
   command->add_option("--strategy", flags->strategy,
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
   command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
@@ -195,8 +200,9 @@ void add_fit_command(CLI::App& app) {
                       "Batch size schedule (fit.schedule): fixed, abs (Hessian-adaptive) or absa (abs + FGSM)");
   command->add_option("--gans", flags->gans, "--task gan: generator/discriminator pairs G (gan.pairs)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  command->add_option("--swap-every", flags->swap_every,
-                      "--task gan: updates S between discriminator swaps (gan.swap_every)")
+  command
+      ->add_option("--swap-every", flags->swap_every,
+                   "--task gan: updates S between discriminator swaps (gan.swap_every)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->callback([flags] { run_fit(*flags); });
 }

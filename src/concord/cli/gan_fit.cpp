@@ -10,11 +10,11 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "concord/launch/launched_ranks.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/image_grid.h"
 #include "concord/data/mnist.h"
+#include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit_config.h"
 #include "concord/supervised/gan_config.h"
 #include "concord/supervised/gan_training.h"

@@ -14,10 +14,10 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/core/logging.h"
 #include "concord/launch/free_port.h"
 #include "concord/launch/process_supervisor.h"
 #include "concord/launch/torchrun_environment.h"
-#include "concord/core/logging.h"
 
 namespace concord::cli {
 namespace {

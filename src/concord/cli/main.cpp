@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr, "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout, launch, fit; see --help)\n",
+    std::fprintf(stderr,
+                 "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout, launch, fit; see "
+                 "--help)\n",
                  argv[1]);
     return 2;
   }

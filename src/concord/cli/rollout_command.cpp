@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
@@ -30,8 +30,7 @@ struct RolloutFlags {
 // Random actions for `count` envs into whichever buffer matches the action space.
 class RandomActionSource {
  public:
-  RandomActionSource(const envs::Space& space, int64_t max_count, uint64_t seed)
-      : space_(space), rng_(seed) {
+  RandomActionSource(const envs::Space& space, int64_t max_count, uint64_t seed) : space_(space), rng_(seed) {
     if (space_.is_discrete()) {
       indices_.resize(max_count);
     } else {
@@ -138,8 +137,8 @@ void run_rollout(const RolloutFlags& flags) {
   if (progress) progress->finish();
 
   std::printf("\n%-14s %s\n", "environment", env.spec().id.c_str());
-  std::printf("%-14s %lld envs, %d threads, %s\n", "engine", static_cast<long long>(env.num_envs()),
-              env.num_threads(), env.is_async() ? ("async batch " + std::to_string(env.batch_size())).c_str() : "sync");
+  std::printf("%-14s %lld envs, %d threads, %s\n", "engine", static_cast<long long>(env.num_envs()), env.num_threads(),
+              env.is_async() ? ("async batch " + std::to_string(env.batch_size())).c_str() : "sync");
   std::printf("%-14s %s\n", "steps", core::format_count(steps).c_str());
   std::printf("%-14s %.3f s\n", "wall time", seconds);
   std::printf("%-14s %s\n", "steps/s", core::format_rate(static_cast<double>(steps) / seconds).c_str());
@@ -155,7 +154,8 @@ void run_rollout(const RolloutFlags& flags) {
 }  // namespace
 
 void add_rollout_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("rollout", "Step environments with random actions; print steps/s and episode statistics");
+  CLI::App* command =
+      app.add_subcommand("rollout", "Step environments with random actions; print steps/s and episode statistics");
   auto flags = std::make_shared<RolloutFlags>();
   add_run_flags(*command, flags->run);
   command->add_option("--steps", flags->steps, "Environment steps in total (rollout.steps)")

@@ -33,8 +33,7 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
 
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
-  schema.declare("run.torch_threads", int64_t{1},
-                 "LibTorch intra-op threads (small networks run fastest on one)");
+  schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");
 
   schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
   schema.declare("train.policy", std::string("single"),

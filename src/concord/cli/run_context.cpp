@@ -15,8 +15,8 @@ RunContext start_run(core::Config config, const std::string& command_name,
   const std::string name = (subject.empty() ? config.get_string("env.id") : subject) + "__" + command_name + "__" +
                            std::to_string(config.get_int("run.seed"));
   RunContext context{std::move(config), {}, nullptr};
-  context.run_dir = existing_run_dir.empty() ? core::create_run_dir(context.config.get_string("run.root"), name)
-                                             : existing_run_dir;
+  context.run_dir =
+      existing_run_dir.empty() ? core::create_run_dir(context.config.get_string("run.root"), name) : existing_run_dir;
   core::init_logging(context.config.get_string("run.log_level"), (context.run_dir / "log.txt").string());
   core::write_file_atomically(context.run_dir / "config.toml", context.config.to_toml());
   context.metrics = std::make_unique<core::MetricsLogger>(context.run_dir, context.config.get_bool("log.csv"),
@@ -26,8 +26,7 @@ RunContext start_run(core::Config config, const std::string& command_name,
   return context;
 }
 
-std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps,
-                                                                 const std::string& label) const {
+std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {
   const std::string mode = config.get_string("run.progress");
   core::ProgressBarOptions options;
   options.label = label;
@@ -48,8 +47,8 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   result.num_threads = static_cast<int>(config.get_int("env.num_threads"));
   result.batch_size = static_cast<int>(config.get_int("env.batch_size"));
   result.seed = static_cast<uint64_t>(config.get_int("run.seed"));
-  result.recv_timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(config.get_double("env.recv_timeout_seconds") * 1000.0));
+  result.recv_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.get_double("env.recv_timeout_seconds") * 1000.0));
   return result;
 }
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
@@ -140,8 +140,11 @@ void add_train_command(CLI::App& app) {
   add_run_flags(*command, flags->run);
   command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo or a2c");
   command->add_option("--policy", flags->policy,
-                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference, multi_learner, actor_processes");
-  command->add_option("--total-timesteps", flags->total_timesteps, "Environment steps to train for (train.total_timesteps)")
+                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference, "
+                      "multi_learner, actor_processes");
+  command
+      ->add_option("--total-timesteps", flags->total_timesteps,
+                   "Environment steps to train for (train.total_timesteps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
   command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");
   command->callback([flags] { run_train(*flags); });

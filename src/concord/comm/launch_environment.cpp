@@ -111,8 +111,8 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
                       ": " + cause);
     }
     throw CommTimeout("rank " + std::to_string(environment.rank) + " could not reach the rendezvous store at " + where +
-                      " within " + seconds(options.timeout) + " (is rank 0 running? check MASTER_ADDR/MASTER_PORT): " +
-                      cause);
+                      " within " + seconds(options.timeout) +
+                      " (is rank 0 running? check MASTER_ADDR/MASTER_PORT): " + cause);
   }
 }
 
@@ -140,9 +140,9 @@ void join(c10d::Store& store, const LaunchEnvironment& environment, const Connec
       const size_t bar = theirs.find('|');
       const std::string their_size = theirs.substr(0, bar);
       if (their_size != std::to_string(environment.world_size)) {
-        throw CommError("WORLD_SIZE mismatch: rank " + std::to_string(rank) + " was started with WORLD_SIZE=" +
-                        their_size + ", rank " + std::to_string(environment.rank) + " with WORLD_SIZE=" +
-                        std::to_string(environment.world_size));
+        throw CommError("WORLD_SIZE mismatch: rank " + std::to_string(rank) +
+                        " was started with WORLD_SIZE=" + their_size + ", rank " + std::to_string(environment.rank) +
+                        " with WORLD_SIZE=" + std::to_string(environment.world_size));
       }
       if (theirs.substr(bar + 1) != options.config_fingerprint) {
         throw CommError("config mismatch: rank " + std::to_string(rank) + "'s resolved config (hash " +
@@ -174,8 +174,9 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const LaunchEnvironment& 
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& error) {
-    throw CommError("Gloo cannot open a device" + (interface.empty() ? std::string() : " on interface '" + interface + "'") +
-                    ": " + first_line(error));
+    throw CommError("Gloo cannot open a device" +
+                    (interface.empty() ? std::string() : " on interface '" + interface + "'") + ": " +
+                    first_line(error));
   }
 }
 
@@ -185,7 +186,8 @@ LaunchEnvironment LaunchEnvironment::from_environment() {
   LaunchEnvironment environment;
   if (read_pair(torchrun::kRank, torchrun::kWorldSize, environment.rank, environment.world_size)) {
     environment.launcher = "torchrun";
-    if (const char* local_rank = variable(torchrun::kLocalRank)) environment.local_rank = parse_int(torchrun::kLocalRank, local_rank, 0);
+    if (const char* local_rank = variable(torchrun::kLocalRank))
+      environment.local_rank = parse_int(torchrun::kLocalRank, local_rank, 0);
     if (const char* local_size = variable(torchrun::kLocalWorldSize)) {
       environment.local_world_size = parse_int(torchrun::kLocalWorldSize, local_size, 1);
     }
@@ -210,12 +212,14 @@ LaunchEnvironment LaunchEnvironment::from_environment() {
 
 std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, const ConnectOptions& options) {
   if (options.backend == "nccl") {
-    throw CommError("comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
-                    "(set comm.backend = \"gloo\")");
+    throw CommError(
+        "comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
+        "(set comm.backend = \"gloo\")");
   }
   if (options.backend == "mpi") {
-    throw CommError("comm backend 'mpi' needs LibTorch built with MPI, and Debian's is not; under mpirun, Concord "
-                    "reads OMPI_COMM_WORLD_RANK/SIZE and connects with Gloo (set comm.backend = \"gloo\")");
+    throw CommError(
+        "comm backend 'mpi' needs LibTorch built with MPI, and Debian's is not; under mpirun, Concord "
+        "reads OMPI_COMM_WORLD_RANK/SIZE and connects with Gloo (set comm.backend = \"gloo\")");
   }
   if (options.backend != "gloo") {
     throw CommError("unknown comm backend '" + options.backend + "' (known: gloo, nccl, mpi)");
@@ -227,7 +231,7 @@ std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, cons
   gloo_options->threads = 2;
   try {
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", store),
-                                                            environment.rank, environment.world_size, gloo_options);
+                                                             environment.rank, environment.world_size, gloo_options);
     return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout);
   } catch (const std::exception& error) {
     const std::string cause = first_line(error);

@@ -1,17 +1,20 @@
 #include "concord/comm/process_group_communicator.h"
 
+#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/torch.h>
 
 namespace concord::comm {
 namespace {
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return c10d::ReduceOp::SUM;
-    case ReduceOp::kMax: return c10d::ReduceOp::MAX;
-    case ReduceOp::kMin: return c10d::ReduceOp::MIN;
+    case ReduceOp::kSum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
   }
   return c10d::ReduceOp::SUM;
 }
@@ -123,7 +126,8 @@ std::unique_ptr<Request> ProcessGroupCommunicator::send_async(const torch::Tenso
   check_tensor(tensor, "send");
   count_bytes(tensor);
   std::vector<torch::Tensor> tensors{tensor};
-  const std::string what = describe("send to rank " + std::to_string(destination) + " (tag " + std::to_string(tag) + ")", tensor);
+  const std::string what =
+      describe("send to rank " + std::to_string(destination) + " (tag " + std::to_string(tag) + ")", tensor);
   try {
     auto work = group_->send(tensors, destination, tag);
     return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_);
@@ -135,7 +139,8 @@ std::unique_ptr<Request> ProcessGroupCommunicator::send_async(const torch::Tenso
 std::unique_ptr<Request> ProcessGroupCommunicator::recv_async(const torch::Tensor& tensor, int source, int tag) {
   check_tensor(tensor, "recv");
   std::vector<torch::Tensor> tensors{tensor};
-  const std::string what = describe("recv from rank " + std::to_string(source) + " (tag " + std::to_string(tag) + ")", tensor);
+  const std::string what =
+      describe("recv from rank " + std::to_string(source) + " (tag " + std::to_string(tag) + ")", tensor);
   try {
     auto work = group_->recv(tensors, source, tag);
     return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_);

@@ -15,8 +15,8 @@ namespace concord::comm {
 // One collective in progress: the ranks' inputs, then the result every rank copies out.
 struct CollectiveSlot {
   std::string operation;
-  std::vector<torch::Tensor> inputs;        // per rank
-  std::vector<torch::Tensor> result;        // per rank (the same tensor for allreduce/broadcast)
+  std::vector<torch::Tensor> inputs;  // per rank
+  std::vector<torch::Tensor> result;  // per rank (the same tensor for allreduce/broadcast)
   int arrived = 0;
   int departed = 0;
   bool done = false;
@@ -24,7 +24,9 @@ struct CollectiveSlot {
 
 struct ThreadGroupState {
   ThreadGroupState(int size, std::chrono::milliseconds wait_timeout)
-      : world_size(size), timeout(wait_timeout), created(static_cast<size_t>(size), false),
+      : world_size(size),
+        timeout(wait_timeout),
+        created(static_cast<size_t>(size), false),
         left(static_cast<size_t>(size), false) {}
 
   const int world_size;
@@ -32,14 +34,15 @@ struct ThreadGroupState {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<bool> created;
-  std::vector<bool> left;                                       // ranks whose communicator is gone
-  std::map<int64_t, CollectiveSlot> collectives;                // by sequence number
+  std::vector<bool> left;                                                     // ranks whose communicator is gone
+  std::map<int64_t, CollectiveSlot> collectives;                              // by sequence number
   std::map<std::tuple<int, int, int>, std::vector<torch::Tensor>> mailboxes;  // (source, destination, tag)
 
   std::string absent_ranks(const CollectiveSlot& slot) const {
     std::string ranks;
     for (int rank = 0; rank < world_size; ++rank) {
-      if (!slot.inputs[static_cast<size_t>(rank)].defined()) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+      if (!slot.inputs[static_cast<size_t>(rank)].defined())
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
     }
     return ranks;
   }
@@ -56,9 +59,15 @@ torch::Tensor reduce(const std::vector<torch::Tensor>& tensors, ReduceOp op) {
   torch::Tensor result = tensors.front().clone();
   for (size_t i = 1; i < tensors.size(); ++i) {
     switch (op) {
-      case ReduceOp::kSum: result.add_(tensors[i]); break;
-      case ReduceOp::kMax: result = torch::maximum(result, tensors[i]); break;
-      case ReduceOp::kMin: result = torch::minimum(result, tensors[i]); break;
+      case ReduceOp::kSum:
+        result.add_(tensors[i]);
+        break;
+      case ReduceOp::kMax:
+        result = torch::maximum(result, tensors[i]);
+        break;
+      case ReduceOp::kMin:
+        result = torch::minimum(result, tensors[i]);
+        break;
     }
   }
   return result;
@@ -92,12 +101,11 @@ class ThreadCommunicator : public Communicator {
   std::unique_ptr<Request> broadcast_async(const torch::Tensor& tensor, int root) override {
     check_rank(root, "broadcast root");
     count_bytes(tensor);
-    std::vector<torch::Tensor> result =
-        collective("broadcast from " + std::to_string(root), tensor,
-                   [root](const std::vector<torch::Tensor>& inputs, int world_size) {
-                     return std::vector<torch::Tensor>(static_cast<size_t>(world_size),
-                                                       inputs[static_cast<size_t>(root)].clone());
-                   });
+    std::vector<torch::Tensor> result = collective(
+        "broadcast from " + std::to_string(root), tensor,
+        [root](const std::vector<torch::Tensor>& inputs, int world_size) {
+          return std::vector<torch::Tensor>(static_cast<size_t>(world_size), inputs[static_cast<size_t>(root)].clone());
+        });
     if (rank_ != root) tensor.copy_(result[static_cast<size_t>(rank_)]);
     return std::make_unique<DoneRequest>();
   }
@@ -227,7 +235,8 @@ class ThreadRecvRequest : public Request {
         done_ = true;
         return;
       }
-      if (state_->left[static_cast<size_t>(source_)]) throw CommError(what + ": rank " + std::to_string(source_) + " left the thread group");
+      if (state_->left[static_cast<size_t>(source_)])
+        throw CommError(what + ": rank " + std::to_string(source_) + " left the thread group");
       if (state_->changed.wait_until(lock, deadline) == std::cv_status::timeout) {
         throw CommTimeout(what + ": nothing arrived within " + std::to_string(state_->timeout.count()) + " ms");
       }
@@ -251,7 +260,8 @@ std::unique_ptr<Request> ThreadCommunicator::recv_async(const torch::Tensor& ten
 }  // namespace
 
 ThreadGroup::ThreadGroup(int world_size, std::chrono::milliseconds timeout) {
-  if (world_size < 1) throw std::invalid_argument("a thread group needs at least 1 rank, got " + std::to_string(world_size));
+  if (world_size < 1)
+    throw std::invalid_argument("a thread group needs at least 1 rank, got " + std::to_string(world_size));
   if (world_size > 1) core::require_thread_safe_blas("a thread group of " + std::to_string(world_size) + " ranks");
   state_ = std::make_shared<ThreadGroupState>(world_size, timeout);
 }

@@ -38,10 +38,14 @@ std::string loaded_blas() {
   const GetParallel get_parallel = openblas_get_parallel();
   if (get_parallel == nullptr) return "unknown BLAS";
   switch (get_parallel()) {
-    case 0: return "OpenBLAS (serial build)";
-    case 1: return "OpenBLAS (pthread build)";
-    case 2: return "OpenBLAS (OpenMP build)";
-    default: return "OpenBLAS (unknown build)";
+    case 0:
+      return "OpenBLAS (serial build)";
+    case 1:
+      return "OpenBLAS (pthread build)";
+    case 2:
+      return "OpenBLAS (OpenMP build)";
+    default:
+      return "OpenBLAS (unknown build)";
   }
 }
 

@@ -16,8 +16,7 @@ namespace {
 ConfigValue convert_node(const toml::node& node, const ConfigValue& like, const std::string& key,
                          const std::string& source) {
   auto mismatch = [&](const std::string& got) {
-    return ConfigError("config key '" + key + "' in " + source + " must be " +
-                       config_type_name(like) + ", got " + got);
+    return ConfigError("config key '" + key + "' in " + source + " must be " + config_type_name(like) + ", got " + got);
   };
   auto node_type = [](const toml::node& n) -> std::string {
     if (n.is_integer()) return "int";
@@ -94,11 +93,16 @@ std::string format_value(const ConfigValue& value) {
 
 std::string config_type_name(const ConfigValue& value) {
   switch (value.index()) {
-    case 0: return "bool";
-    case 1: return "int";
-    case 2: return "float";
-    case 3: return "string";
-    default: return "list of int";
+    case 0:
+      return "bool";
+    case 1:
+      return "int";
+    case 2:
+      return "float";
+    case 3:
+      return "string";
+    default:
+      return "list of int";
   }
 }
 
@@ -153,29 +157,28 @@ void Config::merge_toml(const std::string& text, const std::string& source) {
     table = toml::parse(text, source);
   } catch (const toml::parse_error& error) {
     std::ostringstream message;
-    message << "config " << source << " line " << error.source().begin.line << ": "
-            << error.description();
+    message << "config " << source << " line " << error.source().begin.line << ": " << error.description();
     throw ConfigError(message.str());
   }
   // Collect every value before assigning any, so a bad file leaves the config unchanged.
   std::vector<std::pair<std::string, ConfigValue>> updates;
-  std::function<void(const toml::table&, const std::string&)> walk =
-      [&](const toml::table& current, const std::string& prefix) {
-        for (const auto& [raw_key, node] : current) {
-          const std::string key = prefix + std::string(raw_key.str());
-          if (node.is_table() && !schema_.contains(key)) {
-            bool known_section = false;
-            for (const auto& entry : schema_.entries()) {
-              known_section = known_section || entry.first.rfind(key + ".", 0) == 0;
-            }
-            if (!known_section) throw ConfigError("unknown config section [" + key + "] in " + source);
-            walk(*node.as_table(), key + ".");
-            continue;
-          }
-          const auto& entry = entry_for(key, source);
-          updates.emplace_back(key, convert_node(node, entry.default_value, key, source));
+  std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& current,
+                                                                         const std::string& prefix) {
+    for (const auto& [raw_key, node] : current) {
+      const std::string key = prefix + std::string(raw_key.str());
+      if (node.is_table() && !schema_.contains(key)) {
+        bool known_section = false;
+        for (const auto& entry : schema_.entries()) {
+          known_section = known_section || entry.first.rfind(key + ".", 0) == 0;
         }
-      };
+        if (!known_section) throw ConfigError("unknown config section [" + key + "] in " + source);
+        walk(*node.as_table(), key + ".");
+        continue;
+      }
+      const auto& entry = entry_for(key, source);
+      updates.emplace_back(key, convert_node(node, entry.default_value, key, source));
+    }
+  };
   walk(table, "");
   for (auto& [key, value] : updates) {
     values_[key] = std::move(value);
@@ -198,12 +201,11 @@ void Config::apply_override(const std::string& assignment, const std::string& so
   } catch (const toml::parse_error&) {
     parsed_ok = false;
   }
-  if (std::holds_alternative<std::string>(entry.default_value) &&
-      (!parsed_ok || !parsed["value"].is_string())) {
+  if (std::holds_alternative<std::string>(entry.default_value) && (!parsed_ok || !parsed["value"].is_string())) {
     values_[key] = raw_value;  // a bare word such as CartPole-v1
   } else if (!parsed_ok) {
-    throw ConfigError("config key '" + key + "' in " + source + " must be " +
-                      config_type_name(entry.default_value) + ", got '" + raw_value + "'");
+    throw ConfigError("config key '" + key + "' in " + source + " must be " + config_type_name(entry.default_value) +
+                      ", got '" + raw_value + "'");
   } else {
     values_[key] = convert_node(*parsed.get("value"), entry.default_value, key, source);
   }
@@ -216,8 +218,8 @@ void Config::set(const std::string& key, ConfigValue value, const std::string& s
     value = static_cast<double>(std::get<int64_t>(value));
   }
   if (value.index() != entry.default_value.index()) {
-    throw ConfigError("config key '" + key + "' in " + source + " must be " +
-                      config_type_name(entry.default_value) + ", got " + config_type_name(value));
+    throw ConfigError("config key '" + key + "' in " + source + " must be " + config_type_name(entry.default_value) +
+                      ", got " + config_type_name(value));
   }
   values_[key] = std::move(value);
   origins_[key] = source;
@@ -233,8 +235,7 @@ template <typename T>
 static const T& get_as(const Config& config, const std::string& key) {
   const ConfigValue& value = config.get(key);
   if (!std::holds_alternative<T>(value)) {
-    throw ConfigError("config key '" + key + "' holds " + config_type_name(value) +
-                      ", read as another type");
+    throw ConfigError("config key '" + key + "' holds " + config_type_name(value) + ", read as another type");
   }
   return std::get<T>(value);
 }

@@ -50,15 +50,15 @@ torch::Tensor tile_images(const torch::Tensor& images, int64_t columns, int64_t 
     throw std::invalid_argument("tile_images needs greyscale images [N >= 1, 1, H, W], got " + shape_of(images));
   }
   if (columns < 1 || padding < 0) {
-    throw std::invalid_argument("tile_images: columns = " + std::to_string(columns) + " must be >= 1 and padding = " +
-                                std::to_string(padding) + " >= 0");
+    throw std::invalid_argument("tile_images: columns = " + std::to_string(columns) +
+                                " must be >= 1 and padding = " + std::to_string(padding) + " >= 0");
   }
   const int64_t count = images.size(0), height = images.size(2), width = images.size(3);
   const int64_t rows = (count + columns - 1) / columns;
   const torch::Tensor pixels =
       (images.detach().to(torch::kCPU, torch::kFloat).clamp(0.0, 1.0) * 255.0).round().to(torch::kUInt8);
-  torch::Tensor grid = torch::zeros({rows * (height + padding) + padding, columns * (width + padding) + padding},
-                                    torch::kUInt8);
+  torch::Tensor grid =
+      torch::zeros({rows * (height + padding) + padding, columns * (width + padding) + padding}, torch::kUInt8);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t top = padding + (i / columns) * (height + padding);
     const int64_t left = padding + (i % columns) * (width + padding);

@@ -14,8 +14,7 @@ void init_logging(const std::string& level, const std::string& log_file) {
   const spdlog::level::level_enum parsed = spdlog::level::from_str(level);
   // spdlog maps unknown names to "off"; a typo must not silence the logs.
   if (parsed == spdlog::level::off && level != "off") {
-    throw std::invalid_argument("unknown log level '" + level +
-                                "' (expected trace, debug, info, warn, error or off)");
+    throw std::invalid_argument("unknown log level '" + level + "' (expected trace, debug, info, warn, error or off)");
   }
   std::vector<spdlog::sink_ptr> sinks;
   sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());

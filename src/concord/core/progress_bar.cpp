@@ -41,9 +41,8 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-std::string format_progress_line(const std::string& label, int64_t steps, int64_t total_steps,
-                                 double steps_per_second, std::optional<double> recent_return,
-                                 bool with_bar) {
+std::string format_progress_line(const std::string& label, int64_t steps, int64_t total_steps, double steps_per_second,
+                                 std::optional<double> recent_return, bool with_bar) {
   std::ostringstream line;
   if (!label.empty()) line << label << " ";
   const double fraction =
@@ -53,8 +52,7 @@ std::string format_progress_line(const std::string& label, int64_t steps, int64_
     const int filled = static_cast<int>(fraction * kWidth);
     line << "[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] ";
   }
-  line << static_cast<int>(fraction * 100) << "%  " << format_count(steps) << "/"
-       << format_count(total_steps) << "  ";
+  line << static_cast<int>(fraction * 100) << "%  " << format_count(steps) << "/" << format_count(total_steps) << "  ";
   line << (steps_per_second > 0 ? format_rate(steps_per_second) : std::string("-")) << " steps/s  ";
   line << "return ";
   if (recent_return) {

@@ -54,9 +54,8 @@ class ProgressBar {
 // The text of one progress line, without terminal control codes, e.g.
 // "CartPole-v1 [#######.............] 35%  350,000/1,000,000  2.41M steps/s  return 21.3  ETA 0:00:01".
 // A bar is drawn only when `with_bar`; unknown quantities are shown as "-".
-std::string format_progress_line(const std::string& label, int64_t steps, int64_t total_steps,
-                                 double steps_per_second, std::optional<double> recent_return,
-                                 bool with_bar);
+std::string format_progress_line(const std::string& label, int64_t steps, int64_t total_steps, double steps_per_second,
+                                 std::optional<double> recent_return, bool with_bar);
 
 // 1234567 -> "1,234,567"; 2.5e6 steps/s -> "2.50M".
 std::string format_count(int64_t value);

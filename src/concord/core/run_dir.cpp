@@ -19,8 +19,7 @@ std::filesystem::path create_run_dir(const std::filesystem::path& root, const st
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
   const std::string base = name + "__" + stamp;
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    const std::filesystem::path candidate =
-        root / (attempt == 0 ? base : base + "-" + std::to_string(attempt));
+    const std::filesystem::path candidate = root / (attempt == 0 ? base : base + "-" + std::to_string(attempt));
     // create_directory is atomic: exactly one concurrent caller gets `true` for a path.
     if (std::filesystem::create_directory(candidate, error)) return candidate;
     if (error) {

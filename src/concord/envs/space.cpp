@@ -22,8 +22,7 @@ Space Space::box(std::vector<int64_t> shape, std::vector<float> low, std::vector
   const int64_t size = space.flat_size();
   if (static_cast<int64_t>(low.size()) != size || static_cast<int64_t>(high.size()) != size) {
     std::ostringstream message;
-    message << "Box bounds must have " << size << " elements, got low=" << low.size()
-            << " high=" << high.size();
+    message << "Box bounds must have " << size << " elements, got low=" << low.size() << " high=" << high.size();
     throw std::invalid_argument(message.str());
   }
   for (int64_t i = 0; i < size; ++i) {

@@ -109,8 +109,9 @@ void AeSimHash::load(const core::Checkpoint& checkpoint, const std::string& pref
   try {
     core::optimizer_from_bytes(optimizer_state->second, *optimizer_, torch::kCPU);
   } catch (const std::exception& error) {
-    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "",
-                                "tensor \"" + optimizer_name + "\" is not the autoencoder's Adam state: " + error.what());
+    throw core::CheckpointError(
+        core::CheckpointError::Kind::kCorrupt, "",
+        "tensor \"" + optimizer_name + "\" is not the autoencoder's Adam state: " + error.what());
   }
 }
 

@@ -19,13 +19,13 @@ namespace concord::explore {
 
 // The autoencoder of AE-SimHash and how it trains (keys explore.ae.<field>).
 struct AeSimHashConfig {
-  int64_t code_size = 32;                    // D, sigmoid units of the code layer
-  std::vector<int64_t> hidden_sizes{64};     // encoder layers (the decoder mirrors them)
-  double noise = 0.3;                        // a of the U(-a, a) noise before the sigmoid
-  double binary_penalty = 10.0;              // lambda of the term pushing b towards 0 or 1
-  double learning_rate = 1e-3;               // Adam
-  int64_t minibatch = 256;                   // states per gradient step
-  int64_t updates_per_batch = 1;             // gradient steps on each batch of visited states
+  int64_t code_size = 32;                 // D, sigmoid units of the code layer
+  std::vector<int64_t> hidden_sizes{64};  // encoder layers (the decoder mirrors them)
+  double noise = 0.3;                     // a of the U(-a, a) noise before the sigmoid
+  double binary_penalty = 10.0;           // lambda of the term pushing b towards 0 or 1
+  double learning_rate = 1e-3;            // Adam
+  int64_t minibatch = 256;                // states per gradient step
+  int64_t updates_per_batch = 1;          // gradient steps on each batch of visited states
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;

@@ -27,6 +27,8 @@ CodeAutoencoderImpl::Output CodeAutoencoderImpl::forward(const torch::Tensor& x,
   return Output{code, decoder_head_->forward(decoder_torso_->forward(code))};
 }
 
-torch::Tensor CodeAutoencoderImpl::binary_code(const torch::Tensor& x) { return torch::sigmoid(code_logits(x)).round(); }
+torch::Tensor CodeAutoencoderImpl::binary_code(const torch::Tensor& x) {
+  return torch::sigmoid(code_logits(x)).round();
+}
 
 }  // namespace concord::explore

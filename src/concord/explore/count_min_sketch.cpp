@@ -27,8 +27,8 @@ std::vector<int64_t> largest_primes(int64_t count, int64_t max_value) {
     if (is_prime(n)) primes.push_back(n);
   }
   if (static_cast<int64_t>(primes.size()) < count) {
-    throw std::invalid_argument("there are fewer than " + std::to_string(count) + " primes <= " +
-                                std::to_string(max_value));
+    throw std::invalid_argument("there are fewer than " + std::to_string(count) +
+                                " primes <= " + std::to_string(max_value));
   }
   return primes;
 }
@@ -45,9 +45,9 @@ const core::ConfigFields<CountMinSketchConfig>& CountMinSketchConfig::fields() {
 CountMinSketch::CountMinSketch(int64_t bits, int64_t tables, int64_t max_table_size) : bits_(bits) {
   if (bits < 1 || bits > 1024 || tables < 1 || tables > 64 || max_table_size < 2 ||
       max_table_size >= (int64_t{1} << 31)) {
-    throw std::invalid_argument("CountMinSketch: bits=" + std::to_string(bits) + " must be in [1, 1024], tables=" +
-                                std::to_string(tables) + " in [1, 64], table_size=" + std::to_string(max_table_size) +
-                                " in [2, 2^31)");
+    throw std::invalid_argument("CountMinSketch: bits=" + std::to_string(bits) +
+                                " must be in [1, 1024], tables=" + std::to_string(tables) +
+                                " in [1, 64], table_size=" + std::to_string(max_table_size) + " in [2, 2^31)");
   }
   table_sizes_ = largest_primes(tables, max_table_size);
   num_cells_ = 0;
@@ -68,8 +68,8 @@ CountMinSketch::CountMinSketch(int64_t bits, int64_t tables, int64_t max_table_s
 
 void CountMinSketch::check_codes(const torch::Tensor& codes) const {
   if (codes.dim() != 2 || codes.size(1) != bits_ || codes.scalar_type() != torch::kUInt8) {
-    throw std::invalid_argument("CountMinSketch of " + std::to_string(bits_) +
-                                "-bit codes: expected uint8 codes [N, " + std::to_string(bits_) + "]");
+    throw std::invalid_argument("CountMinSketch of " + std::to_string(bits_) + "-bit codes: expected uint8 codes [N, " +
+                                std::to_string(bits_) + "]");
   }
 }
 

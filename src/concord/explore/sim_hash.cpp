@@ -29,8 +29,8 @@ const core::ConfigFields<SimHashConfig>& SimHashConfig::fields() {
 SimHash::SimHash(int64_t input_dim, int64_t bits, uint64_t seed, std::optional<ObservationScaling> preprocessing)
     : preprocessing_(std::move(preprocessing)) {
   if (input_dim < 1 || bits < 1 || bits > 1024) {
-    throw std::invalid_argument("SimHash: input_dim=" + std::to_string(input_dim) + " must be >= 1 and bits=" +
-                                std::to_string(bits) + " must be in [1, 1024]");
+    throw std::invalid_argument("SimHash: input_dim=" + std::to_string(input_dim) +
+                                " must be >= 1 and bits=" + std::to_string(bits) + " must be in [1, 1024]");
   }
   if (preprocessing_ && preprocessing_->output_dim() != input_dim) {
     throw std::invalid_argument("SimHash: its preprocessing yields " + std::to_string(preprocessing_->output_dim()) +

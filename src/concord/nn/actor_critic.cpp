@@ -85,15 +85,13 @@ ActorCriticImpl::ActorCriticImpl(ActorCriticConfig config) : config_(std::move(c
 ActorCriticImpl::Torso ActorCriticImpl::make_torso(const std::string& name) {
   Torso torso;
   if (config_.torso == "cnn") {
-    torso.cnn = register_module(
-        name, CnnTorso(config_.obs_shape, config_.cnn_features, config_.cnn_scale_input));
+    torso.cnn = register_module(name, CnnTorso(config_.obs_shape, config_.cnn_features, config_.cnn_scale_input));
   } else {
     int64_t input_dim = 1;
     for (int64_t size : config_.obs_shape) {
       input_dim *= size;
     }
-    torso.mlp =
-        register_module(name, MlpTorso(input_dim, config_.hidden_sizes, config_.activation));
+    torso.mlp = register_module(name, MlpTorso(input_dim, config_.hidden_sizes, config_.activation));
   }
   return torso;
 }
@@ -106,15 +104,13 @@ void ActorCriticImpl::reset() {
     actor_torso_ = make_torso("actor_torso");
     critic_torso_ = make_torso("critic_torso");
   }
-  const int64_t features =
-      actor_torso_.cnn ? actor_torso_.cnn->output_dim() : actor_torso_.mlp->output_dim();
+  const int64_t features = actor_torso_.cnn ? actor_torso_.cnn->output_dim() : actor_torso_.mlp->output_dim();
   actor_head_ = register_module("actor_head", torch::nn::Linear(features, config_.action_dim));
   orthogonal_init(actor_head_, kPolicyHeadGain);
   critic_head_ = register_module("critic_head", torch::nn::Linear(features, 1));
   orthogonal_init(critic_head_, kValueHeadGain);
   if (config_.action_kind == ActionKind::kContinuous) {
-    log_std_ = register_parameter("log_std", torch::full({config_.action_dim},
-                                                         config_.init_log_std, torch::kFloat32));
+    log_std_ = register_parameter("log_std", torch::full({config_.action_dim}, config_.init_log_std, torch::kFloat32));
   } else {
     log_std_ = torch::Tensor();
   }
@@ -139,8 +135,7 @@ torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
   }
   if (!matches) {
     std::ostringstream message;
-    message << "ActorCritic: expected observations [B, " << shape_string(shape).substr(1)
-            << ", got " << obs.sizes();
+    message << "ActorCritic: expected observations [B, " << shape_string(shape).substr(1) << ", got " << obs.sizes();
     throw std::invalid_argument(message.str());
   }
   const torch::Tensor& weight = actor_head_->weight;
@@ -149,9 +144,7 @@ torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
   return config_.torso == "cnn" ? x : x.flatten(1);
 }
 
-torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) {
-  return run_torso(actor_torso_, x);
-}
+torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) { return run_torso(actor_torso_, x); }
 
 torch::Tensor ActorCriticImpl::critic_features(const torch::Tensor& x) {
   return run_torso(config_.shared_torso ? actor_torso_ : critic_torso_, x);
@@ -190,8 +183,7 @@ torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) {
 
 ActResult ActorCriticImpl::act(const torch::Tensor& obs, bool deterministic) {
   const PolicyOutput out = forward(obs);
-  const ActionDistribution dist =
-      make_distribution(out.logits.defined() ? out.logits : out.mean);
+  const ActionDistribution dist = make_distribution(out.logits.defined() ? out.logits : out.mean);
   ActResult result;
   result.action = deterministic ? dist.mode() : dist.sample();
   result.log_prob = dist.log_prob(result.action);
@@ -199,11 +191,9 @@ ActResult ActorCriticImpl::act(const torch::Tensor& obs, bool deterministic) {
   return result;
 }
 
-ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs,
-                                           const torch::Tensor& actions) {
+ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs, const torch::Tensor& actions) {
   const PolicyOutput out = forward(obs);
-  const ActionDistribution dist =
-      make_distribution(out.logits.defined() ? out.logits : out.mean);
+  const ActionDistribution dist = make_distribution(out.logits.defined() ? out.logits : out.mean);
   ActionEvaluation result;
   result.log_prob = dist.log_prob(actions);
   result.entropy = dist.entropy();

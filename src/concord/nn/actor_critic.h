@@ -183,7 +183,7 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   Torso critic_torso_;  // unset when config_.shared_torso
   torch::nn::Linear actor_head_{nullptr};
   torch::nn::Linear critic_head_{nullptr};
-  torch::Tensor log_std_;  // [d], continuous actions only
+  torch::Tensor log_std_;            // [d], continuous actions only
   RunningMeanStd obs_rms_{nullptr};  // config_.normalize_observations only
 };
 TORCH_MODULE(ActorCritic);

@@ -38,13 +38,12 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 
 CnnTorsoImpl::CnnTorsoImpl(std::vector<int64_t> obs_shape, int64_t output_dim, bool scale_input)
     : obs_shape_(std::move(obs_shape)), output_dim_(output_dim), scale_input_(scale_input) {
-  const bool valid_shape = obs_shape_.size() == 3 && obs_shape_[0] >= 1 && obs_shape_[1] >= 36 &&
-                           obs_shape_[2] >= 36;
+  const bool valid_shape = obs_shape_.size() == 3 && obs_shape_[0] >= 1 && obs_shape_[1] >= 36 && obs_shape_[2] >= 36;
   if (!valid_shape || output_dim_ < 1) {
-    throw std::invalid_argument("CnnTorso: obs_shape must be [C, H, W] with C >= 1 and H, W >= 36,"
-                                " and output_dim >= 1; got obs_shape=" +
-                                shape_string(obs_shape_) +
-                                " output_dim=" + std::to_string(output_dim_));
+    throw std::invalid_argument(
+        "CnnTorso: obs_shape must be [C, H, W] with C >= 1 and H, W >= 36,"
+        " and output_dim >= 1; got obs_shape=" +
+        shape_string(obs_shape_) + " output_dim=" + std::to_string(output_dim_));
   }
   int64_t height = obs_shape_[1];
   int64_t width = obs_shape_[2];
@@ -62,8 +61,7 @@ void CnnTorsoImpl::reset() {
   int64_t in_channels = obs_shape_[0];
   for (size_t i = 0; i < kConvs.size(); ++i) {
     const ConvSpec& spec = kConvs[i];
-    torch::nn::Conv2d conv(torch::nn::Conv2dOptions(in_channels, spec.channels, spec.kernel)
-                               .stride(spec.stride));
+    torch::nn::Conv2d conv(torch::nn::Conv2dOptions(in_channels, spec.channels, spec.kernel).stride(spec.stride));
     orthogonal_init(*conv, gain);
     *convs[i] = register_module("conv" + std::to_string(i), conv);
     in_channels = spec.channels;
@@ -73,11 +71,10 @@ void CnnTorsoImpl::reset() {
 }
 
 torch::Tensor CnnTorsoImpl::forward(const torch::Tensor& x) {
-  if (x.dim() != 4 || x.size(1) != obs_shape_[0] || x.size(2) != obs_shape_[1] ||
-      x.size(3) != obs_shape_[2]) {
+  if (x.dim() != 4 || x.size(1) != obs_shape_[0] || x.size(2) != obs_shape_[1] || x.size(3) != obs_shape_[2]) {
     std::ostringstream message;
-    message << "CnnTorso: expected input [B, " << obs_shape_[0] << ", " << obs_shape_[1] << ", "
-            << obs_shape_[2] << "], got " << x.sizes();
+    message << "CnnTorso: expected input [B, " << obs_shape_[0] << ", " << obs_shape_[1] << ", " << obs_shape_[2]
+            << "], got " << x.sizes();
     throw std::invalid_argument(message.str());
   }
   const torch::Tensor& weight = conv0_->weight;

@@ -24,8 +24,7 @@ class CnnTorsoImpl : public torch::nn::Cloneable<CnnTorsoImpl> {
  public:
   // obs_shape is [C, H, W]. Throws std::invalid_argument, printing the values, when it does not
   // have three positive entries, H or W is below 36, or output_dim < 1.
-  explicit CnnTorsoImpl(std::vector<int64_t> obs_shape, int64_t output_dim = 512,
-                        bool scale_input = true);
+  explicit CnnTorsoImpl(std::vector<int64_t> obs_shape, int64_t output_dim = 512, bool scale_input = true);
 
   // Builds (or, for clone(), rebuilds) the layers and initialises them.
   void reset() override;

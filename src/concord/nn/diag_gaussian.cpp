@@ -16,8 +16,7 @@ constexpr double kHalfLog2Pi = 0.91893853320467274178;
 
 DiagGaussian::DiagGaussian(const at::Tensor& mean, const at::Tensor& log_std) {
   const bool valid = mean.defined() && log_std.defined() && mean.dim() >= 1 &&
-                     ((log_std.dim() == 1 && log_std.size(0) == mean.size(-1)) ||
-                      log_std.sizes() == mean.sizes());
+                     ((log_std.dim() == 1 && log_std.size(0) == mean.size(-1)) || log_std.sizes() == mean.sizes());
   if (!valid) {
     std::ostringstream message;
     message << "DiagGaussian: expected mean [B, d] and log_std [d] or [B, d], got mean ";

@@ -9,8 +9,7 @@ namespace concord::nn {
 namespace {
 
 // Orthogonal weight, constant bias (when there is a bias), without recording gradients.
-void init_weight_and_bias(const torch::Tensor& weight, const torch::Tensor& bias, double gain,
-                          double bias_const) {
+void init_weight_and_bias(const torch::Tensor& weight, const torch::Tensor& bias, double gain, double bias_const) {
   torch::NoGradGuard no_grad;
   torch::nn::init::orthogonal_(weight, gain);
   if (bias.defined()) {

@@ -19,19 +19,15 @@ Activation parse_activation(const std::string& name) {
   throw std::invalid_argument("unknown activation \"" + name + "\" (expected \"tanh\" or \"relu\")");
 }
 
-MlpTorsoImpl::MlpTorsoImpl(int64_t input_dim, std::vector<int64_t> hidden_sizes,
-                           const std::string& activation)
-    : input_dim_(input_dim),
-      hidden_sizes_(std::move(hidden_sizes)),
-      activation_(parse_activation(activation)) {
+MlpTorsoImpl::MlpTorsoImpl(int64_t input_dim, std::vector<int64_t> hidden_sizes, const std::string& activation)
+    : input_dim_(input_dim), hidden_sizes_(std::move(hidden_sizes)), activation_(parse_activation(activation)) {
   bool valid = input_dim_ >= 1;
   for (int64_t size : hidden_sizes_) {
     valid = valid && size >= 1;
   }
   if (!valid) {
     std::ostringstream message;
-    message << "MlpTorso: input_dim and hidden sizes must be >= 1, got input_dim=" << input_dim_
-            << " hidden_sizes=[";
+    message << "MlpTorso: input_dim and hidden sizes must be >= 1, got input_dim=" << input_dim_ << " hidden_sizes=[";
     for (size_t i = 0; i < hidden_sizes_.size(); ++i) {
       message << (i ? ", " : "") << hidden_sizes_[i];
     }
@@ -52,9 +48,7 @@ void MlpTorsoImpl::reset() {
   }
 }
 
-int64_t MlpTorsoImpl::output_dim() const {
-  return hidden_sizes_.empty() ? input_dim_ : hidden_sizes_.back();
-}
+int64_t MlpTorsoImpl::output_dim() const { return hidden_sizes_.empty() ? input_dim_ : hidden_sizes_.back(); }
 
 torch::Tensor MlpTorsoImpl::forward(const torch::Tensor& x) {
   if (x.dim() < 1 || x.size(-1) != input_dim_) {

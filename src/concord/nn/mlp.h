@@ -33,8 +33,7 @@ class MlpTorsoImpl : public torch::nn::Cloneable<MlpTorsoImpl> {
  public:
   // Throws std::invalid_argument when input_dim or a hidden size is < 1 or the activation is not
   // "tanh" or "relu".
-  MlpTorsoImpl(int64_t input_dim, std::vector<int64_t> hidden_sizes,
-               const std::string& activation = "tanh");
+  MlpTorsoImpl(int64_t input_dim, std::vector<int64_t> hidden_sizes, const std::string& activation = "tanh");
 
   // Builds (or, for clone(), rebuilds) the layers and initialises them.
   void reset() override;

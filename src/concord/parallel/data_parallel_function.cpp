@@ -26,13 +26,12 @@ torch::Tensor as_rows(const torch::Tensor& tensor) { return tensor.dim() == 0 ? 
 
 }  // namespace
 
-DataParallelFunction::DataParallelFunction(comm::Communicator& communicator, TensorFunction function,
-                                           FunctionSpec spec)
+DataParallelFunction::DataParallelFunction(comm::Communicator& communicator, TensorFunction function, FunctionSpec spec)
     : communicator_(communicator), function_(std::move(function)), spec_(std::move(spec)) {
   if (!function_ || spec_.inputs.empty() || spec_.sub_slices < 1) {
     throw std::invalid_argument("DataParallelFunction needs a function, at least one input and sub_slices >= 1 (got " +
-                                std::to_string(spec_.inputs.size()) + " inputs, sub_slices = " +
-                                std::to_string(spec_.sub_slices) + ")");
+                                std::to_string(spec_.inputs.size()) +
+                                " inputs, sub_slices = " + std::to_string(spec_.sub_slices) + ")");
   }
 }
 
@@ -60,8 +59,9 @@ std::vector<torch::Tensor> DataParallelFunction::distribute_inputs(const std::ve
       const torch::Tensor& input = inputs[static_cast<size_t>(i)];
       const InputKind kind = spec_.inputs[static_cast<size_t>(i)];
       if (!input.defined() || input.dim() > kMaxDims || (is_sliced(kind) && input.dim() == 0)) {
-        rejection = "input " + std::to_string(i) + " is undefined, 0-dimensional where it is sliced, or has more than " +
-                    std::to_string(kMaxDims) + " dimensions";
+        rejection = "input " + std::to_string(i) +
+                    " is undefined, 0-dimensional where it is sliced, or has more than " + std::to_string(kMaxDims) +
+                    " dimensions";
         break;
       }
       if (kind == InputKind::kIndexed && input.scalar_type() != torch::kInt64) {
@@ -117,7 +117,8 @@ std::vector<torch::Tensor> DataParallelFunction::distribute_inputs(const std::ve
     if (rank == 0) {
       const torch::Tensor& input = inputs[static_cast<size_t>(i)];
       for (int r = 1; r < world; ++r) {
-        outgoing.push_back(input.slice(0, bounds[static_cast<size_t>(r)], bounds[static_cast<size_t>(r) + 1]).contiguous());
+        outgoing.push_back(
+            input.slice(0, bounds[static_cast<size_t>(r)], bounds[static_cast<size_t>(r) + 1]).contiguous());
         sends.push_back(communicator_.send_async(outgoing.back(), r, tag));
       }
       local[static_cast<size_t>(i)] = input.slice(0, bounds[0], bounds[1]);
@@ -194,7 +195,8 @@ std::vector<torch::Tensor> DataParallelFunction::combine(std::vector<std::vector
       case Aggregation::kMin: {
         const bool max = aggregation == Aggregation::kMax;
         result = pieces[0].clone();
-        for (size_t p = 1; p < pieces.size(); ++p) result = max ? torch::maximum(result, pieces[p]) : torch::minimum(result, pieces[p]);
+        for (size_t p = 1; p < pieces.size(); ++p)
+          result = max ? torch::maximum(result, pieces[p]) : torch::minimum(result, pieces[p]);
         result = result.contiguous();
         communicator_.allreduce(result, max ? comm::ReduceOp::kMax : comm::ReduceOp::kMin);
         break;

@@ -5,8 +5,9 @@
 namespace concord::parallel {
 
 SynchronousSgd::SynchronousSgd(comm::Communicator& communicator, torch::nn::Module& module,
-                               nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer, sync::SyncStrategy& strategy, LossFunction loss,
-                               std::vector<InputKind> inputs, int sub_slices)
+                               nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer,
+                               sync::SyncStrategy& strategy, LossFunction loss, std::vector<InputKind> inputs,
+                               int sub_slices)
     : parameters_(parameters),
       optimizer_(optimizer),
       strategy_(strategy),

@@ -40,8 +40,8 @@ class SynchronousSgd {
   // optimise parameters.values(). `strategy` must average gradients over ranks (mean, not sum).
   // `module` is the replica `parameters` was flattened from.
   SynchronousSgd(comm::Communicator& communicator, torch::nn::Module& module, nn::FlatParameters& parameters,
-                 torch::optim::Optimizer& optimizer,
-                 sync::SyncStrategy& strategy, LossFunction loss, std::vector<InputKind> inputs, int sub_slices = 1);
+                 torch::optim::Optimizer& optimizer, sync::SyncStrategy& strategy, LossFunction loss,
+                 std::vector<InputKind> inputs, int sub_slices = 1);
 
   // One synchronous step; returns the batch's mean loss before the step (on every rank).
   double step(const std::vector<torch::Tensor>& batch);

@@ -27,8 +27,8 @@ constexpr int kFields = 9;
 constexpr int kMaxDims = 4;
 
 std::vector<torch::Tensor*> fields(algos::Rollout& rollout) {
-  return {&rollout.observations, &rollout.actions,    &rollout.log_probs,
-          &rollout.values,       &rollout.rewards,    &rollout.terminated,
+  return {&rollout.observations, &rollout.actions,           &rollout.log_probs,
+          &rollout.values,       &rollout.rewards,           &rollout.terminated,
           &rollout.truncated,    &rollout.truncation_values, &rollout.bootstrap_value};
 }
 
@@ -52,7 +52,8 @@ algos::Rollout allocate(const torch::Tensor& shapes) {
   for (int field = 0; field < kFields; ++field) {
     const auto dtype = static_cast<c10::ScalarType>(shapes[field][0].item<int64_t>());
     std::vector<int64_t> sizes;
-    for (int64_t d = 0; d < shapes[field][1].item<int64_t>(); ++d) sizes.push_back(shapes[field][2 + d].item<int64_t>());
+    for (int64_t d = 0; d < shapes[field][1].item<int64_t>(); ++d)
+      sizes.push_back(shapes[field][2 + d].item<int64_t>());
     *tensors[static_cast<size_t>(field)] = torch::empty(sizes, torch::TensorOptions().dtype(dtype));
   }
   return rollout;
@@ -76,8 +77,8 @@ algos::Rollout concatenate(std::vector<algos::Rollout*> parts) {
 struct ActorProcessesPolicy::ActorLink {
   int rank = 0;
   bool alive = true;
-  algos::Rollout rollout;        // receive buffers
-  torch::Tensor episodes;        // float64 [1 + 2 * max episodes]: count, then (return, length) pairs
+  algos::Rollout rollout;  // receive buffers
+  torch::Tensor episodes;  // float64 [1 + 2 * max episodes]: count, then (return, length) pairs
   torch::Tensor version = torch::zeros({1}, torch::kInt64);
 };
 
@@ -145,7 +146,8 @@ void ActorProcessesPolicy::actor_failed(ActorLink& link, const std::string& erro
   int alive = 0;
   for (const auto& actor : actors_) alive += actor->alive ? 1 : 0;
   spdlog::warn("actor rank {} failed and was dropped ({} actor(s) left): {}", link.rank, alive, error);
-  if (alive == 0) throw std::runtime_error("every actor process failed; the last, rank " + std::to_string(link.rank) + ": " + error);
+  if (alive == 0)
+    throw std::runtime_error("every actor process failed; the last, rank " + std::to_string(link.rank) + ": " + error);
 }
 
 void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
@@ -239,7 +241,8 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
 
     int alive = 0;
     for (const auto& link : actors_) alive += link->alive ? 1 : 0;
-    metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+    metrics["charts/SPS"] =
+        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["charts/policy_lag"] = lag_sum / static_cast<double>(parts.size());
     metrics["actors/alive"] = alive;
     metrics["time/receive_seconds"] = receive_seconds;

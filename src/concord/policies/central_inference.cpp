@@ -87,8 +87,8 @@ struct Prediction {
 
 // T steps of one agent's envs, and what the trainer reports when it trains them.
 struct Segment {
-  algos::Rollout rollout;  // [T, num_envs / agents], on the CPU
-  int64_t version = 0;     // parameter version of its first action
+  algos::Rollout rollout;                            // [T, num_envs / agents], on the CPU
+  int64_t version = 0;                               // parameter version of its first action
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
   algos::Metrics bonus_metrics;                      // the exploration bonus's, if any
 };
@@ -268,15 +268,21 @@ class Run {
   // Sends observations to the predictors and waits for the answer.
   Prediction predict(int agent, torch::Tensor observations) {
     switch (predictions_.push(PredictionRequest{agent, std::move(observations)}, timeout_)) {
-      case QueueStatus::kOk: break;
-      case QueueStatus::kClosed: throw RunStopped{};
-      case QueueStatus::kTimedOut: throw_timeout("agent " + std::to_string(agent), predictions_.name(), "to make room");
+      case QueueStatus::kOk:
+        break;
+      case QueueStatus::kClosed:
+        throw RunStopped{};
+      case QueueStatus::kTimedOut:
+        throw_timeout("agent " + std::to_string(agent), predictions_.name(), "to make room");
     }
     Prediction prediction;
     switch (replies_[static_cast<size_t>(agent)]->pop(prediction, timeout_)) {
-      case QueueStatus::kOk: return prediction;
-      case QueueStatus::kClosed: throw RunStopped{};
-      case QueueStatus::kTimedOut: break;
+      case QueueStatus::kOk:
+        return prediction;
+      case QueueStatus::kClosed:
+        throw RunStopped{};
+      case QueueStatus::kTimedOut:
+        break;
     }
     throw_timeout("agent " + std::to_string(agent), predictions_.name(), "to answer");
   }
@@ -354,7 +360,8 @@ class Run {
           terminated[t * n + row] = batch.terminated[row];
           truncated[t * n + row] = batch.truncated[row];
           if (batch.truncated[row]) truncated_rows.push_back(row);
-          if (batch.has_final[row]) segment.episodes.emplace_back(batch.episode_returns[row], batch.episode_lengths[row]);
+          if (batch.has_final[row])
+            segment.episodes.emplace_back(batch.episode_returns[row], batch.episode_lengths[row]);
         }
         observations = host_rows(batch.observations, n);
         if (truncated_rows.empty()) {
@@ -372,9 +379,12 @@ class Run {
       rollout.bootstrap_value = prediction.values.narrow(0, 0, n).clone();
       if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
       switch (training_.push(std::move(segment), timeout_)) {
-        case QueueStatus::kOk: break;
-        case QueueStatus::kClosed: throw RunStopped{};
-        case QueueStatus::kTimedOut: throw_timeout("agent " + std::to_string(a), training_.name(), "to make room");
+        case QueueStatus::kOk:
+          break;
+        case QueueStatus::kClosed:
+          throw RunStopped{};
+        case QueueStatus::kTimedOut:
+          throw_timeout("agent " + std::to_string(a), training_.name(), "to make room");
       }
     }
   }

@@ -4,8 +4,7 @@
 
 namespace concord::policies {
 
-EnvActions::EnvActions(const envs::Space& action_space, torch::Device device)
-    : discrete_(action_space.is_discrete()) {
+EnvActions::EnvActions(const envs::Space& action_space, torch::Device device) : discrete_(action_space.is_discrete()) {
   if (!discrete_) {
     low_ = torch::tensor(action_space.low()).to(device);
     high_ = torch::tensor(action_space.high()).to(device);

@@ -64,8 +64,8 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   const int workers = static_cast<int>(replicas_.size());
   std::atomic<int64_t> steps_claimed{state.global_step};
   std::atomic<bool> stop{false};
-  std::shared_mutex pause;    // shared: a replica updating; exclusive: a checkpoint
-  std::mutex report;          // callbacks, episode statistics and `state`, one thread at a time
+  std::shared_mutex pause;  // shared: a replica updating; exclusive: a checkpoint
+  std::mutex report;        // callbacks, episode statistics and `state`, one thread at a time
   std::exception_ptr failure;
   core::EpisodeStats episodes;
   int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;

@@ -65,7 +65,8 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
     communicator_.allreduce(stop, comm::ReduceOp::kMax);
     return stop.item<int>() != 0;
   };
-  lockstep.on_update = [&](const TrainingState& now, const algos::Metrics& metrics, const core::EpisodeStats& episodes) {
+  lockstep.on_update = [&](const TrainingState& now, const algos::Metrics& metrics,
+                           const core::EpisodeStats& episodes) {
     {
       torch::NoGradGuard no_grad;
       for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);

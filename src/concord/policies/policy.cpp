@@ -17,7 +17,8 @@ void check_finite(const algos::Metrics& metrics, const TrainingState& state) {
 }
 
 void report_update(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
-                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps, int64_t& next_checkpoint_step) {
+                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps,
+                   int64_t& next_checkpoint_step) {
   if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
   if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
   if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);

@@ -49,6 +49,7 @@ void check_finite(const algos::Metrics& metrics, const TrainingState& state);
 // on_checkpoint once global_step reaches next_checkpoint_step (which then moves on by
 // checkpoint_interval_steps).
 void report_update(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
-                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps, int64_t& next_checkpoint_step);
+                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps,
+                   int64_t& next_checkpoint_step);
 
 }  // namespace concord::policies

@@ -11,8 +11,8 @@
 
 namespace concord::policies {
 
-SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
-                           explore::Bonus* bonus, int ranks_in_lockstep)
+SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus,
+                           int ranks_in_lockstep)
     : env_(env), learner_(learner), device_(device), bonus_(bonus), ranks_in_lockstep_(ranks_in_lockstep) {
   if (env_.is_async()) {
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
@@ -60,7 +60,8 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     check_finite(metrics, state);
 
     metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-    metrics["charts/SPS"] = static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+    metrics["charts/SPS"] =
+        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
     report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);

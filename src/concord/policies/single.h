@@ -36,8 +36,8 @@ namespace concord::policies {
 // intervals and progress mean the same whatever the number of ranks.
 class SinglePolicy : public Policy {
  public:
-  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device,
-               explore::Bonus* bonus = nullptr, int ranks_in_lockstep = 1);
+  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr,
+               int ranks_in_lockstep = 1);
   // The same, owning its environments.
   SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
                explore::Bonus* bonus = nullptr, int ranks_in_lockstep = 1);

@@ -12,7 +12,8 @@ AdaptiveBatchSchedule::AdaptiveBatchSchedule(const AdaptiveBatchOptions& options
       learning_rate_(options.initial_learning_rate),
       share_(options.adversarial_share) {
   if (options.initial_batch < 1) throw std::invalid_argument("adaptive batch: the initial batch must be >= 1");
-  if (!(options.initial_learning_rate > 0.0)) throw std::invalid_argument("adaptive batch: the learning rate must be > 0");
+  if (!(options.initial_learning_rate > 0.0))
+    throw std::invalid_argument("adaptive batch: the learning rate must be > 0");
   if (options.max_ratio < 1) {
     throw std::invalid_argument("fit.abs.max_ratio = " + std::to_string(options.max_ratio) + ": must be >= 1");
   }

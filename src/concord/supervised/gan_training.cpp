@@ -36,9 +36,9 @@ struct Network {
   std::unique_ptr<torch::optim::Adam> optimizer;
 
   Network(torch::nn::Sequential built, const GanConfig& gan) : model(std::move(built)), parameters(*model) {
-    optimizer = std::make_unique<torch::optim::Adam>(
-        std::vector<torch::Tensor>{parameters.values()},
-        torch::optim::AdamOptions(gan.learning_rate).betas({gan.beta1, 0.999}));
+    optimizer =
+        std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{parameters.values()},
+                                             torch::optim::AdamOptions(gan.learning_rate).betas({gan.beta1, 0.999}));
   }
 
   void step(const torch::Tensor& loss) {
@@ -137,10 +137,10 @@ GanResult train_gan_pair(const GanConfig& gan, const data::LabelledData& train, 
 
     if (step % gan.eval_interval == 0 || step == gan.steps) {
       const torch::Tensor samples = draw_fixed_samples();
-      const torch::Tensor summary = torch::tensor({discriminator_loss_sum / static_cast<double>(losses),
-                                                   generator_loss_sum / static_cast<double>(losses),
-                                                   samples.mean().item<double>(), samples.std().item<double>()},
-                                                  torch::kDouble);
+      const torch::Tensor summary = torch::tensor(
+          {discriminator_loss_sum / static_cast<double>(losses), generator_loss_sum / static_cast<double>(losses),
+           samples.mean().item<double>(), samples.std().item<double>()},
+          torch::kDouble);
       communicator.allreduce_mean(summary);
       GanRecord record;
       record.step = step;

@@ -25,12 +25,12 @@ struct GanRecord {
 };
 
 struct GanResult {
-  GanRecord final;                           // the record after the last update
-  std::vector<GanRecord> records;            // every record, in order (the final one last)
-  double data_mean = 0.0;                    // pixel mean of the training images: where sample_mean should go
-  double data_std = 0.0;                     // their pixel standard deviation
-  std::vector<int> discriminator_of_pair;    // pair i ends with the discriminator pair [i] started with
-  std::vector<SampleQuality> quality;        // per pair, from the judge (empty without one, or gan.score_samples = 0)
+  GanRecord final;                         // the record after the last update
+  std::vector<GanRecord> records;          // every record, in order (the final one last)
+  double data_mean = 0.0;                  // pixel mean of the training images: where sample_mean should go
+  double data_std = 0.0;                   // their pixel standard deviation
+  std::vector<int> discriminator_of_pair;  // pair i ends with the discriminator pair [i] started with
+  std::vector<SampleQuality> quality;      // per pair, from the judge (empty without one, or gan.score_samples = 0)
 };
 
 // What the caller hears, on rank 0 only, from rank 0's training thread.

@@ -11,7 +11,8 @@ namespace {
 
 // The gradient of loss() with its graph kept, so that products with it can be differentiated
 // again; parameters the loss does not reach get zeros.
-std::vector<torch::Tensor> differentiable_gradient(const LossClosure& loss, const std::vector<torch::Tensor>& parameters) {
+std::vector<torch::Tensor> differentiable_gradient(const LossClosure& loss,
+                                                   const std::vector<torch::Tensor>& parameters) {
   if (parameters.empty()) throw std::invalid_argument("Hessian products need at least one parameter");
   const torch::Tensor value = loss();
   if (value.numel() != 1) throw std::invalid_argument("Hessian products need a scalar loss");
@@ -45,7 +46,8 @@ torch::Tensor product_with(const std::vector<torch::Tensor>& gradient, const std
                                                              /*create_graph=*/false, /*allow_unused=*/true);
   std::vector<torch::Tensor> flat;
   for (size_t i = 0; i < product.size(); ++i) {
-    flat.push_back(product[i].defined() ? product[i].reshape({-1}) : torch::zeros({parameters[i].numel()}, vector.options()));
+    flat.push_back(product[i].defined() ? product[i].reshape({-1})
+                                        : torch::zeros({parameters[i].numel()}, vector.options()));
   }
   return torch::cat(flat).detach();
 }
@@ -69,9 +71,9 @@ EigenvalueEstimate top_hessian_eigenvalue(const LossClosure& loss, const std::ve
   const std::vector<torch::Tensor> gradient = differentiable_gradient(loss, parameters);
   // The starting vector from its own generator: the global one belongs to the caller.
   const at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
-  torch::Tensor vector =
-      torch::randn({total_numel(parameters)}, generator, parameters.front().options().requires_grad(false).device(torch::kCPU))
-          .to(parameters.front().device());
+  torch::Tensor vector = torch::randn({total_numel(parameters)}, generator,
+                                      parameters.front().options().requires_grad(false).device(torch::kCPU))
+                             .to(parameters.front().device());
   vector /= vector.norm();
 
   EigenvalueEstimate estimate;

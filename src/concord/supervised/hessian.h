@@ -26,9 +26,9 @@ struct PowerIterationOptions {
 };
 
 struct EigenvalueEstimate {
-  double value = 0.0;       // the Rayleigh quotient v.Hv of the last unit vector v
-  int iterations = 0;       // Hessian-vector products taken
-  bool converged = false;   // the tolerance was met before the iteration cap
+  double value = 0.0;      // the Rayleigh quotient v.Hv of the last unit vector v
+  int iterations = 0;      // Hessian-vector products taken
+  bool converged = false;  // the tolerance was met before the iteration cap
 };
 
 // The eigenvalue of largest magnitude of the loss's Hessian, by power iteration:

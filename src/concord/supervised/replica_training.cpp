@@ -105,8 +105,8 @@ FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::
         const double eigenvalue = mean_top_eigenvalue(fit, model, shard, communicator, epoch);
         if (schedule.end_of_epoch(epoch, eigenvalue)) {
           set_learning_rate(optimizer, schedule.learning_rate());
-          batches = std::make_unique<data::ShuffledBatches>(shard.size(), schedule.batch_size(),
-                                                            core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
+          batches = std::make_unique<data::ShuffledBatches>(
+              shard.size(), schedule.batch_size(), core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
           epoch_steps = steps_per_epoch(data.train.size(), workers, schedule.batch_size());
         }
         monitor.note_schedule(schedule.batch_size(), schedule.learning_rate(), eigenvalue);

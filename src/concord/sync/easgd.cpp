@@ -28,13 +28,14 @@ const core::ConfigFields<EasgdConfig>& EasgdConfig::fields() {
 
 Easgd::Easgd(comm::Communicator& communicator, EasgdConfig config) : communicator_(communicator), config_(config) {
   const int workers = communicator_.world_size();
-  const bool bad_alpha = !(config_.alpha > 0.0 && config_.alpha < 1.0) ||
-                         (!config_.asynchronous && workers * config_.alpha > 1.0);
+  const bool bad_alpha =
+      !(config_.alpha > 0.0 && config_.alpha < 1.0) || (!config_.asynchronous && workers * config_.alpha > 1.0);
   if (bad_alpha || config_.tau < 1 || !(config_.momentum >= 0.0 && config_.momentum < 1.0)) {
     throw std::invalid_argument(
         "easgd: need 0 < alpha < 1 (and workers * alpha <= 1 when synchronous), tau >= 1 and 0 <= momentum < 1; got "
-        "alpha = " + std::to_string(config_.alpha) + " with " + std::to_string(workers) + " workers, tau = " +
-        std::to_string(config_.tau) + ", momentum = " + std::to_string(config_.momentum));
+        "alpha = " +
+        std::to_string(config_.alpha) + " with " + std::to_string(workers) +
+        " workers, tau = " + std::to_string(config_.tau) + ", momentum = " + std::to_string(config_.momentum));
   }
 }
 

@@ -29,10 +29,7 @@ const core::ConfigFields<GossipConfig>& GossipConfig::fields() {
 }
 
 Gossip::Gossip(comm::Communicator& communicator, GossipConfig config)
-    : communicator_(communicator),
-      config_(config),
-      rng_(config.seed),
-      weight_(1.0 / communicator.world_size()) {
+    : communicator_(communicator), config_(config), rng_(config.seed), weight_(1.0 / communicator.world_size()) {
   if (!(config_.probability >= 0.0 && config_.probability <= 1.0)) {
     throw std::invalid_argument("gossip: the exchange probability must lie in [0, 1], got " +
                                 std::to_string(config_.probability));

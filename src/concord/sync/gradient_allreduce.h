@@ -57,8 +57,8 @@ class GradientAllreduce : public SyncStrategy {
   int64_t bucket_bytes_;
   nn::FlatParameters* parameters_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> bucket_ranges_;
-  std::vector<int> bucket_parameters_;   // parameters per bucket
-  std::vector<int> pending_;             // gradients still to come in this backward, per bucket
+  std::vector<int> bucket_parameters_;  // parameters per bucket
+  std::vector<int> pending_;            // gradients still to come in this backward, per bucket
   std::vector<std::unique_ptr<comm::Request>> requests_;
   size_t next_to_launch_ = 0;
   std::unique_ptr<Hooks> hooks_;

@@ -11,8 +11,8 @@
 namespace concord::sync {
 
 struct LocalSgdConfig {
-  int64_t local_steps = 8;    // H: optimiser steps each replica takes alone between two averages
-  int64_t warmup_steps = 0;   // post-local SGD: steps of synchronous SGD (gradient allreduce) first
+  int64_t local_steps = 8;   // H: optimiser steps each replica takes alone between two averages
+  int64_t warmup_steps = 0;  // post-local SGD: steps of synchronous SGD (gradient allreduce) first
 
   // Keys sync.local_sgd.<field>.
   static const core::ConfigFields<LocalSgdConfig>& fields();

@@ -42,8 +42,7 @@ Vec4 book_derivatives(const Vec4& s, double torque) {
   const double d2 = 1.25 + 0.5 * std::cos(t2);
   const double phi2 = 4.9 * std::sin(t1 + t2);
   const double phi1 = -0.5 * (dt2 * dt2 + 2 * dt2 * dt1) * std::sin(t2) + 14.7 * std::sin(t1) + phi2;
-  const double ddt2 =
-      (torque + d2 / d1 * phi1 - 0.5 * dt1 * dt1 * std::sin(t2) - phi2) / (1.25 - d2 * d2 / d1);
+  const double ddt2 = (torque + d2 / d1 * phi1 - 0.5 * dt1 * dt1 * std::sin(t2) - phi2) / (1.25 - d2 * d2 / d1);
   const double ddt1 = -(d2 * ddt2 + phi1) / d1;
   return {dt1, dt2, ddt1, ddt2};
 }
@@ -105,8 +104,11 @@ TEST(AcrobotTest, RegistryMakesIt) {
 }
 
 TEST(AcrobotTest, DerivativesMatchBookEquations) {
-  const Vec4 states[] = {{0.0, 0.0, 0.0, 0.0},   {0.1, -0.05, 0.02, 0.03}, {1.3, 2.1, -3.0, 5.5},
-                         {-2.9, 0.7, 11.0, -25.0}, {3.1, -3.1, 0.5, 0.5}};
+  const Vec4 states[] = {{0.0, 0.0, 0.0, 0.0},
+                         {0.1, -0.05, 0.02, 0.03},
+                         {1.3, 2.1, -3.0, 5.5},
+                         {-2.9, 0.7, 11.0, -25.0},
+                         {3.1, -3.1, 0.5, 0.5}};
   for (const Vec4& s : states) {
     for (int64_t action : {0, 1, 2}) {
       const State d = Acrobot::derivatives(to_state(s), torque_of(action));
@@ -120,8 +122,8 @@ TEST(AcrobotTest, DerivativesMatchBookEquations) {
 }
 
 TEST(AcrobotTest, StepMatchesHandCodedRk4) {
-  const Vec4 states[] = {{0.05, -0.03, 0.01, 0.02}, {1.0, -0.5, 2.0, -3.0}, {-2.0, 1.5, -4.0, 6.0},
-                         {0.3, 0.2, -1.0, 1.0}};
+  const Vec4 states[] = {
+      {0.05, -0.03, 0.01, 0.02}, {1.0, -0.5, 2.0, -3.0}, {-2.0, 1.5, -4.0, 6.0}, {0.3, 0.2, -1.0, 1.0}};
   for (const Vec4& s : states) {
     for (int64_t action : {0, 1, 2}) {
       SCOPED_TRACE("action " + std::to_string(action) + " theta1 " + std::to_string(s[0]));

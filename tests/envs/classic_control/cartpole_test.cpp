@@ -61,8 +61,7 @@ State expected_step(const State& s, int64_t action) {
   const double c = std::cos(s.theta);
   const double sn = std::sin(s.theta);
   const double temp = (force + pole_mass_length * s.theta_dot * s.theta_dot * sn) / total_mass;
-  const double theta_acc =
-      (kGravity * sn - c * temp) / (kHalfLength * (4.0 / 3.0 - kMassPole * c * c / total_mass));
+  const double theta_acc = (kGravity * sn - c * temp) / (kHalfLength * (4.0 / 3.0 - kMassPole * c * c / total_mass));
   const double x_acc = temp - pole_mass_length * theta_acc * c / total_mass;
   State next;
   next.x = s.x + kTau * s.x_dot;

@@ -186,8 +186,7 @@ TEST(MountainCarTest, ObservationsStayInSpace) {
   for (int t = 0; t < 20000; ++t) {
     // Mostly push in the direction of motion, so the episodes visit both walls and the goal.
     const int64_t action =
-        core::uniform_index(actions, 4) == 0 ? core::uniform_index(actions, 3)
-                                              : (env.state().velocity >= 0 ? 2 : 0);
+        core::uniform_index(actions, 4) == 0 ? core::uniform_index(actions, 3) : (env.state().velocity >= 0 ? 2 : 0);
     const StepResult result = env.step(discrete(action), obs);
     ASSERT_TRUE(env.spec().observation_space.contains(obs)) << "step " << t;
     if (result.terminated || result.truncated) env.reset(std::nullopt, obs);

@@ -80,8 +80,7 @@ TEST(PendulumTest, TorqueIsClippedInDynamicsAndCost) {
   EXPECT_EQ(clipped.state.theta_dot, max.state.theta_dot);
   EXPECT_EQ(clipped.result.reward, max.result.reward);
   EXPECT_FLOAT_EQ(max.result.reward, static_cast<float>(-(0.09 + 0.1 * 0.04 + 0.001 * 4.0)));
-  EXPECT_EQ(step_from({0.3, -0.2}, -5.0f).state.theta_dot,
-            step_from({0.3, -0.2}, -2.0f).state.theta_dot);
+  EXPECT_EQ(step_from({0.3, -0.2}, -5.0f).state.theta_dot, step_from({0.3, -0.2}, -2.0f).state.theta_dot);
 }
 
 TEST(PendulumTest, SpeedClipsToEight) {

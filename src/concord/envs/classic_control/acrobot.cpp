@@ -26,8 +26,7 @@ double wrap(double x, double low, double high) {
 double bound(double x, double low, double high) { return std::min(std::max(x, low), high); }
 
 Acrobot::State axpy(const Acrobot::State& y, double h, const Acrobot::State& k) {
-  return {y.theta1 + h * k.theta1, y.theta2 + h * k.theta2, y.dtheta1 + h * k.dtheta1,
-          y.dtheta2 + h * k.dtheta2};
+  return {y.theta1 + h * k.theta1, y.theta2 + h * k.theta2, y.dtheta1 + h * k.dtheta1, y.dtheta2 + h * k.dtheta2};
 }
 
 }  // namespace
@@ -38,8 +37,7 @@ EnvSpec Acrobot::make_spec() {
   const float vel1 = static_cast<float>(kMaxVel1);
   const float vel2 = static_cast<float>(kMaxVel2);
   return EnvSpec{"Acrobot-v1",
-                 Space::box({6}, {-1.0f, -1.0f, -1.0f, -1.0f, -vel1, -vel2},
-                            {1.0f, 1.0f, 1.0f, 1.0f, vel1, vel2}),
+                 Space::box({6}, {-1.0f, -1.0f, -1.0f, -1.0f, -vel1, -vel2}, {1.0f, 1.0f, 1.0f, 1.0f, vel1, vel2}),
                  Space::discrete(3), /*max_episode_steps=*/500, /*reward_threshold=*/-100.0};
 }
 
@@ -63,9 +61,8 @@ Acrobot::State Acrobot::derivatives(const State& s, double torque) {
                       2 * m2 * l1 * lc2 * s.dtheta2 * s.dtheta1 * sin_t2 +
                       (m1 * lc1 + m2 * l1) * g * std::cos(s.theta1 - kPi / 2) + phi2;
   // The book's equation; the NIPS paper omits the dtheta1^2 term.
-  const double ddtheta2 =
-      (torque + d2 / d1 * phi1 - m2 * l1 * lc2 * (s.dtheta1 * s.dtheta1) * sin_t2 - phi2) /
-      (m2 * (lc2 * lc2) + i2 - (d2 * d2) / d1);
+  const double ddtheta2 = (torque + d2 / d1 * phi1 - m2 * l1 * lc2 * (s.dtheta1 * s.dtheta1) * sin_t2 - phi2) /
+                          (m2 * (lc2 * lc2) + i2 - (d2 * d2) / d1);
   const double ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
   return {s.dtheta1, s.dtheta2, ddtheta1, ddtheta2};
 }

@@ -31,8 +31,8 @@ class Acrobot final : public Env {
   static constexpr double kResetBound = 0.1;  // Every state variable starts in U[-0.1, 0.1).
 
   struct State {
-    double theta1 = 0.0;   // Angle of link 1 from straight down.
-    double theta2 = 0.0;   // Angle of link 2 relative to link 1.
+    double theta1 = 0.0;  // Angle of link 1 from straight down.
+    double theta2 = 0.0;  // Angle of link 2 relative to link 1.
     double dtheta1 = 0.0;
     double dtheta2 = 0.0;
   };

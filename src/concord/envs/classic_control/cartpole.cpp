@@ -24,8 +24,7 @@ EnvSpec CartPole::make_spec() {
   const float inf = std::numeric_limits<float>::infinity();
   const float x_high = static_cast<float>(kXThreshold * 2);
   const float theta_high = static_cast<float>(kThetaThreshold * 2);
-  return EnvSpec{"CartPole-v1",
-                 Space::box({4}, {-x_high, -inf, -theta_high, -inf}, {x_high, inf, theta_high, inf}),
+  return EnvSpec{"CartPole-v1", Space::box({4}, {-x_high, -inf, -theta_high, -inf}, {x_high, inf, theta_high, inf}),
                  Space::discrete(2), /*max_episode_steps=*/500, /*reward_threshold=*/475.0};
 }
 
@@ -48,8 +47,8 @@ StepResult CartPole::step_state(const Action& action, float* observation) {
   state_ = next_state(state_, action.index);
 
   StepResult result;
-  result.terminated = state_.x < -kXThreshold || state_.x > kXThreshold ||
-                      state_.theta < -kThetaThreshold || state_.theta > kThetaThreshold;
+  result.terminated = state_.x < -kXThreshold || state_.x > kXThreshold || state_.theta < -kThetaThreshold ||
+                      state_.theta > kThetaThreshold;
   if (!result.terminated) {
     result.reward = 1.0f;
   } else if (!terminated_before_) {
@@ -69,11 +68,9 @@ CartPole::State CartPole::next_state(const State& state, int64_t action) {
 
   // Florian's corrected cart-pole equations, term for term in Gymnasium's evaluation order, so
   // the double results agree with it up to the math library's sin and cos.
-  const double temp =
-      (force + kPoleMassLength * (state.theta_dot * state.theta_dot) * sin_theta) / kTotalMass;
-  const double theta_acc =
-      (kGravity * sin_theta - cos_theta * temp) /
-      (kHalfLength * (4.0 / 3.0 - kMassPole * (cos_theta * cos_theta) / kTotalMass));
+  const double temp = (force + kPoleMassLength * (state.theta_dot * state.theta_dot) * sin_theta) / kTotalMass;
+  const double theta_acc = (kGravity * sin_theta - cos_theta * temp) /
+                           (kHalfLength * (4.0 / 3.0 - kMassPole * (cos_theta * cos_theta) / kTotalMass));
   const double x_acc = temp - kPoleMassLength * theta_acc * cos_theta / kTotalMass;
 
   // Explicit Euler: positions advance with the old velocities.

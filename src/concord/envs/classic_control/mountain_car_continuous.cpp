@@ -16,12 +16,11 @@ namespace {
 MountainCarContinuous::MountainCarContinuous() : Env(make_spec()) {}
 
 EnvSpec MountainCarContinuous::make_spec() {
-  return EnvSpec{
-      "MountainCarContinuous-v0",
-      Space::box({2}, {static_cast<float>(kMinPosition), static_cast<float>(-kMaxSpeed)},
-                 {static_cast<float>(kMaxPosition), static_cast<float>(kMaxSpeed)}),
-      Space::box({1}, static_cast<float>(kMinAction), static_cast<float>(kMaxAction)),
-      /*max_episode_steps=*/999, /*reward_threshold=*/90.0};
+  return EnvSpec{"MountainCarContinuous-v0",
+                 Space::box({2}, {static_cast<float>(kMinPosition), static_cast<float>(-kMaxSpeed)},
+                            {static_cast<float>(kMaxPosition), static_cast<float>(kMaxSpeed)}),
+                 Space::box({1}, static_cast<float>(kMinAction), static_cast<float>(kMaxAction)),
+                 /*max_episode_steps=*/999, /*reward_threshold=*/90.0};
 }
 
 void MountainCarContinuous::reset_state(float* observation) {

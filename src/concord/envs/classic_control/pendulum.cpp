@@ -52,8 +52,7 @@ StepResult Pendulum::step_state(const Action& action, float* observation) {
   const double cost = angle * angle + 0.1 * (theta_dot * theta_dot) + 0.001 * (u * u);
 
   double new_theta_dot =
-      theta_dot + (3 * kGravity / (2 * kLength) * std::sin(theta) +
-                   3.0 / (kMass * (kLength * kLength)) * u) * kDt;
+      theta_dot + (3 * kGravity / (2 * kLength) * std::sin(theta) + 3.0 / (kMass * (kLength * kLength)) * u) * kDt;
   new_theta_dot = std::min(std::max(new_theta_dot, -kMaxSpeed), kMaxSpeed);
   state_.theta = theta + new_theta_dot * kDt;
   state_.theta_dot = new_theta_dot;

@@ -32,9 +32,7 @@ class DeepSea final : public Env {
 
   int size() const { return size_; }
   // The action index that moves right in a cell.
-  int64_t right_action(int row, int column) const {
-    return right_action_[static_cast<size_t>(row * size_ + column)];
-  }
+  int64_t right_action(int row, int column) const { return right_action_[static_cast<size_t>(row * size_ + column)]; }
   int row() const { return row_; }
   int column() const { return column_; }
   // For tests: places the agent mid-episode; the step counter is left alone.
