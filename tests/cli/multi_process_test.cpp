@@ -63,12 +63,15 @@ double eval_mean_return(const std::string& output) {
   return std::stod(match[1]);
 }
 
+// The shipped PPO config under multi_learner, its 8 envs split over 2 processes. At 40,000 steps
+// 7 of 20 seed-kernel runs of the sweep in bench/RESULTS.md ended between 117 and 145, at 100,000
+// 1 of 8; at 150,000 every run tried cleared the bar.
 TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
   const auto train_and_evaluate = [](uint64_t seed) {
     const auto root = concord::test::fresh_dir("multi_process", "learn" + std::to_string(seed));
     const auto ranks =
         run_training_ranks(2, root,
-                           "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 100000 --seed " +
+                           "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 150000 --seed " +
                                std::to_string(seed));
     EXPECT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
     EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
