@@ -187,7 +187,7 @@ TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {
       root.string());
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_THAT(launched.output, HasSubstr("[rank 1] "));
-  EXPECT_THAT(launched.output, HasSubstr("per rank x 2 ranks"));
+  EXPECT_THAT(launched.output, HasSubstr("in all, 2 ranks"));
   EXPECT_EQ(run_dirs(root).size(), 1u);
 }
 
@@ -205,7 +205,7 @@ TEST(MultiProcess, MpirunRanksComeFromOpenMpiVariables) {
   for (size_t read; (read = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, read);
   const int status = pclose(pipe);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
-  EXPECT_THAT(output, HasSubstr("per rank x 2 ranks"));
+  EXPECT_THAT(output, HasSubstr("in all, 2 ranks"));
   EXPECT_EQ(run_dirs(root).size(), 1u);
 }
 
