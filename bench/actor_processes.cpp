@@ -36,23 +36,28 @@ struct Options {
   bool asynchronous = false;
   int64_t timeout_seconds = 900;
   bool quick = false;
+  std::vector<std::string> extra;  // --set key=value, applied after the defaults
 };
 
 // PPO on CartPole-v1 (4 epochs x 4 minibatches per update) with `actors` actor processes.
 std::vector<std::string> config_overrides(const Options& options, int actors) {
   const int64_t num_envs = options.envs_per_actor * actors;
-  return {"train.policy=\"actor_processes\"",
-          "train.algo=\"ppo\"",
-          "env.id=\"CartPole-v1\"",
-          "env.num_envs=" + std::to_string(num_envs),
-          "algo.hidden_sizes=" + options.hidden,
-          "algo.ppo.num_steps=" + std::to_string(options.num_steps),
-          "algo.ppo.num_minibatches=4",
-          "algo.ppo.update_epochs=4",
-          "train.total_timesteps=" + std::to_string(options.updates * num_envs * options.num_steps),
-          std::string("policy.actor_processes.synchronous=") + (options.asynchronous ? "false" : "true"),
-          "run.torch_threads=1",
-          "run.seed=1"};
+  std::vector<std::string> overrides = {
+      "train.policy=\"actor_processes\"",
+      "train.algo=\"ppo\"",
+      "env.id=\"CartPole-v1\"",
+      "env.num_envs=" + std::to_string(num_envs),
+      "algo.hidden_sizes=" + options.hidden,
+      "algo.ppo.num_steps=" + std::to_string(options.num_steps),
+      "algo.ppo.num_minibatches=4",
+      "algo.ppo.update_epochs=4",
+      "train.total_timesteps=" + std::to_string(options.updates * num_envs * options.num_steps),
+      std::string("policy.actor_processes.synchronous=") + (options.asynchronous ? "false" : "true"),
+      "run.torch_threads=1",
+      "run.seed=1"};
+  // --set assignments come last, so they replace the defaults above (e.g. another env and torso).
+  overrides.insert(overrides.end(), options.extra.begin(), options.extra.end());
+  return overrides;
 }
 
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
@@ -124,6 +129,9 @@ int main(int argc, char** argv) {
   app.add_option("--updates", options.updates, "Learner updates per run")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   app.add_option("--hidden", options.hidden, "algo.hidden_sizes, as TOML (e.g. \"[64, 64]\")");
+  app.add_option("--set", options.extra,
+                 "Another config assignment for every rank, after the defaults (repeatable), e.g. "
+                 "--set env.id=MinAtar/Breakout-v1 --set algo.torso=grid_cnn");
   app.add_flag("--asynchronous", options.asynchronous, "policy.actor_processes.synchronous = false");
   app.add_option("--timeout", options.timeout_seconds, "Seconds one run may take before its ranks are killed")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));

@@ -1,8 +1,8 @@
 // env_throughput: environment steps per second of the vector engine.
 //
 // For each environment and num_envs it measures, for a fixed wall time per cell:
-//   naive   a plain serial loop over N single Env objects that allocates a std::vector<float>
-//           observation per env per step (the naive way; the same-run baseline);
+//   naive   a plain serial loop over N single Env objects that allocates an observation buffer
+//           per env per step (the naive way; the same-run baseline);
 //   sync    VectorEnv step() over all N envs, for each thread count;
 //   async   VectorEnv recv()/send() with batch_size = N / 2, for each thread count.
 // Random actions for the whole batch are drawn every step and their cost is included.
@@ -80,18 +80,18 @@ double naive_serial(const std::string& id, int num_envs, double seconds) {
   std::vector<std::unique_ptr<Env>> envs;
   for (int i = 0; i < num_envs; ++i) {
     envs.push_back(concord::envs::make_env(id));
-    std::vector<float> obs(static_cast<size_t>(envs.back()->spec().observation_space.flat_size()));
+    std::vector<unsigned char> obs(static_cast<size_t>(envs.back()->spec().observation_space.byte_size()));
     envs.back()->reset(concord::core::derive_seed(1, static_cast<uint64_t>(i)), obs.data());
   }
   const auto& space = envs.front()->spec().action_space;
   ActionBatch actions(space, num_envs, 7);
-  const int64_t obs_dim = envs.front()->spec().observation_space.flat_size();
+  const int64_t obs_bytes = envs.front()->spec().observation_space.byte_size();
   const int64_t act_dim = space.flat_size();
   std::vector<float> rewards(static_cast<size_t>(num_envs));
   return measure(seconds, [&] {
     actions.next(num_envs);
     for (int i = 0; i < num_envs; ++i) {
-      std::vector<float> obs(static_cast<size_t>(obs_dim));
+      std::vector<unsigned char> obs(static_cast<size_t>(obs_bytes));
       Action action;
       if (actions.discrete()) {
         action.index = actions.indices()[i];
@@ -181,9 +181,9 @@ int main(int argc, char** argv) {
               load_average().c_str());
   std::printf(
       "async: batch_size = num_envs / 2; naive: serial loop over single envs with a "
-      "std::vector<float> observation allocated per env per step\n\n");
+      "observation buffer allocated per env per step; obs B: bytes one stored observation takes\n\n");
 
-  std::printf("%-12s %9s %8s", "env", "num_envs", "naive");
+  std::printf("%-26s %6s %9s %8s", "env", "obs B", "num_envs", "naive");
   for (int t : threads_list) std::printf("  sync-%dT", t);
   if (!skip_async) {
     for (int t : threads_list) std::printf(" async-%dT", t);
@@ -191,7 +191,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const std::string& id : env_ids) {
     for (int n : num_envs_list) {
-      std::printf("%-12s %9d %8.2f", id.c_str(), n, naive_serial(id, n, seconds) / 1e6);
+      std::printf("%-26s %6lld %9d %8.2f", id.c_str(),
+                  static_cast<long long>(concord::envs::make_env(id)->spec().observation_space.byte_size()), n,
+                  naive_serial(id, n, seconds) / 1e6);
       std::fflush(stdout);
       for (int t : threads_list) {
         std::printf(" %8.2f", vector_sync(id, n, t, seconds) / 1e6);

@@ -116,7 +116,7 @@ double own_inference_pps(int agents, int64_t width, double seconds) {
       int64_t count = 0;
       c10::InferenceMode inference;
       while (!stop.load(std::memory_order_relaxed)) {
-        const auto observation = torch::from_blob(const_cast<float*>(batch.observations), {1, 4});
+        const auto observation = torch::from_blob(const_cast<float*>(batch.observations_as<float>()), {1, 4});
         const torch::Tensor action = model->act(observation).action.contiguous();
         batch = env.step(action.data_ptr<int64_t>());
         ++count;

@@ -41,23 +41,28 @@ struct Options {
   int64_t timeout_seconds = 900;
   bool control = true;
   bool quick = false;
+  std::vector<std::string> extra;  // --set key=value, applied after the defaults
 };
 
 // The run every rank count trains: PPO on CartPole-v1 with wide layers, so that the gradient
 // computation (4 epochs x 4 minibatches per update), not env stepping, dominates the step.
 std::vector<std::string> config_overrides(const Options& options) {
-  return {"train.policy=\"multi_learner\"",
-          "train.algo=\"ppo\"",
-          "env.id=\"CartPole-v1\"",
-          "env.num_envs=" + std::to_string(options.num_envs),
-          "algo.hidden_sizes=" + options.hidden,
-          "algo.ppo.num_steps=" + std::to_string(options.num_steps),
-          "algo.ppo.num_minibatches=4",
-          "algo.ppo.update_epochs=4",
-          "train.total_timesteps=" + std::to_string(options.updates * options.num_envs * options.num_steps),
-          "run.torch_threads=1",
-          "policy.multi_learner.check_every=0",
-          "run.seed=1"};
+  std::vector<std::string> overrides = {
+      "train.policy=\"multi_learner\"",
+      "train.algo=\"ppo\"",
+      "env.id=\"CartPole-v1\"",
+      "env.num_envs=" + std::to_string(options.num_envs),
+      "algo.hidden_sizes=" + options.hidden,
+      "algo.ppo.num_steps=" + std::to_string(options.num_steps),
+      "algo.ppo.num_minibatches=4",
+      "algo.ppo.update_epochs=4",
+      "train.total_timesteps=" + std::to_string(options.updates * options.num_envs * options.num_steps),
+      "run.torch_threads=1",
+      "policy.multi_learner.check_every=0",
+      "run.seed=1"};
+  // --set assignments come last, so they replace the defaults above (e.g. another env and torso).
+  overrides.insert(overrides.end(), options.extra.begin(), options.extra.end());
+  return overrides;
 }
 
 // 1, 2, 4, ... up to max_ranks, and max_ranks itself.
@@ -172,6 +177,9 @@ int main(int argc, char** argv) {
   app.add_option("--updates", options.updates, "Learner updates per run")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   app.add_option("--hidden", options.hidden, "algo.hidden_sizes, as TOML (e.g. \"[512, 512]\")");
+  app.add_option("--set", options.extra,
+                 "Another config assignment for every rank, after the defaults (repeatable), e.g. "
+                 "--set env.id=MinAtar/Breakout-v1 --set algo.torso=grid_cnn");
   app.add_option("--timeout", options.timeout_seconds, "Seconds one run may take before its ranks are killed")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   app.add_flag("!--no-control", options.control, "Skip the control rows (K separate 1-rank runs at once)");

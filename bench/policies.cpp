@@ -1,9 +1,14 @@
-// policies: the same A2C code under each distribution policy on CartPole-v1.
+// policies: the same algorithm code under each in-process distribution policy.
 //
 // For every policy and seed: env steps/s, learner updates/s, wall time until the mean return of
-// the last 20 finished episodes first reaches 475 ("solved"; the run stops there or at the step
-// budget) and the deterministic evaluation return of the final policy over 20 episodes.
+// the last 20 finished episodes first reaches the target ("solved"; the run stops there or at the
+// step budget) and the evaluation return of the final policy over 20 episodes.
 // Baseline: the `single` policy, measured in the same run.
+//
+//   policies                                   A2C on CartPole-v1, target 475 (the defaults)
+//   policies --env MinAtar/Breakout-v1 --algo ppo --target 10 --stochastic-eval
+//            --set algo.torso=grid_cnn --set algo.shared_torso=true ...
+//                                              PPO with MinAtar's network on pixel-class work
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
@@ -12,20 +17,31 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
+#include "concord/envs/registry.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "machine_load.h"
 
 namespace {
 
 using namespace concord;
 
-constexpr double kSolvedReturn = 475.0;
 constexpr int kSolvedWindow = 20;
+
+// What every run of one invocation shares.
+struct Setup {
+  std::string env_id = "CartPole-v1";
+  std::string algo = "a2c";
+  double target = 475.0;
+  bool stochastic_eval = false;
+  std::vector<std::string> overrides;  // --set, applied before each policy's own
+};
 
 struct Outcome {
   int64_t steps = 0;
@@ -35,21 +51,23 @@ struct Outcome {
   double eval_return = 0.0;
 };
 
-Outcome run(const std::string& policy_name, const std::vector<std::string>& overrides, int num_envs, int env_threads,
-            int64_t max_steps, uint64_t seed) {
+Outcome run(const Setup& setup, const std::string& policy_name, const std::vector<std::string>& overrides, int num_envs,
+            int env_threads, int64_t max_steps, uint64_t seed) {
   torch::manual_seed(seed);
   core::ConfigSchema schema;
   algos::declare_algorithm_keys(schema);
   policies::declare_policy_keys(schema);
   core::Config config(schema);
+  for (const std::string& assignment : setup.overrides) config.apply_override(assignment);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
   envs::VectorEnvConfig env;
-  env.env_id = "CartPole-v1";
+  env.env_id = setup.env_id;
   env.num_envs = num_envs;
   env.num_threads = env_threads;
   env.seed = seed;
+  const envs::EnvSpec spec = envs::make_env(setup.env_id)->spec();
   std::unique_ptr<algos::Learner> learner =
-      algos::make_learner("a2c", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+      algos::make_learner(setup.algo, config, spec.observation_space, spec.action_space);
   std::unique_ptr<policies::Policy> policy =
       policies::make_policy(policy_name, policies::PolicyContext{config, env, *learner, torch::kCPU});
 
@@ -59,7 +77,7 @@ Outcome run(const std::string& policy_name, const std::vector<std::string>& over
   policies::TrainingCallbacks callbacks;
   callbacks.on_episode = [&](double episode_return, int64_t episode_length) {
     recent.add(episode_return, episode_length);
-    if (!outcome.solved_seconds && recent.count() >= kSolvedWindow && *recent.recent_mean_return() >= kSolvedReturn) {
+    if (!outcome.solved_seconds && recent.count() >= kSolvedWindow && *recent.recent_mean_return() >= setup.target) {
       outcome.solved_seconds = clock.elapsed_seconds();
     }
   };
@@ -71,7 +89,8 @@ Outcome run(const std::string& policy_name, const std::vector<std::string>& over
   outcome.updates = state.updates;
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = seed + policies::kEvalSeedOffset;
-  const std::vector<double> returns = policies::evaluate_episodes(learner->model(), eval_env, 20);
+  const std::vector<double> returns =
+      policies::evaluate_episodes(learner->model(), eval_env, 20, setup.stochastic_eval);
   outcome.eval_return = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
   return outcome;
 }
@@ -86,7 +105,13 @@ struct PolicyCase {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"A2C on CartPole-v1 under every distribution policy"};
+  CLI::App app{"One algorithm under every in-process distribution policy"};
+  Setup setup;
+  app.add_option("--env", setup.env_id, "Environment id");
+  app.add_option("--algo", setup.algo, "Algorithm (a2c, ppo)");
+  app.add_option("--target", setup.target, "Return that counts as solved (mean of the last 20 episodes)");
+  app.add_flag("--stochastic-eval", setup.stochastic_eval, "Evaluate with sampled actions instead of the mode");
+  app.add_option("--set", setup.overrides, "A config assignment for every run (repeatable)");
   int seeds = 3;
   int num_envs = 16;
   int64_t max_steps = 1'000'000;
@@ -99,32 +124,39 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
 
+  // Lagged experience needs V-trace and a tuned A2C (the setting of the policies' learning test);
+  // that row is therefore not the same algorithm configuration as the others. PPO's clipped
+  // ratio takes the lag as it is.
+  std::vector<std::string> central = {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+                                      "policy.central_inference.queue_capacity=8"};
+  if (setup.algo == "a2c") {
+    central.insert(central.end(), {"algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3",
+                                   "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"});
+  }
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, {}},
       {"sync_vector", "sync_vector", 2, {}},
       {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}},
       {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
-      // Lagged experience needs V-trace and a tuned A2C (the setting of the policies' learning
-      // test); its row is therefore not the same algorithm configuration as the others.
-      {"central_inf",
-       "central_inference",
-       1,
-       {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
-        "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"",
-        "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"}},
+      {"central_inf", "central_inference", 1, central},
   };
 
-  std::printf(
-      "policies: A2C (defaults: 5-step rollouts, RMSprop 7e-4) on CartPole-v1, %d envs in total, %d seeds, "
-      "budget %lld steps; solved = 20-episode mean >= 475\n",
-      num_envs, seeds, static_cast<long long>(max_steps));
+  std::printf("policies: %s on %s, %d envs in total, %d seeds, budget %lld steps; solved = 20-episode mean >= %g\n",
+              setup.algo.c_str(), setup.env_id.c_str(), num_envs, seeds, static_cast<long long>(max_steps),
+              setup.target);
+  std::printf("settings:");
+  for (const std::string& assignment : setup.overrides) std::printf(" %s", assignment.c_str());
+  std::printf("%s\nmachine: %u hardware threads, load average at start %s\n",
+              setup.overrides.empty() ? " defaults" : "", std::thread::hardware_concurrency(),
+              bench::load_average().c_str());
   std::printf("%-12s %4s %9s %8s %9s %10s %10s %9s\n", "policy", "seed", "steps", "seconds", "steps/s", "updates/s",
               "solved at", "eval ret");
   for (const PolicyCase& c : cases) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     std::vector<double> rates;
     for (int seed = 1; seed <= seeds; ++seed) {
-      const Outcome o = run(c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
+      const Outcome o =
+          run(setup, c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
       rates.push_back(static_cast<double>(o.steps) / o.seconds);
       char solved[32] = "not reached";
       if (o.solved_seconds) std::snprintf(solved, sizeof solved, "%.2f s", *o.solved_seconds);

@@ -72,6 +72,25 @@ TEST(Cli, BadInputGetsOneClearLine) {
   EXPECT_TRUE(std::filesystem::is_empty(fresh_dir("bad_input")));
 }
 
+// MinAtar's settings and networks are checked before any training starts.
+TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
+  const std::string root = "--run-root " + fresh_dir("bad_minatar").string();
+  expect_one_line_error("train --env MinAtar/Pong-v0 " + root, "unknown environment 'MinAtar/Pong-v0'", 1);
+  expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.sticky_action_probability=1.5 " + root,
+                        "env.sticky_action_probability = 1.5 must lie in [0, 1]", 1);
+  expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.sticky_action_probability=-0.1 " + root,
+                        "env.sticky_action_probability = -0.1", 1);
+  expect_one_line_error("train --env CartPole-v1 --set env.difficulty_ramping=false " + root,
+                        "env.difficulty_ramping is set, but CartPole-v1 has no such setting", 1);
+  expect_one_line_error("train --env CartPole-v1 --set algo.torso=cnn " + root,
+                        "torso=cnn does not fit observations of shape [4]", 1);
+  expect_one_line_error("train --env CartPole-v1 --set algo.torso=grid_cnn " + root,
+                        "torso=grid_cnn does not fit observations of shape [4]", 1);
+  expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=cnn " + root,
+                        "torso=cnn does not fit observations of shape [10, 10, 4]", 1);
+  expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=resnet " + root, "torso=\"resnet\"", 1);
+}
+
 TEST(Cli, UnknownKeyInConfigFileNamesKeyAndFile) {
   const auto dir = fresh_dir("config_file");
   const auto file = dir / "bad.toml";

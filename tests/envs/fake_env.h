@@ -28,9 +28,9 @@ struct FakeEnvOptions {
 // float). Reward: 1 + action for Discrete(3), action[0] + 10 * action[1] for Box(2).
 // Instance indices count the envs the factory made, in order, so env i of a VectorEnv (made
 // first) is instance i. Throws std::logic_error if two threads ever step it at once.
-class FakeEnv final : public Env {
+class FakeEnv final : public FloatEnv {
  public:
-  FakeEnv(int index, const FakeEnvOptions& options) : Env(make_spec(options)), index_(index), options_(options) {}
+  FakeEnv(int index, const FakeEnvOptions& options) : FloatEnv(make_spec(options)), index_(index), options_(options) {}
 
   static EnvSpec make_spec(const FakeEnvOptions& options) {
     return EnvSpec{"Fake", Space::box({4}, -1e9f, 1e9f),

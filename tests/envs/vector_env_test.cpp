@@ -71,7 +71,7 @@ class FakeModel {
   // Checks `row` of `batch` against a reset of this env.
   void expect_reset(const Batch& batch, int64_t row) const {
     ASSERT_EQ(batch.env_ids[row], index_);
-    expect_obs(batch.observations + row * 4, episode_, 0);
+    expect_obs(batch.observations_as<float>() + row * 4, episode_, 0);
     EXPECT_EQ(batch.rewards[row], 0.0f);
     EXPECT_EQ(batch.terminated[row], 0);
     EXPECT_EQ(batch.truncated[row], 0);
@@ -93,7 +93,7 @@ class FakeModel {
     EXPECT_EQ(batch.truncated[row], truncated) << "env " << index_ << " step " << step_;
     if (terminated || truncated) {
       EXPECT_EQ(batch.has_final[row], 1);
-      expect_obs(batch.final_observations + row * 4, episode_, step_);
+      expect_obs(batch.final_observations_as<float>() + row * 4, episode_, step_);
       EXPECT_EQ(batch.episode_returns[row], static_cast<float>(return_));
       EXPECT_EQ(batch.episode_lengths[row], step_);
       ++episode_;
@@ -106,7 +106,7 @@ class FakeModel {
       EXPECT_EQ(batch.episode_returns[row], 0.0f);
       EXPECT_EQ(batch.episode_lengths[row], 0);
     }
-    expect_obs(batch.observations + row * 4, episode_, step_);
+    expect_obs(batch.observations_as<float>() + row * 4, episode_, step_);
   }
 
   int episodes_done() const { return episodes_done_; }
@@ -250,7 +250,7 @@ TEST(VectorEnvSyncTest, ChecksActionsBeforeStepping) {
   EXPECT_THROW(env->step(static_cast<const int64_t*>(nullptr)), std::invalid_argument);
   // Nothing was stepped by the rejected calls.
   const Batch batch = env->step(good.data());
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(batch.observations[i * 4 + 2], 1.0f);  // Step 1 of 1.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(batch.observations_as<float>()[i * 4 + 2], 1.0f);  // Step 1 of 1.
 
   FakeEnvOptions box;
   box.box_actions = true;
@@ -294,13 +294,13 @@ std::vector<uint8_t> record_sync(VectorEnv& env, std::optional<uint64_t> seed, i
   auto append_batch = [&](const Batch& b) {
     const auto n = static_cast<size_t>(b.size);
     const auto od = static_cast<size_t>(b.obs_dim);
-    append(b.observations, n * od * sizeof(float));
+    append(b.observations_as<float>(), n * od * sizeof(float));
     append(b.rewards, n * sizeof(float));
     append(b.terminated, n);
     append(b.truncated, n);
     append(b.has_final, n);
     for (size_t i = 0; i < n; ++i) {
-      if (b.has_final[i]) append(b.final_observations + i * od, od * sizeof(float));
+      if (b.has_final[i]) append(b.final_observations_as<float>() + i * od, od * sizeof(float));
     }
     append(b.episode_returns, n * sizeof(float));
     append(b.episode_lengths, n * sizeof(int32_t));
@@ -349,13 +349,13 @@ TEST(VectorEnvSyncTest, SeedingRules) {
   for (int i = 0; i < 4; ++i) {
     core::Rng rng(core::derive_seed(31, static_cast<uint64_t>(i)));
     FakeEnv::seed_draw(rng);
-    EXPECT_EQ(second.observations[i * 4 + 3], FakeEnv::seed_draw(rng));
+    EXPECT_EQ(second.observations_as<float>()[i * 4 + 3], FakeEnv::seed_draw(rng));
   }
   // An explicit seed re-seeds, whatever came before.
   const Batch third = env->reset(31);
   for (int i = 0; i < 4; ++i) {
     core::Rng rng(core::derive_seed(31, static_cast<uint64_t>(i)));
-    EXPECT_EQ(third.observations[i * 4 + 3], FakeEnv::seed_draw(rng));
+    EXPECT_EQ(third.observations_as<float>()[i * 4 + 3], FakeEnv::seed_draw(rng));
   }
 }
 
@@ -587,9 +587,9 @@ TEST(VectorEnvAsyncTest, SameTrajectoriesAsSyncMode) {
     const Batch b = sync_env->step(actions.data());
     for (int i = 0; i < 6; ++i) {
       auto& e = expected[static_cast<size_t>(i)];
-      e.insert(e.end(), b.observations + i * 4, b.observations + i * 4 + 4);
+      e.insert(e.end(), b.observations_as<float>() + i * 4, b.observations_as<float>() + i * 4 + 4);
       e.push_back(b.rewards[i]);
-      e.push_back(b.has_final[i] ? b.final_observations[i * 4 + 2] : -1.0f);
+      e.push_back(b.has_final[i] ? b.final_observations_as<float>()[i * 4 + 2] : -1.0f);
     }
   }
   for (int threads : {1, 2, 4}) {
@@ -605,9 +605,9 @@ TEST(VectorEnvAsyncTest, SameTrajectoriesAsSyncMode) {
         int& step = steps[static_cast<size_t>(id)];
         auto& g = got[static_cast<size_t>(id)];
         if (step >= 0 && step < 20) {
-          g.insert(g.end(), b.observations + row * 4, b.observations + row * 4 + 4);
+          g.insert(g.end(), b.observations_as<float>() + row * 4, b.observations_as<float>() + row * 4 + 4);
           g.push_back(b.rewards[row]);
-          g.push_back(b.has_final[row] ? b.final_observations[row * 4 + 2] : -1.0f);
+          g.push_back(b.has_final[row] ? b.final_observations_as<float>()[row * 4 + 2] : -1.0f);
         }
         ++step;
         next[static_cast<size_t>(row)] = (id * 7 + step) % 3;
@@ -639,7 +639,7 @@ void expect_matches_single_envs(const std::string& id, int threads, int steps) {
     singles.back()->reset(core::derive_seed(kSeed, static_cast<uint64_t>(i)), obs.data() + i * od);
   }
   Batch batch = vec.reset();
-  ASSERT_EQ(std::memcmp(batch.observations, obs.data(), obs.size() * sizeof(float)), 0);
+  ASSERT_EQ(std::memcmp(batch.observations_as<float>(), obs.data(), obs.size() * sizeof(float)), 0);
   core::Rng action_rng(99);
   std::vector<int64_t> discrete(kEnvs);
   std::vector<float> box(static_cast<size_t>(kEnvs * ad));
@@ -666,7 +666,7 @@ void expect_matches_single_envs(const std::string& id, int threads, int steps) {
       if (r.terminated || r.truncated) {
         ++episodes;
         ASSERT_EQ(batch.has_final[i], 1);
-        ASSERT_EQ(std::memcmp(batch.final_observations + i * od, row, od * sizeof(float)), 0);
+        ASSERT_EQ(std::memcmp(batch.final_observations_as<float>() + i * od, row, od * sizeof(float)), 0);
         ASSERT_EQ(batch.episode_returns[i], static_cast<float>(returns[static_cast<size_t>(i)]));
         ASSERT_EQ(batch.episode_lengths[i], lengths[static_cast<size_t>(i)]);
         returns[static_cast<size_t>(i)] = 0.0;
@@ -676,7 +676,7 @@ void expect_matches_single_envs(const std::string& id, int threads, int steps) {
         ASSERT_EQ(batch.has_final[i], 0);
       }
     }
-    ASSERT_EQ(std::memcmp(batch.observations, obs.data(), obs.size() * sizeof(float)), 0) << "step " << t;
+    ASSERT_EQ(std::memcmp(batch.observations_as<float>(), obs.data(), obs.size() * sizeof(float)), 0) << "step " << t;
   }
   EXPECT_GT(episodes, kEnvs);  // Auto-resets were exercised.
 }
@@ -712,11 +712,11 @@ TEST(VectorEnvRealTest, AsyncCartPoleMatchesSingleEnvs) {
         ASSERT_EQ(b.terminated[row], r.terminated);
         ASSERT_EQ(b.truncated[row], r.truncated);
         if (r.terminated || r.truncated) {
-          ASSERT_EQ(std::memcmp(b.final_observations + row * 4, expected, 4 * sizeof(float)), 0);
+          ASSERT_EQ(std::memcmp(b.final_observations_as<float>() + row * 4, expected, 4 * sizeof(float)), 0);
           singles[static_cast<size_t>(id)]->reset(std::nullopt, expected);
         }
       }
-      ASSERT_EQ(std::memcmp(b.observations + row * 4, expected, 4 * sizeof(float)), 0) << "env " << id;
+      ASSERT_EQ(std::memcmp(b.observations_as<float>() + row * 4, expected, 4 * sizeof(float)), 0) << "env " << id;
       const int step = ++steps[static_cast<size_t>(id)];
       pending[static_cast<size_t>(id)] = (id + step / 3) % 2;
       actions[static_cast<size_t>(row)] = pending[static_cast<size_t>(id)];

@@ -319,7 +319,7 @@ TEST(ActorCriticTest, RejectsBadConfigsNamingEveryField) {
 
   config = atari_config();
   config.obs_shape = {4, 84};
-  EXPECT_NE(thrown_message(config).find("obs_shape=[4, 84]"), std::string::npos);
+  EXPECT_NE(thrown_message(config).find("torso=cnn does not fit observations of shape [4, 84]"), std::string::npos);
   config.obs_shape = {};
   EXPECT_NE(thrown_message(config).find("obs_shape=[]"), std::string::npos);
 }

@@ -63,11 +63,11 @@ TEST(DynamicAdjustment, KeepsMovesThatRaiseTpsAndRevertsOthers) {
 // Observation [steps into the episode, instance]; never terminates; truncated by a time limit of
 // 4 steps; reward 1. Instances count the envs a registered id made, so agent a's envs are
 // instances 2a and 2a + 1 when agents own 2 envs each.
-class CountingEnv final : public envs::Env {
+class CountingEnv final : public envs::FloatEnv {
  public:
   explicit CountingEnv(int instance)
-      : Env(envs::EnvSpec{"Counting", envs::Space::box({2}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
-                          std::nullopt}),
+      : envs::FloatEnv(envs::EnvSpec{"Counting", envs::Space::box({2}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
+                                     std::nullopt}),
         instance_(instance) {}
 
  private:
@@ -365,7 +365,8 @@ double deterministic_return(nn::ActorCritic model, int episodes) {
   envs::Batch batch = env.reset();
   torch::NoGradGuard no_grad;
   while (remaining > 0) {
-    const auto observations = torch::from_blob(const_cast<float*>(batch.observations), {episodes, env.obs_dim()});
+    const auto observations =
+        torch::from_blob(const_cast<float*>(batch.observations_as<float>()), {episodes, env.obs_dim()});
     const torch::Tensor actions =
         model->act(observations, /*deterministic=*/true).action.to(torch::kInt64).contiguous();
     batch = env.step(actions.data_ptr<int64_t>());

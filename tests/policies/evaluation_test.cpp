@@ -15,11 +15,12 @@ namespace {
 
 // Three steps per episode; the reward is the action (discrete: 0 or 1; continuous: action[0],
 // whose space is [-1, 1]), so the best policy earns 3.
-class PayActionEnv final : public envs::Env {
+class PayActionEnv final : public envs::FloatEnv {
  public:
   explicit PayActionEnv(bool continuous)
-      : Env(envs::EnvSpec{"PayAction", envs::Space::box({1}, -10.0f, 10.0f),
-                          continuous ? envs::Space::box({1}, -1.0f, 1.0f) : envs::Space::discrete(2), 0, std::nullopt}),
+      : envs::FloatEnv(envs::EnvSpec{"PayAction", envs::Space::box({1}, -10.0f, 10.0f),
+                                     continuous ? envs::Space::box({1}, -1.0f, 1.0f) : envs::Space::discrete(2), 0,
+                                     std::nullopt}),
         continuous_(continuous) {}
 
  private:

@@ -15,11 +15,11 @@ namespace {
 
 // Observation [steps into the episode]; terminates after `terminate_after` steps (0: never);
 // truncated by the time limit of 4 steps. Reward 1 per step.
-class CountingEnv final : public envs::Env {
+class CountingEnv final : public envs::FloatEnv {
  public:
   explicit CountingEnv(int terminate_after)
-      : Env(envs::EnvSpec{"Counting", envs::Space::box({1}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
-                          std::nullopt}),
+      : envs::FloatEnv(envs::EnvSpec{"Counting", envs::Space::box({1}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
+                                     std::nullopt}),
         terminate_after_(terminate_after) {}
 
  private:

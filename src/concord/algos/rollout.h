@@ -12,7 +12,7 @@ namespace concord::algos {
 // bootstrap from truncation_values[t, b] = V(final observation of that episode), because after
 // an auto-reset observations[t + 1, b] already belongs to the next episode.
 struct Rollout {
-  torch::Tensor observations;       // [T, B, *obs_shape] float, the observation acted on
+  torch::Tensor observations;       // [T, B, *obs_shape] in the env's dtype (uint8 grids stay uint8)
   torch::Tensor actions;            // [T, B] int64 (discrete) or [T, B, d] float (continuous)
   torch::Tensor log_probs;          // [T, B] log pi_behaviour(action | observation)
   torch::Tensor values;             // [T, B] V(observation) when acting

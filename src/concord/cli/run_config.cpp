@@ -31,6 +31,11 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.batch_size", int64_t{0},
                  "0: synchronous; 0 < b < num_envs: asynchronous, each recv returns the first b envs ready");
   schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
+  schema.declare("env.sticky_action_probability", 0.1,
+                 "MinAtar: chance that the previous action is repeated instead of the chosen one; other "
+                 "environments refuse a value other than the default");
+  schema.declare("env.difficulty_ramping", true,
+                 "MinAtar: games speed up as they go on; other environments refuse a value other than the default");
 
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
   schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");

@@ -49,6 +49,15 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   result.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   result.recv_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.get_double("env.recv_timeout_seconds") * 1000.0));
+  // Only settings that differ from their defaults reach the envs, and an env refuses a setting it
+  // does not have; a run's saved config.toml, which spells out every default, still resumes.
+  const auto& defaults = config.schema();
+  if (config.get("env.sticky_action_probability") != defaults.at("env.sticky_action_probability").default_value) {
+    result.options.sticky_action_probability = config.get_double("env.sticky_action_probability");
+  }
+  if (config.get("env.difficulty_ramping") != defaults.at("env.difficulty_ramping").default_value) {
+    result.options.difficulty_ramping = config.get_bool("env.difficulty_ramping");
+  }
   return result;
 }
 

@@ -58,7 +58,7 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
       algo_(config.get_string("train.algo")),
       policy_name_(config.get_string("train.policy")),
       env_config_(vector_env_config(config)),
-      env_spec_(envs::make_env(env_config_.env_id)->spec()) {
+      env_spec_(envs::make_env(env_config_.env_id, env_config_.options)->spec()) {
   communicator_ = join_ranks(config, policy_name_);
   // Rank 0 keeps the run's seed, so one rank reproduces a single-process run; the others draw
   // their envs and samples from streams of their own.

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "concord/core/rng.h"
 #include "concord/envs/space.h"
@@ -38,12 +40,13 @@ struct StepResult {
 // A single environment with Gymnasium semantics (reset/step, terminated vs truncated, seeding).
 //
 // Environments never see threads or batches: they write their observation into a slice that
-// the caller owns (observation_space.flat_size() floats), so the vector engine can hand each
-// env a row of one contiguous batch buffer. An instance is not thread-safe; the engine gives
-// each instance to one thread at a time.
+// the caller owns (observation_space.byte_size() bytes, elements of observation_space.dtype()),
+// so the vector engine can hand each env a row of one contiguous batch buffer. An instance is not
+// thread-safe; the engine gives each instance to one thread at a time.
 //
-// A concrete environment implements only reset_state() and step_state(); this base class owns
-// the random generator and the time limit, so truncation is handled the same way everywhere.
+// A concrete environment derives from TypedEnv<float> or TypedEnv<uint8_t> (below) and
+// implements only reset_state() and step_state(); this base class owns the random generator and
+// the time limit, so truncation is handled the same way everywhere.
 class Env {
  public:
   virtual ~Env() = default;
@@ -53,17 +56,17 @@ class Env {
   const EnvSpec& spec() const { return spec_; }
 
   // Starts a new episode. Like Gymnasium's reset(seed=...), a seed re-seeds the generator and
-  // no seed continues the current one.
-  void reset(std::optional<uint64_t> seed, float* observation) {
+  // no seed continues the current one. `observation` holds one element of the observation space.
+  void reset(std::optional<uint64_t> seed, void* observation) {
     if (seed) rng_.seed(*seed);
     elapsed_steps_ = 0;
-    reset_state(observation);
+    reset_observation(observation);
   }
 
   // Advances one step. Truncation at max_episode_steps is reported as Gymnasium's TimeLimit
   // does: independently of termination, so both can be true on the same step.
-  StepResult step(const Action& action, float* observation) {
-    StepResult result = step_state(action, observation);
+  StepResult step(const Action& action, void* observation) {
+    StepResult result = step_observation(action, observation);
     ++elapsed_steps_;
     if (spec_.max_episode_steps > 0 && elapsed_steps_ >= spec_.max_episode_steps) {
       result.truncated = true;
@@ -76,17 +79,48 @@ class Env {
  protected:
   explicit Env(EnvSpec spec) : spec_(std::move(spec)) {}
 
-  // Draws a fresh initial state from rng() and writes its observation.
-  virtual void reset_state(float* observation) = 0;
-  // Applies the action, writes the next observation and returns reward and termination.
-  virtual StepResult step_state(const Action& action, float* observation) = 0;
-
   core::Rng& rng() { return rng_; }
 
  private:
+  // TypedEnv's bridge to the typed reset_state() and step_state().
+  virtual void reset_observation(void* observation) = 0;
+  virtual StepResult step_observation(const Action& action, void* observation) = 0;
+
   EnvSpec spec_;
   core::Rng rng_{0};
   int elapsed_steps_ = 0;
 };
+
+// The base of an environment whose observations are `Element`s (float or uint8_t), matching its
+// observation space's dtype (checked at construction).
+template <typename Element>
+class TypedEnv : public Env {
+ protected:
+  explicit TypedEnv(EnvSpec spec) : Env(checked(std::move(spec))) {}
+
+  // Draws a fresh initial state from rng() and writes its observation.
+  virtual void reset_state(Element* observation) = 0;
+  // Applies the action, writes the next observation and returns reward and termination.
+  virtual StepResult step_state(const Action& action, Element* observation) = 0;
+
+ private:
+  static EnvSpec checked(EnvSpec spec) {
+    constexpr Dtype kDtype = std::is_same_v<Element, uint8_t> ? Dtype::kUInt8 : Dtype::kFloat32;
+    static_assert(std::is_same_v<Element, uint8_t> || std::is_same_v<Element, float>, "float or uint8_t observations");
+    if (spec.observation_space.dtype() != kDtype) {
+      throw std::logic_error("environment " + spec.id + ": observation space " + spec.observation_space.to_string() +
+                             " does not hold " + dtype_name(kDtype) + " observations");
+    }
+    return spec;
+  }
+  void reset_observation(void* observation) final { reset_state(static_cast<Element*>(observation)); }
+  StepResult step_observation(const Action& action, void* observation) final {
+    return step_state(action, static_cast<Element*>(observation));
+  }
+};
+
+// Environments with float32 observations (classic control) and with uint8 ones (grids, pixels).
+using FloatEnv = TypedEnv<float>;
+using ByteEnv = TypedEnv<uint8_t>;
 
 }  // namespace concord::envs

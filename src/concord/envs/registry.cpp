@@ -1,5 +1,8 @@
 #include "concord/envs/registry.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "concord/envs/classic_control/acrobot.h"
 #include "concord/envs/classic_control/cartpole.h"
 #include "concord/envs/classic_control/mountain_car.h"
@@ -8,25 +11,43 @@
 #include "concord/envs/exploration/cartpole_swing_up.h"
 #include "concord/envs/exploration/deep_sea.h"
 #include "concord/envs/exploration/sparse_mountain_car.h"
+#include "concord/envs/minatar/minatar_game.h"
 
 namespace concord::envs {
 namespace {
 
 template <typename EnvType>
-EnvFactory factory_of() {
-  return [] { return std::make_unique<EnvType>(); };
+std::unique_ptr<Env> make() {
+  return std::make_unique<EnvType>();
+}
+
+// A MinAtar game in both action sets: "MinAtar/<Game>-v0" (all six actions) and "-v1" (minimal).
+template <typename Game>
+void add_minatar(Registry& registry, const std::string& game) {
+  for (const bool minimal : {false, true}) {
+    const std::string id = minatar::MinAtarGame::id_for(game, minimal);
+    registry.add_configurable(id, [id, minimal](const EnvOptions& options) {
+      options.refuse_others(id, {"sticky_action_probability", "difficulty_ramping"});
+      minatar::MinAtarOptions game_options;
+      game_options.sticky_action_probability =
+          options.sticky_action_probability.value_or(game_options.sticky_action_probability);
+      game_options.difficulty_ramping = options.difficulty_ramping.value_or(game_options.difficulty_ramping);
+      game_options.minimal_action_set = minimal;
+      return std::make_unique<Game>(game_options);
+    });
+  }
 }
 
 Registry make_builtin_registry() {
   Registry registry;
   // One line per built-in environment; see docs/adding-an-environment.md.
-  registry.add("CartPole-v1", factory_of<CartPole>());
-  registry.add("Acrobot-v1", factory_of<Acrobot>());
-  registry.add("MountainCar-v0", factory_of<MountainCar>());
-  registry.add("MountainCarContinuous-v0", factory_of<MountainCarContinuous>());
-  registry.add("Pendulum-v1", factory_of<Pendulum>());
-  registry.add("SparseMountainCar-v0", factory_of<SparseMountainCar>());
-  registry.add("CartPoleSwingUp-v0", factory_of<CartPoleSwingUp>());
+  registry.add("CartPole-v1", make<CartPole>);
+  registry.add("Acrobot-v1", make<Acrobot>);
+  registry.add("MountainCar-v0", make<MountainCar>);
+  registry.add("MountainCarContinuous-v0", make<MountainCarContinuous>);
+  registry.add("Pendulum-v1", make<Pendulum>);
+  registry.add("SparseMountainCar-v0", make<SparseMountainCar>);
+  registry.add("CartPoleSwingUp-v0", make<CartPoleSwingUp>);
   for (int size = 5; size <= 50; size += 5)
     registry.add(DeepSea::id_for(size), [size] { return std::make_unique<DeepSea>(size); });
   return registry;
@@ -34,11 +55,35 @@ Registry make_builtin_registry() {
 
 }  // namespace
 
+std::vector<std::string> EnvOptions::set_keys() const {
+  std::vector<std::string> keys;
+  if (sticky_action_probability) keys.push_back("env.sticky_action_probability");
+  if (difficulty_ramping) keys.push_back("env.difficulty_ramping");
+  return keys;
+}
+
+void EnvOptions::refuse_others(const std::string& env_id, const std::vector<std::string>& accepted) const {
+  for (const std::string& key : set_keys()) {
+    if (std::find(accepted.begin(), accepted.end(), key.substr(4)) == accepted.end()) {
+      throw std::invalid_argument(key + " is set, but " + env_id + " has no such setting");
+    }
+  }
+}
+
+void Registry::add(const std::string& id, std::function<std::unique_ptr<Env>()> make) {
+  factories_.add(id, [id, make = std::move(make)](const EnvOptions& options) {
+    options.refuse_others(id, {});
+    return make();
+  });
+}
+
 Registry& Registry::global() {
   static Registry registry = make_builtin_registry();
   return registry;
 }
 
-std::unique_ptr<Env> make_env(const std::string& id) { return Registry::global().make(id); }
+std::unique_ptr<Env> make_env(const std::string& id, const EnvOptions& options) {
+  return Registry::global().make(id, options);
+}
 
 }  // namespace concord::envs

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,21 @@
 
 namespace concord::envs {
 
-using EnvFactory = std::function<std::unique_ptr<Env>()>;
+// Settings a run hands to its environments (config keys env.<name>). Unset means the
+// environment's own default; an environment without such a setting refuses one that is set, so a
+// misplaced key never goes silently unused.
+struct EnvOptions {
+  std::optional<double> sticky_action_probability;  // MinAtar: chance of repeating the last action
+  std::optional<bool> difficulty_ramping;           // MinAtar: games speed up as they go on
+
+  // The config keys of the settings that are set, e.g. {"env.difficulty_ramping"}.
+  std::vector<std::string> set_keys() const;
+  // Throws std::invalid_argument naming the first set key outside `accepted` (bare names, e.g.
+  // "difficulty_ramping") and the env id that has no such setting.
+  void refuse_others(const std::string& env_id, const std::vector<std::string>& accepted) const;
+};
+
+using EnvFactory = std::function<std::unique_ptr<Env>(const EnvOptions&)>;
 
 // Environments by id ("CartPole-v1", ...). The built-in environments are listed in registry.cpp,
 // one line each; programs may add their own with add().
@@ -19,11 +34,18 @@ class Registry {
   // The process-wide registry, holding the built-in environments.
   static Registry& global();
 
+  // An environment without settings: made by `make`, it refuses every option that is set.
   // Throws std::invalid_argument if the id is already registered.
-  void add(const std::string& id, EnvFactory factory) { factories_.add(id, std::move(factory)); }
+  void add(const std::string& id, std::function<std::unique_ptr<Env>()> make);
+  // An environment that reads options: `factory` validates them (std::invalid_argument naming
+  // the key and value) and refuses the ones it has no use for (EnvOptions::refuse_others).
+  void add_configurable(const std::string& id, EnvFactory factory) { factories_.add(id, std::move(factory)); }
   bool contains(const std::string& id) const { return factories_.contains(id); }
-  // Throws std::invalid_argument naming the id and listing the known ones when it is unknown.
-  std::unique_ptr<Env> make(const std::string& id) const { return factories_.at(id)(); }
+  // Throws std::invalid_argument naming the id and listing the known ones when it is unknown, and
+  // the factory's own std::invalid_argument for options the env refuses.
+  std::unique_ptr<Env> make(const std::string& id, const EnvOptions& options = {}) const {
+    return factories_.at(id)(options);
+  }
   // In registration order.
   std::vector<std::string> ids() const { return factories_.names(); }
 
@@ -31,7 +53,7 @@ class Registry {
   core::Registry<EnvFactory> factories_{"environment"};
 };
 
-// Shorthand for Registry::global().make(id).
-std::unique_ptr<Env> make_env(const std::string& id);
+// Shorthand for Registry::global().make(id, options).
+std::unique_ptr<Env> make_env(const std::string& id, const EnvOptions& options = {});
 
 }  // namespace concord::envs

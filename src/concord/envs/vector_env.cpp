@@ -25,26 +25,26 @@ int64_t round_up_16(int64_t n) { return (n + 15) / 16 * 16; }
 // One set of result rows: all N envs in sync mode, one batch_size slice of the ring in async
 // mode. Every field is its own cache-line-aligned buffer.
 struct VectorEnv::Block {
-  Block(int64_t num_rows, int64_t obs_dim)
+  Block(int64_t num_rows, int64_t obs_bytes)
       : rows(num_rows),
         env_ids(num_rows),
-        observations(num_rows * obs_dim),
+        observations(num_rows * obs_bytes),
         rewards(num_rows),
         terminated(num_rows),
         truncated(num_rows),
         has_final(num_rows),
-        final_observations(num_rows * obs_dim),
+        final_observations(num_rows * obs_bytes),
         episode_returns(num_rows),
         episode_lengths(num_rows) {}
 
   int64_t rows;
   detail::AlignedArray<int32_t> env_ids;
-  detail::AlignedArray<float> observations;
+  detail::AlignedArray<unsigned char> observations;  // elements of the observation space's dtype
   detail::AlignedArray<float> rewards;
   detail::AlignedArray<uint8_t> terminated;
   detail::AlignedArray<uint8_t> truncated;
   detail::AlignedArray<uint8_t> has_final;
-  detail::AlignedArray<float> final_observations;
+  detail::AlignedArray<unsigned char> final_observations;
   detail::AlignedArray<float> episode_returns;
   detail::AlignedArray<int32_t> episode_lengths;
   // Async mode: rows written so far in the current round of this block.
@@ -77,7 +77,7 @@ std::vector<std::unique_ptr<Env>> VectorEnv::make_envs(const VectorEnvConfig& co
   std::vector<std::unique_ptr<Env>> envs;
   envs.reserve(static_cast<size_t>(config.num_envs));
   // The registry's own error names an unknown id.
-  for (int i = 0; i < config.num_envs; ++i) envs.push_back(registry.make(config.env_id));
+  for (int i = 0; i < config.num_envs; ++i) envs.push_back(registry.make(config.env_id, config.options));
   return envs;
 }
 
@@ -85,6 +85,7 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
     : config_(validated(std::move(config))), envs_(make_envs(config_, registry)), spec_(envs_.front()->spec()) {
   const VectorEnvConfig& c = config_;
   obs_dim_ = spec_.observation_space.flat_size();
+  obs_bytes_ = spec_.observation_space.byte_size();
   act_dim_ = spec_.action_space.flat_size();
   discrete_ = spec_.action_space.is_discrete();
 
@@ -95,7 +96,7 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
   running_length_ = detail::AlignedArray<int32_t>(n);
 
   if (!is_async()) {
-    blocks_.push_back(std::make_unique<Block>(n, obs_dim_));
+    blocks_.push_back(std::make_unique<Block>(n, obs_bytes_));
     std::iota(blocks_[0]->env_ids.data(), blocks_[0]->env_ids.data() + n, 0);
     pool_ = std::make_unique<WorkerPool>(c.num_threads);
     return;
@@ -105,7 +106,7 @@ VectorEnv::VectorEnv(VectorEnvConfig config, const Registry& registry)
   // outstanding beyond the block the owner is reading.
   const int64_t num_blocks = (n + batch_size_ - 1) / batch_size_ + 1;
   for (int64_t b = 0; b < num_blocks; ++b) {
-    blocks_.push_back(std::make_unique<Block>(batch_size_, obs_dim_));
+    blocks_.push_back(std::make_unique<Block>(batch_size_, obs_bytes_));
   }
   if (discrete_) {
     discrete_actions_ = detail::AlignedArray<int64_t>(n);
@@ -151,7 +152,7 @@ void VectorEnv::step_one(int32_t env, const void* actions, Block& out, int64_t r
     action.values = static_cast<const float*>(actions) + env * act_dim_;
   }
   Env& instance = *envs_[static_cast<size_t>(env)];
-  float* observation = out.observations.data() + row * obs_dim_;
+  unsigned char* observation = out.observations.data() + row * obs_bytes_;
   const StepResult result = instance.step(action, observation);
   out.rewards[row] = result.reward;
   out.terminated[row] = result.terminated;
@@ -159,7 +160,7 @@ void VectorEnv::step_one(int32_t env, const void* actions, Block& out, int64_t r
   const double episode_return = running_return_[env] + result.reward;
   const int32_t episode_length = running_length_[env] + 1;
   if (result.terminated || result.truncated) {
-    std::copy_n(observation, obs_dim_, out.final_observations.data() + row * obs_dim_);
+    std::copy_n(observation, obs_bytes_, out.final_observations.data() + row * obs_bytes_);
     out.has_final[row] = 1;
     out.episode_returns[row] = static_cast<float>(episode_return);
     out.episode_lengths[row] = episode_length;
@@ -176,7 +177,7 @@ void VectorEnv::step_one(int32_t env, const void* actions, Block& out, int64_t r
 }
 
 void VectorEnv::reset_one(int32_t env, std::optional<uint64_t> seed, Block& out, int64_t row) {
-  envs_[static_cast<size_t>(env)]->reset(seed, out.observations.data() + row * obs_dim_);
+  envs_[static_cast<size_t>(env)]->reset(seed, out.observations.data() + row * obs_bytes_);
   out.rewards[row] = 0.0f;
   out.terminated[row] = 0;
   out.truncated[row] = 0;
@@ -260,6 +261,7 @@ Batch VectorEnv::view(const Block& block) const {
   Batch batch;
   batch.size = block.rows;
   batch.obs_dim = obs_dim_;
+  batch.obs_dtype = spec_.observation_space.dtype();
   batch.env_ids = block.env_ids.data();
   batch.observations = block.observations.data();
   batch.rewards = block.rewards.data();

@@ -27,7 +27,9 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "concord/envs/env.h"
@@ -44,24 +46,50 @@ struct VectorEnvConfig {
   uint64_t seed = 0;                               // Base seed of the first reset; env i uses derive_seed(seed, i).
   std::chrono::milliseconds recv_timeout{10'000};  // recv() throws after waiting this long.
   int chunk_size = 0;                              // Envs a thread steps per claim (0: adaptive, from timed steps).
+  EnvOptions options;                              // Passed to every env's factory (see registry.h).
 };
 
 // A batch of results: `size` rows, each the outcome of one env's reset or step. Row-major,
 // contiguous, owned by the VectorEnv (see the validity notes on step() and recv()).
+//
+// Observations are rows of obs_dim elements of obs_dtype (the observation space's dtype): read
+// them through observations_as<float>() or observations_as<uint8_t>(), which check the dtype.
 struct Batch {
   int64_t size = 0;
   int64_t obs_dim = 0;
-  const int32_t* env_ids = nullptr;           // [size] which env each row belongs to.
-  const float* observations = nullptr;        // [size, obs_dim] next observation (after an
-                                              //   auto-reset: the new episode's first).
-  const float* rewards = nullptr;             // [size]
-  const uint8_t* terminated = nullptr;        // [size] 0/1
-  const uint8_t* truncated = nullptr;         // [size] 0/1
-  const uint8_t* has_final = nullptr;         // [size] 1 where the episode ended this step.
-  const float* final_observations = nullptr;  // [size, obs_dim] last observation of the
-                                              //   ended episode; valid where has_final.
-  const float* episode_returns = nullptr;     // [size] return of the ended episode; 0 elsewhere.
-  const int32_t* episode_lengths = nullptr;   // [size] its length in steps; 0 elsewhere.
+  Dtype obs_dtype = Dtype::kFloat32;
+  const int32_t* env_ids = nullptr;          // [size] which env each row belongs to.
+  const void* observations = nullptr;        // [size, obs_dim] next observation (after an
+                                             //   auto-reset: the new episode's first).
+  const float* rewards = nullptr;            // [size]
+  const uint8_t* terminated = nullptr;       // [size] 0/1
+  const uint8_t* truncated = nullptr;        // [size] 0/1
+  const uint8_t* has_final = nullptr;        // [size] 1 where the episode ended this step.
+  const void* final_observations = nullptr;  // [size, obs_dim] last observation of the
+                                             //   ended episode; valid where has_final.
+  const float* episode_returns = nullptr;    // [size] return of the ended episode; 0 elsewhere.
+  const int32_t* episode_lengths = nullptr;  // [size] its length in steps; 0 elsewhere.
+
+  // The observations as `Element`s; throws std::logic_error when obs_dtype holds another type.
+  template <typename Element>
+  const Element* observations_as() const {
+    return static_cast<const Element*>(checked<Element>(observations));
+  }
+  template <typename Element>
+  const Element* final_observations_as() const {
+    return static_cast<const Element*>(checked<Element>(final_observations));
+  }
+
+ private:
+  template <typename Element>
+  const void* checked(const void* rows) const {
+    constexpr Dtype kWanted = std::is_same_v<Element, uint8_t> ? Dtype::kUInt8 : Dtype::kFloat32;
+    if (obs_dtype != kWanted) {
+      throw std::logic_error(std::string("Batch: observations are ") + dtype_name(obs_dtype) + ", not " +
+                             dtype_name(kWanted));
+    }
+    return rows;
+  }
 };
 
 namespace detail {
@@ -127,6 +155,8 @@ class VectorEnv {
   bool is_async() const { return batch_size_ < config_.num_envs; }
   int num_threads() const { return pool_->num_threads(); }
   int64_t obs_dim() const { return obs_dim_; }
+  // Bytes of one observation: obs_dim() elements of the observation space's dtype.
+  int64_t obs_bytes() const { return obs_bytes_; }
   // Floats per action for a Box action space; 1 for Discrete.
   int64_t act_dim() const { return act_dim_; }
 
@@ -199,6 +229,7 @@ class VectorEnv {
   EnvSpec spec_;
   int64_t batch_size_ = 0;
   int64_t obs_dim_ = 0;
+  int64_t obs_bytes_ = 0;
   int64_t act_dim_ = 0;
   bool discrete_ = false;
   // Adaptive chunking (config.chunk_size == 0): an estimate of one env step's cost in

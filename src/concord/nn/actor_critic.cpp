@@ -39,17 +39,54 @@ void ActorCriticConfig::validate() const {
     problems.check(activation == "tanh" || activation == "relu", "activation", "\"" + activation + "\"",
                    "\"tanh\" or \"relu\"");
   } else if (torso == "cnn") {
-    problems.check(obs_shape.size() == 3 && obs_shape[1] >= 36 && obs_shape[2] >= 36, "obs_shape", obs_shape,
-                   "[C, H, W] with H, W >= 36 for the cnn torso");
+    if (!(obs_shape.size() == 3 && obs_shape[1] >= 36 && obs_shape[2] >= 36)) {
+      problems.add("torso=cnn does not fit observations of shape " + shape_string(obs_shape) +
+                   ": it needs [C, H, W] pixels with H, W >= 36");
+    }
     problems.check(cnn_features >= 1, "cnn_features", cnn_features, ">= 1");
+  } else if (torso == "grid_cnn") {
+    const GridCnnConfig grid = grid_cnn();
+    const std::vector<int64_t> out = grid.output_grid();
+    if (!(obs_shape.size() == 3 && out[0] >= 1 && out[1] >= 1)) {
+      problems.add("torso=grid_cnn does not fit observations of shape " + shape_string(obs_shape) +
+                   ": it needs a channel-last grid [H, W, C] large enough for " + std::to_string(grid_channels.size()) +
+                   " convolution(s) of " + std::to_string(grid_kernel_size) + "x" + std::to_string(grid_kernel_size) +
+                   ", stride " + std::to_string(grid_stride));
+    }
+    bool positive_channels = !grid_channels.empty();
+    for (int64_t size : grid_channels) positive_channels = positive_channels && size >= 1;
+    problems.check(positive_channels, "grid_channels", grid_channels, "non-empty, all >= 1");
+    problems.check(grid_kernel_size >= 1, "grid_kernel_size", grid_kernel_size, ">= 1");
+    problems.check(grid_stride >= 1, "grid_stride", grid_stride, ">= 1");
+    problems.check(grid_features >= 1, "grid_features", grid_features, ">= 1");
   } else {
-    problems.check(false, "torso", "\"" + torso + "\"", "\"mlp\" or \"cnn\"");
+    problems.check(false, "torso", "\"" + torso + "\"", "\"mlp\", \"cnn\" or \"grid_cnn\"");
   }
-  problems.throw_if_any("ActorCriticConfig");
+  problems.throw_if_any("network config (algo.<key>)");
+}
+
+GridCnnConfig ActorCriticConfig::grid_cnn() const {
+  GridCnnConfig grid;
+  grid.obs_shape = obs_shape;
+  grid.channels = grid_channels;
+  grid.kernel_size = grid_kernel_size;
+  grid.stride = grid_stride;
+  grid.features = grid_features;
+  return grid;
 }
 
 const core::ConfigFields<ActorCriticConfig>& ActorCriticConfig::fields() {
   static const core::ConfigFields<ActorCriticConfig> kFields = {
+      {"torso", &ActorCriticConfig::torso,
+       "Network torso: mlp (vector observations), cnn (Nature-DQN, [C, H, W] pixels of at least 36x36) or "
+       "grid_cnn (channel-last grids such as MinAtar's)"},
+      {"shared_torso", &ActorCriticConfig::shared_torso, "One torso feeding both heads instead of one each"},
+      {"grid_channels", &ActorCriticConfig::grid_channels,
+       "grid_cnn: output channels of each convolution (MinAtar's network: [16])"},
+      {"grid_kernel_size", &ActorCriticConfig::grid_kernel_size, "grid_cnn: convolution kernel size"},
+      {"grid_stride", &ActorCriticConfig::grid_stride, "grid_cnn: convolution stride"},
+      {"grid_features", &ActorCriticConfig::grid_features,
+       "grid_cnn: width of the layer after the convolutions (MinAtar's network: 128)"},
       {"hidden_sizes", &ActorCriticConfig::hidden_sizes, "Hidden layer sizes of the actor and critic MLPs"},
       {"activation", &ActorCriticConfig::activation, "MLP activation: tanh or relu"},
       {"init_log_std", &ActorCriticConfig::init_log_std,
@@ -86,6 +123,8 @@ ActorCriticImpl::Torso ActorCriticImpl::make_torso(const std::string& name) {
   Torso torso;
   if (config_.torso == "cnn") {
     torso.cnn = register_module(name, CnnTorso(config_.obs_shape, config_.cnn_features, config_.cnn_scale_input));
+  } else if (config_.torso == "grid_cnn") {
+    torso.grid = register_module(name, GridCnnTorso(config_.grid_cnn()));
   } else {
     int64_t input_dim = 1;
     for (int64_t size : config_.obs_shape) {
@@ -104,7 +143,9 @@ void ActorCriticImpl::reset() {
     actor_torso_ = make_torso("actor_torso");
     critic_torso_ = make_torso("critic_torso");
   }
-  const int64_t features = actor_torso_.cnn ? actor_torso_.cnn->output_dim() : actor_torso_.mlp->output_dim();
+  const int64_t features = actor_torso_.cnn    ? actor_torso_.cnn->output_dim()
+                           : actor_torso_.grid ? actor_torso_.grid->output_dim()
+                                               : actor_torso_.mlp->output_dim();
   actor_head_ = register_module("actor_head", torch::nn::Linear(features, config_.action_dim));
   orthogonal_init(actor_head_, kPolicyHeadGain);
   critic_head_ = register_module("critic_head", torch::nn::Linear(features, 1));
@@ -124,7 +165,9 @@ void ActorCriticImpl::reset() {
 }
 
 torch::Tensor ActorCriticImpl::run_torso(Torso& torso, const torch::Tensor& x) {
-  return torso.cnn ? torso.cnn->forward(x) : torso.mlp->forward(x);
+  if (torso.cnn) return torso.cnn->forward(x);
+  if (torso.grid) return torso.grid->forward(x);
+  return torso.mlp->forward(x);
 }
 
 torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
@@ -141,7 +184,7 @@ torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
   const torch::Tensor& weight = actor_head_->weight;
   torch::Tensor x = obs.to(weight.device(), weight.scalar_type());
   if (obs_rms_) x = obs_rms_->normalize(x);
-  return config_.torso == "cnn" ? x : x.flatten(1);
+  return config_.torso == "mlp" ? x.flatten(1) : x;
 }
 
 torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) { return run_torso(actor_torso_, x); }

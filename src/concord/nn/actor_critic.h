@@ -14,6 +14,7 @@
 #include "concord/nn/categorical.h"
 #include "concord/nn/cnn.h"
 #include "concord/nn/diag_gaussian.h"
+#include "concord/nn/grid_cnn.h"
 #include "concord/nn/mlp.h"
 #include "concord/nn/running_mean_std.h"
 
@@ -29,13 +30,14 @@ enum class ActionKind {
 // torsos, each a 64-64 tanh MLP. CleanRL's Atari network is torso = "cnn", shared_torso = true.
 struct ActorCriticConfig {
   // One observation's shape, without the batch dimension: [obs_dim] for "mlp" (a longer shape is
-  // flattened), [C, H, W] for "cnn".
+  // flattened), [C, H, W] for "cnn", [H, W, C] for "grid_cnn".
   std::vector<int64_t> obs_shape;
   // Discrete (Categorical policy) or continuous (DiagGaussian policy) actions.
   ActionKind action_kind = ActionKind::kDiscrete;
   // Number of actions n (discrete) or action dimension d (continuous).
   int64_t action_dim = 0;
-  // "mlp" (see mlp.h) or "cnn" (Nature-DQN, see cnn.h).
+  // "mlp" (see mlp.h), "cnn" (Nature-DQN on pixels, see cnn.h) or "grid_cnn" (small channel-last
+  // grids such as MinAtar's, see grid_cnn.h).
   std::string torso = "mlp";
   // mlp torso only: hidden layer sizes; empty gives linear heads on the raw observation.
   std::vector<int64_t> hidden_sizes = {64, 64};
@@ -47,6 +49,11 @@ struct ActorCriticConfig {
   int64_t cnn_features = 512;
   // cnn torso only: divide pixel values by 255 before the first convolution.
   bool cnn_scale_input = true;
+  // grid_cnn torso only; the defaults are MinAtar's reference network.
+  std::vector<int64_t> grid_channels = {16};
+  int64_t grid_kernel_size = 3;
+  int64_t grid_stride = 1;
+  int64_t grid_features = 128;
   // Continuous actions only: initial value of every element of log_std.
   double init_log_std = 0.0;
   // Normalise observations by their running mean and std (Gymnasium's NormalizeObservation,
@@ -55,6 +62,8 @@ struct ActorCriticConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+  // The grid_cnn torso's own config.
+  GridCnnConfig grid_cnn() const;
 
   // The fields a run sets by config key (algo.<key>, shared by every algorithm); the others come
   // from the env's spaces or are fixed by the code that builds the network.
@@ -163,10 +172,11 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   const ActorCriticConfig& config() const { return config_; }
 
  private:
-  // A torso of either kind: exactly one holder is set.
+  // A torso of any kind: exactly one holder is set.
   struct Torso {
     MlpTorso mlp{nullptr};
     CnnTorso cnn{nullptr};
+    GridCnnTorso grid{nullptr};
   };
 
   Torso make_torso(const std::string& name);

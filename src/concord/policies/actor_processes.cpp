@@ -24,7 +24,7 @@ constexpr int kParametersTag = 41;
 constexpr int kBuffersTag = 50;  // + buffer index
 
 constexpr int kFields = 9;
-constexpr int kMaxDims = 4;
+constexpr int kMaxDims = 6;  // [T, B, H, W, C] grid observations need 5
 
 std::vector<torch::Tensor*> fields(algos::Rollout& rollout) {
   return {&rollout.observations, &rollout.actions,           &rollout.log_probs,
@@ -38,7 +38,7 @@ torch::Tensor describe(algos::Rollout& rollout) {
   const auto tensors = fields(rollout);
   for (int field = 0; field < kFields; ++field) {
     const torch::Tensor& tensor = *tensors[static_cast<size_t>(field)];
-    if (tensor.dim() > kMaxDims) throw std::invalid_argument("actor_processes: rollout field with more than 4 dims");
+    if (tensor.dim() > kMaxDims) throw std::invalid_argument("actor_processes: rollout field with more than 6 dims");
     shapes[field][0] = static_cast<int64_t>(tensor.scalar_type());
     shapes[field][1] = tensor.dim();
     for (int64_t d = 0; d < tensor.dim(); ++d) shapes[field][2 + d] = tensor.size(d);

@@ -25,6 +25,7 @@
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/observation_rows.h"
 
 namespace concord::policies {
 
@@ -74,7 +75,7 @@ struct RunStopped {};
 // are final observations of episodes truncated at its last step, which only need a value.
 struct PredictionRequest {
   int agent = 0;
-  torch::Tensor observations;  // [rows, obs_dim] float, on the CPU
+  torch::Tensor observations;  // [rows, *obs_shape] in the env's dtype, on the CPU
 };
 
 // The predictor's answer, row for row, on the CPU.
@@ -312,14 +313,11 @@ class Run {
     } exit{*this};
     envs::VectorEnv& env = *envs_[static_cast<size_t>(a)];
     const int64_t n = env.num_envs();
-    const int64_t obs_dim = env.obs_dim();
     const int64_t steps = learner_.rollout_length();
     const envs::Space& action_space = env.spec().action_space;
     const bool discrete = action_space.is_discrete();
     const EnvActions env_actions(action_space, torch::kCPU);
-    const auto host_rows = [&](const float* rows, int64_t count) {
-      return torch::from_blob(const_cast<float*>(rows), {count, obs_dim}, torch::kFloat32).clone();
-    };
+    const auto host_rows = [&](const void* rows, int64_t count) { return observation_view(env, rows, count).clone(); };
 
     envs::Batch batch = env.reset();
     torch::Tensor observations = host_rows(batch.observations, n);
@@ -334,7 +332,9 @@ class Run {
       segment.version = prediction.version;
       algos::Rollout& rollout = segment.rollout;
       const auto floats = torch::TensorOptions().dtype(torch::kFloat32);
-      rollout.observations = torch::empty({steps, n, obs_dim}, floats);
+      std::vector<int64_t> observation_shape = observation_batch_shape(env.spec().observation_space, n);
+      observation_shape.insert(observation_shape.begin(), steps);
+      rollout.observations = torch::empty(observation_shape, floats.dtype(observations.scalar_type()));
       rollout.actions = discrete ? torch::empty({steps, n}, floats.dtype(torch::kInt64))
                                  : torch::empty({steps, n, env.act_dim()}, floats);
       rollout.log_probs = torch::empty({steps, n}, floats);

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "concord/policies/env_actions.h"
+#include "concord/policies/observation_rows.h"
 
 namespace concord::policies {
 
@@ -27,8 +28,7 @@ std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConf
   envs::Batch batch = env.reset();
   torch::NoGradGuard no_grad;
   while (remaining > 0) {
-    const auto observations =
-        torch::from_blob(const_cast<float*>(batch.observations), {episodes, env.obs_dim()}).to(device);
+    const auto observations = observation_view(env, batch.observations, episodes).to(device);
     batch = env_actions.step(env, model->act(observations, /*deterministic=*/!stochastic).action);
     for (int64_t row = 0; row < episodes; ++row) {
       if (!done[row] && batch.has_final[row]) {

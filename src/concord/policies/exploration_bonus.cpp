@@ -7,7 +7,8 @@ namespace concord::policies {
 algos::Rollout with_bonus(explore::Bonus& bonus, const algos::Rollout& rollout, algos::Metrics& metrics) {
   const int64_t steps = rollout.rewards.size(0);
   const int64_t envs = rollout.rewards.size(1);
-  const torch::Tensor states = rollout.observations.reshape({steps * envs, -1});
+  // Bonuses hash and count float states, whatever dtype the env observes in.
+  const torch::Tensor states = rollout.observations.reshape({steps * envs, -1}).to(torch::kFloat32);
   const torch::Tensor bonuses = bonus.visit(states).reshape({steps, envs}).to(rollout.rewards.device());
 
   algos::Rollout learned = rollout;

@@ -7,6 +7,8 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include "concord/policies/observation_rows.h"
+
 namespace concord::policies {
 
 RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollout, torch::Device device)
@@ -14,7 +16,6 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
       steps_(steps_per_rollout),
       device_(device),
       num_envs_(env.num_envs()),
-      obs_dim_(env.obs_dim()),
       discrete_(env.spec().action_space.is_discrete()),
       env_actions_(env.spec().action_space, device) {
   if (env_.is_async()) {
@@ -23,7 +24,11 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   }
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   const auto on_host = torch::TensorOptions().dtype(torch::kFloat32);
-  host_observations_ = torch::zeros({steps_ + 1, num_envs_, obs_dim_}, on_host);
+  // Observations keep the env's dtype (uint8 grids stay uint8): the model converts them.
+  std::vector<int64_t> observation_shape = observation_batch_shape(env.spec().observation_space, num_envs_);
+  observation_shape.insert(observation_shape.begin(), steps_ + 1);
+  host_observations_ =
+      torch::zeros(observation_shape, on_host.dtype(scalar_type(env.spec().observation_space.dtype())));
   host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
   host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
   host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
@@ -40,25 +45,24 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
     value_rows_.push_back(rollout_.values[t]);
   }
   const envs::Batch batch = env_.reset();
-  std::memcpy(host_observations_.data_ptr<float>(), batch.observations,
-              static_cast<size_t>(num_envs_ * obs_dim_) * sizeof(float));
+  std::memcpy(host_observations_.data_ptr(), batch.observations, static_cast<size_t>(num_envs_ * env_.obs_bytes()));
 }
 
-torch::Tensor RolloutCollector::observation_tensor(const float* rows) const {
-  // from_blob views the engine's buffer; copy because the engine overwrites it next step.
-  auto view = torch::from_blob(const_cast<float*>(rows), {num_envs_, obs_dim_}, torch::kFloat32);
-  return view.to(device_, /*non_blocking=*/false, /*copy=*/true);
+torch::Tensor RolloutCollector::observation_tensor(const void* rows) const {
+  // The view is of the engine's buffer; copy because the engine overwrites it next step.
+  return observation_view(env_, rows, num_envs_).to(device_, /*non_blocking=*/false, /*copy=*/true);
 }
 
 const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
-  float* observations = host_observations_.data_ptr<float>();
+  auto* observations = static_cast<unsigned char*>(host_observations_.data_ptr());
   float* rewards = host_rewards_.data_ptr<float>();
   float* terminated = host_terminated_.data_ptr<float>();
   float* truncated = host_truncated_.data_ptr<float>();
-  const int64_t row_floats = num_envs_ * obs_dim_;
-  const size_t row_bytes = static_cast<size_t>(row_floats) * sizeof(float);
+  const int64_t row_bytes = num_envs_ * env_.obs_bytes();
   // The last rollout's o_T is this one's o_0.
-  if (rollout_.observations.defined()) std::memcpy(observations, observations + steps_ * row_floats, row_bytes);
+  if (rollout_.observations.defined()) {
+    std::memcpy(observations, observations + steps_ * row_bytes, static_cast<size_t>(row_bytes));
+  }
 
   {
     c10::InferenceMode inference;
@@ -71,7 +75,7 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
 
       const envs::Batch batch = env_actions_.step(env_, act.action);
 
-      std::memcpy(observations + (t + 1) * row_floats, batch.observations, row_bytes);
+      std::memcpy(observations + (t + 1) * row_bytes, batch.observations, static_cast<size_t>(row_bytes));
       bool any_truncated = false;
       for (int64_t row = 0; row < num_envs_; ++row) {
         rewards[t * num_envs_ + row] = batch.rewards[row];

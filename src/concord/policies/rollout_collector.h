@@ -44,13 +44,12 @@ class RolloutCollector {
   envs::VectorEnv& env() { return env_; }
 
  private:
-  torch::Tensor observation_tensor(const float* rows) const;
+  torch::Tensor observation_tensor(const void* rows) const;
 
   envs::VectorEnv& env_;
   int64_t steps_;
   torch::Device device_;
   int64_t num_envs_;
-  int64_t obs_dim_;
   bool discrete_;
   EnvActions env_actions_;
 

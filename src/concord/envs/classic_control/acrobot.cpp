@@ -31,7 +31,7 @@ Acrobot::State axpy(const Acrobot::State& y, double h, const Acrobot::State& k) 
 
 }  // namespace
 
-Acrobot::Acrobot() : Env(make_spec()) {}
+Acrobot::Acrobot() : FloatEnv(make_spec()) {}
 
 EnvSpec Acrobot::make_spec() {
   const float vel1 = static_cast<float>(kMaxVel1);

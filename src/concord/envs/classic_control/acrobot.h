@@ -14,7 +14,7 @@ namespace concord::envs {
 //
 // Precision as in Gymnasium: the initial state is drawn and rounded to float32; every step then
 // integrates and stores it in double.
-class Acrobot final : public Env {
+class Acrobot final : public FloatEnv {
  public:
   static constexpr double kDt = 0.2;
   static constexpr double kLinkLength1 = 1.0;

@@ -16,7 +16,7 @@ namespace {
 
 }  // namespace
 
-CartPole::CartPole() : Env(make_spec()) {}
+CartPole::CartPole() : FloatEnv(make_spec()) {}
 
 EnvSpec CartPole::make_spec() {
   // Twice the termination thresholds, so the observation that terminates is still in the space.

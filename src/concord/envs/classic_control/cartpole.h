@@ -11,7 +11,7 @@ namespace concord::envs {
 // that terminates, and 0 on any step taken after termination without a reset. Terminates when
 // |x| > 2.4 or |theta| > 12 degrees; truncated after 500 steps. The state is kept in double, as
 // Gymnasium keeps it in float64.
-class CartPole final : public Env {
+class CartPole final : public FloatEnv {
  public:
   static constexpr double kGravity = 9.8;
   static constexpr double kMassCart = 1.0;

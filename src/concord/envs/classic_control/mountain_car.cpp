@@ -16,7 +16,7 @@ namespace {
 
 }  // namespace
 
-MountainCar::MountainCar() : Env(make_spec()) {}
+MountainCar::MountainCar() : FloatEnv(make_spec()) {}
 
 EnvSpec MountainCar::make_spec() {
   return EnvSpec{"MountainCar-v0",

@@ -11,7 +11,7 @@ namespace concord::envs {
 // Observation: float32 [position, velocity]. Reward: -1 per step. Terminates on reaching
 // position >= 0.5 with velocity >= 0; truncated after 200 steps. Hitting the left wall is
 // inelastic (velocity becomes 0). The state is kept in double, as Gymnasium keeps it in float64.
-class MountainCar final : public Env {
+class MountainCar final : public FloatEnv {
  public:
   static constexpr double kMinPosition = -1.2;
   static constexpr double kMaxPosition = 0.6;

@@ -13,7 +13,7 @@ namespace {
 
 }  // namespace
 
-MountainCarContinuous::MountainCarContinuous() : Env(make_spec()) {}
+MountainCarContinuous::MountainCarContinuous() : FloatEnv(make_spec()) {}
 
 EnvSpec MountainCarContinuous::make_spec() {
   return EnvSpec{"MountainCarContinuous-v0",

@@ -14,7 +14,7 @@ namespace concord::envs {
 //
 // Precision as in Gymnasium: the initial state is float64, each step computes in double and then
 // stores the state as float32 (the next step starts from the rounded values).
-class MountainCarContinuous final : public Env {
+class MountainCarContinuous final : public FloatEnv {
  public:
   static constexpr double kMinAction = -1.0;
   static constexpr double kMaxAction = 1.0;

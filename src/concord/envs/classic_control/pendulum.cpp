@@ -13,7 +13,7 @@ namespace {
 
 }  // namespace
 
-Pendulum::Pendulum() : Env(make_spec()) {}
+Pendulum::Pendulum() : FloatEnv(make_spec()) {}
 
 EnvSpec Pendulum::make_spec() {
   const float speed = static_cast<float>(kMaxSpeed);

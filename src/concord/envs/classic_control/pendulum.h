@@ -12,7 +12,7 @@ namespace concord::envs {
 // -(theta^2 + 0.1 theta_dot^2 + 0.001 torque^2), from the state before the step and the clipped
 // torque. Never terminates; truncated after 200 steps. The state is kept in double, as Gymnasium
 // keeps it in float64.
-class Pendulum final : public Env {
+class Pendulum final : public FloatEnv {
  public:
   static constexpr double kMaxSpeed = 8.0;
   static constexpr float kMaxTorque = 2.0f;

@@ -7,7 +7,7 @@
 
 namespace concord::envs {
 
-CartPoleSwingUp::CartPoleSwingUp() : Env(make_spec()) {}
+CartPoleSwingUp::CartPoleSwingUp() : FloatEnv(make_spec()) {}
 
 EnvSpec CartPoleSwingUp::make_spec() {
   // x is bounded at twice its limit, as CartPole-v1 bounds its thresholds; velocities are unbounded.

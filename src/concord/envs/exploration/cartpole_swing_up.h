@@ -15,7 +15,7 @@ namespace concord::envs {
 //
 // Observation: float32 [x, x_dot, cos(theta), sin(theta), theta_dot] (the angle as cos and sin,
 // so that it does not wrap). Actions: 0 push left, 1 push right.
-class CartPoleSwingUp final : public Env {
+class CartPoleSwingUp final : public FloatEnv {
  public:
   static constexpr double kXLimit = 3.0;
   static constexpr double kUprightCosine = 0.8;

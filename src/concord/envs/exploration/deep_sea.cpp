@@ -5,7 +5,7 @@
 
 namespace concord::envs {
 
-DeepSea::DeepSea(int size, uint64_t mapping_seed) : Env(make_spec(size)), size_(size) {
+DeepSea::DeepSea(int size, uint64_t mapping_seed) : FloatEnv(make_spec(size)), size_(size) {
   core::Rng mapping(mapping_seed);
   right_action_.resize(static_cast<size_t>(size) * static_cast<size_t>(size));
   for (uint8_t& action : right_action_) action = static_cast<uint8_t>(mapping() >> 63);

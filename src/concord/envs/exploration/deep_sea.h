@@ -20,7 +20,7 @@ namespace concord::envs {
 // 1 - 0.01 = 0.99); a dithering agent finds it with probability 2^-N per episode. Observation:
 // float32 one-hot of (row, column) over the N x N grid, flattened row-major; all zeros once the
 // agent has left the grid (the final observation).
-class DeepSea final : public Env {
+class DeepSea final : public FloatEnv {
  public:
   static constexpr double kMoveCost = 0.01;
 

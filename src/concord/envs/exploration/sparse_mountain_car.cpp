@@ -5,7 +5,7 @@
 
 namespace concord::envs {
 
-SparseMountainCar::SparseMountainCar() : Env(make_spec()) {}
+SparseMountainCar::SparseMountainCar() : FloatEnv(make_spec()) {}
 
 EnvSpec SparseMountainCar::make_spec() {
   const EnvSpec dense = MountainCar::make_spec();

@@ -10,7 +10,7 @@ namespace concord::envs {
 // reaches the goal (position >= 0.5, velocity >= 0, which terminates) and 0 on every other step.
 // Episodes are truncated after 500 steps, rllab's horizon in those papers (Gymnasium's 200 leaves
 // even a good explorer few chances).
-class SparseMountainCar final : public Env {
+class SparseMountainCar final : public FloatEnv {
  public:
   static constexpr int kMaxEpisodeSteps = 500;
 
