@@ -1,5 +1,6 @@
 // ga3c_inference: predictions per second (PPS) of central batched inference (GA3C) against every
-// agent running its own batch-1 inference (the A3C way), on CartPole-v1, one env per agent.
+// agent running its own batch-1 inference (the A3C way), one env per agent: on CartPole-v1 with
+// MLPs, or with --minatar on MinAtar Breakout with MinAtar's convolutional network.
 //
 //   central  the `central_inference` policy itself, with 1 predictor (prediction_batch 128) and a
 //            learner that does nothing, so only stepping and inference cost time; PPS is the
@@ -30,6 +31,8 @@
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/policies/central_inference.h"
+#include "concord/policies/observation_rows.h"
+#include "machine_load.h"
 
 namespace {
 
@@ -69,18 +72,41 @@ class NullLearner final : public concord::algos::Learner {
   concord::nn::FlatParameters parameters_{*model_};
 };
 
-concord::envs::VectorEnvConfig cartpole_envs(int num_envs) {
+// What the agents step and the network they act with.
+struct Workload {
+  std::string label;
+  std::string env_id;
+  concord::nn::ActorCriticConfig network;
+};
+
+Workload cartpole_workload(int64_t width) {
+  return {std::to_string(width) + "x" + std::to_string(width) + " MLP, CartPole-v1", "CartPole-v1",
+          cartpole_network(width)};
+}
+
+// MinAtar's reference network (one 3x3 convolution, 16 channels, 128 units) as one shared torso,
+// on MinAtar Breakout's uint8 [10, 10, 4] grids.
+Workload minatar_workload() {
+  concord::nn::ActorCriticConfig network;
+  network.obs_shape = {10, 10, 4};
+  network.action_dim = 3;
+  network.torso = "grid_cnn";
+  network.shared_torso = true;
+  return {"grid CNN, MinAtar/Breakout-v1", "MinAtar/Breakout-v1", network};
+}
+
+concord::envs::VectorEnvConfig workload_envs(const Workload& workload, int num_envs) {
   concord::envs::VectorEnvConfig config;
-  config.env_id = "CartPole-v1";
+  config.env_id = workload.env_id;
   config.num_envs = num_envs;
   config.seed = 1;
   return config;
 }
 
 // Runs the policy for `seconds` and returns the last update's metrics.
-concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner, int num_envs,
-                                   double seconds) {
-  CentralInferencePolicy policy(config, cartpole_envs(num_envs), learner, torch::kCPU);
+concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner,
+                                   const concord::envs::VectorEnvConfig& envs, double seconds) {
+  CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
   concord::policies::TrainingState state;
   concord::algos::Metrics last;
   concord::policies::TrainingCallbacks callbacks;
@@ -92,31 +118,31 @@ concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord
   return last;
 }
 
-double central_pps(int agents, int64_t width, double seconds) {
-  NullLearner learner(5, cartpole_network(width), 0);
+double central_pps(const Workload& workload, int agents, double seconds) {
+  NullLearner learner(5, workload.network, 0);
   CentralInferenceConfig config;
   config.agents = agents;
   config.training_batch = 1;
   config.queue_capacity = 2 * agents;
-  return run_policy(config, learner, agents, seconds).at("charts/PPS");
+  return run_policy(config, learner, workload_envs(workload, agents), seconds).at("charts/PPS");
 }
 
-double own_inference_pps(int agents, int64_t width, double seconds) {
-  const concord::nn::ActorCritic reference(cartpole_network(width));
+double own_inference_pps(const Workload& workload, int agents, double seconds) {
+  const concord::nn::ActorCritic reference(workload.network);
   std::atomic<int64_t> predictions{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (int a = 0; a < agents; ++a) {
     auto model = std::dynamic_pointer_cast<concord::nn::ActorCriticImpl>(reference->clone());
     threads.emplace_back([&, model, a] {
-      concord::envs::VectorEnvConfig config = cartpole_envs(1);
+      concord::envs::VectorEnvConfig config = workload_envs(workload, 1);
       config.seed = static_cast<uint64_t>(a);
       concord::envs::VectorEnv env(config);
       concord::envs::Batch batch = env.reset();
       int64_t count = 0;
       c10::InferenceMode inference;
       while (!stop.load(std::memory_order_relaxed)) {
-        const auto observation = torch::from_blob(const_cast<float*>(batch.observations_as<float>()), {1, 4});
+        const torch::Tensor observation = concord::policies::observation_view(env, batch.observations, 1);
         const torch::Tensor action = model->act(observation).action.contiguous();
         batch = env.step(action.data_ptr<int64_t>());
         ++count;
@@ -145,7 +171,7 @@ void sweep(double seconds) {
     config.agents = agents;
     config.predictors = predictors;
     config.trainers = trainers;
-    const auto metrics = run_policy(config, learner, 32, seconds);
+    const auto metrics = run_policy(config, learner, workload_envs(cartpole_workload(64), 32), seconds);
     std::printf("| %d | %d | %d | %.1f | %.0f |\n", agents, predictors, trainers, metrics.at("charts/TPS"),
                 metrics.at("charts/PPS"));
   }
@@ -156,7 +182,7 @@ void sweep(double seconds) {
   config.trainers = 2;
   config.dynamic_adjustment = true;
   config.adjust_interval_seconds = 1.0;
-  const auto metrics = run_policy(config, learner, 32, 3.0 * seconds);
+  const auto metrics = run_policy(config, learner, workload_envs(cartpole_workload(64), 32), 3.0 * seconds);
   std::printf("| dynamic (max 16, 2, 2), settled at %.0f, %.0f, %.0f | | | %.1f | %.0f |\n",
               metrics.at("charts/active_agents"), metrics.at("charts/active_predictors"),
               metrics.at("charts/active_trainers"), metrics.at("charts/TPS"), metrics.at("charts/PPS"));
@@ -170,21 +196,30 @@ int main(int argc, char** argv) {
   std::vector<int64_t> widths = {64, 256};
   double seconds = 3.0;
   bool with_sweep = false;
+  bool minatar = false;
   app.add_option("--agents", agent_counts, "Agent counts to measure");
   app.add_option("--widths", widths, "Hidden width of the 2-layer MLPs");
   app.add_option("--seconds", seconds, "Wall time per cell");
+  app.add_flag("--minatar", minatar, "Measure MinAtar Breakout with the grid CNN instead of CartPole's MLPs");
   app.add_flag("--sweep", with_sweep, "Also compare static thread configurations with dynamic adjustment (TPS)");
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
 
-  std::printf("PPS on CartPole-v1, one env per agent, %.1f s per cell\n\n", seconds);
-  std::printf("| net | agents | central batched PPS | own batch-1 PPS (A3C) | ratio |\n|---|---:|---:|---:|---:|\n");
-  for (int64_t width : widths) {
+  std::vector<Workload> workloads;
+  if (minatar) {
+    workloads.push_back(minatar_workload());
+  } else {
+    for (int64_t width : widths) workloads.push_back(cartpole_workload(width));
+  }
+  std::printf("PPS, one env per agent, %.1f s per cell; machine: %u hardware threads, load average at start %s\n\n",
+              seconds, std::thread::hardware_concurrency(), concord::bench::load_average().c_str());
+  std::printf(
+      "| workload | agents | central batched PPS | own batch-1 PPS (A3C) | ratio |\n|---|---:|---:|---:|---:|\n");
+  for (const Workload& workload : workloads) {
     for (int agents : agent_counts) {
-      const double central = central_pps(agents, width, seconds);
-      const double own = own_inference_pps(agents, width, seconds);
-      std::printf("| %lldx%lld | %d | %.0f | %.0f | %.2fx |\n", static_cast<long long>(width),
-                  static_cast<long long>(width), agents, central, own, central / own);
+      const double central = central_pps(workload, agents, seconds);
+      const double own = own_inference_pps(workload, agents, seconds);
+      std::printf("| %s | %d | %.0f | %.0f | %.2fx |\n", workload.label.c_str(), agents, central, own, central / own);
       std::fflush(stdout);
     }
   }

@@ -17,7 +17,12 @@ std::filesystem::path create_run_dir(const std::filesystem::path& root, const st
   localtime_r(&now, &local);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
-  const std::string base = name + "__" + stamp;
+  // An env id such as "MinAtar/Breakout-v1" names one folder, not two.
+  std::string flat = name;
+  for (char& c : flat) {
+    if (c == '/' || c == '\\') c = '_';
+  }
+  const std::string base = flat + "__" + stamp;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const std::filesystem::path candidate = root / (attempt == 0 ? base : base + "-" + std::to_string(attempt));
     // create_directory is atomic: exactly one concurrent caller gets `true` for a path.

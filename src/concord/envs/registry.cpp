@@ -11,6 +11,9 @@
 #include "concord/envs/exploration/cartpole_swing_up.h"
 #include "concord/envs/exploration/deep_sea.h"
 #include "concord/envs/exploration/sparse_mountain_car.h"
+#include "concord/envs/minatar/asterix.h"
+#include "concord/envs/minatar/breakout.h"
+#include "concord/envs/minatar/freeway.h"
 #include "concord/envs/minatar/minatar_game.h"
 
 namespace concord::envs {
@@ -50,6 +53,9 @@ Registry make_builtin_registry() {
   registry.add("CartPoleSwingUp-v0", make<CartPoleSwingUp>);
   for (int size = 5; size <= 50; size += 5)
     registry.add(DeepSea::id_for(size), [size] { return std::make_unique<DeepSea>(size); });
+  add_minatar<minatar::Asterix>(registry, "Asterix");
+  add_minatar<minatar::Breakout>(registry, "Breakout");
+  add_minatar<minatar::Freeway>(registry, "Freeway");
   return registry;
 }
 
