@@ -44,6 +44,13 @@ const Reference kReferences[] = {
     {"Pendulum-v1", "ppo", "-172 (RL Zoo PPO + gSDE, 100k steps)"},
     {"MountainCarContinuous-v0", "ppo", "88.3 (RL Zoo PPO + gSDE, 20k steps)"},
     {"MountainCar-v0", "ppo", "-110 (RL Zoo PPO, normalised, 1M steps)"},
+    // MinAtar: last-100-episode training return at 5M frames, read off MinAtar's published figures
+    // (DQN, AC(lambda)) and gymnax's PPO at 10M steps; compare the last-100 column.
+    {"MinAtar/Asterix-v1", "ppo", "DQN ~17, AC(lambda) ~19.5, gymnax PPO 15 (10M)"},
+    {"MinAtar/Breakout-v1", "ppo", "DQN ~10, AC(lambda) ~17.5, gymnax PPO 28 (10M)"},
+    {"MinAtar/Freeway-v1", "ppo", "DQN ~50, AC(lambda) ~47, gymnax PPO 58 (10M)"},
+    {"MinAtar/Seaquest-v1", "ppo", "DQN ~20, AC(lambda) ~15.5"},
+    {"MinAtar/SpaceInvaders-v1", "ppo", "DQN ~45, AC(lambda) ~183, gymnax PPO 131 (10M)"},
 };
 
 std::string reference_for(const std::string& env_id, const std::string& algo) {
@@ -62,17 +69,26 @@ const char* const kDefaultConfigs[] = {
     "configs/ppo_mountain_car.toml",
 };
 
+// Not in the default set (5M steps each, minutes per seed): name them with --configs or --minatar.
+const char* const kMinAtarConfigs[] = {
+    "configs/ppo_minatar_asterix.toml",  "configs/ppo_minatar_breakout.toml",       "configs/ppo_minatar_freeway.toml",
+    "configs/ppo_minatar_seaquest.toml", "configs/ppo_minatar_space_invaders.toml",
+};
+
 struct Options {
   std::vector<std::string> configs;
   int64_t seeds = 3;
   int64_t episodes = 20;
   bool quick = false;
+  bool stochastic_eval = false;
+  int64_t total_timesteps = 0;  // 0: each config's own
 };
 
 // One training run and its evaluation.
 struct SeedResult {
   int64_t seed = 0;
   double eval_return = 0.0;  // mean over the evaluation episodes
+  double last_100 = 0.0;     // mean training return of the last 100 episodes (MinAtar's metric)
   int64_t steps = 0;
   double train_seconds = 0.0;
 };
@@ -97,21 +113,29 @@ SeedResult train_and_evaluate(const std::string& file, int64_t seed, const Optio
   Config config(concord::cli::concord_schema());
   config.merge_file(file);
   config.set("run.seed", seed, "--seeds");
+  if (options.total_timesteps > 0) config.set("train.total_timesteps", options.total_timesteps, "--total-timesteps");
   if (options.quick) config.set("train.total_timesteps", quick_steps(config), "--quick");
 
   concord::core::Stopwatch clock;
   concord::cli::TrainingRun training(config);
   concord::policies::TrainingState state;
-  training.train(state, {});
+  std::vector<double> episode_returns;
+  concord::policies::TrainingCallbacks callbacks;
+  callbacks.on_episode = [&](double episode_return, int64_t) { episode_returns.push_back(episode_return); };
+  training.train(state, callbacks);
   SeedResult result;
   result.seed = seed;
   result.steps = state.global_step;
   result.train_seconds = clock.elapsed_seconds();
+  const size_t last = std::min<size_t>(100, episode_returns.size());
+  for (size_t i = episode_returns.size() - last; i < episode_returns.size(); ++i) result.last_100 += episode_returns[i];
+  if (last > 0) result.last_100 /= static_cast<double>(last);
 
   concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
   eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
   result.eval_return = concord::policies::summarize_returns(
-                           concord::policies::evaluate_episodes(training.learner().model(), eval_env, options.episodes))
+                           concord::policies::evaluate_episodes(training.learner().model(), eval_env, options.episodes,
+                                                                options.stochastic_eval))
                            .mean;
   return result;
 }
@@ -123,15 +147,16 @@ std::string format_mean_std(const ReturnSummary& summary) {
 }
 
 void print_table(const std::vector<ConfigResult>& results, const Options& options) {
-  std::printf("\n%-26s %-4s %-20s %-34s %9s %9s  %s\n", "env", "algo", "eval return (seeds)", "per seed", "steps",
-              "time/seed", "reference");
+  std::printf("\n%-26s %-4s %-20s %-34s %-16s %9s %9s  %s\n", "env", "algo", "eval return (seeds)", "per seed",
+              "last-100 (seeds)", "steps", "time/seed", "reference");
   for (const ConfigResult& result : results) {
-    std::vector<double> returns;
+    std::vector<double> returns, last_100;
     std::string per_seed;
     double seconds = 0.0;
     int64_t steps = 0;
     for (const SeedResult& seed : result.seeds) {
       returns.push_back(seed.eval_return);
+      last_100.push_back(seed.last_100);
       char text[32];
       std::snprintf(text, sizeof(text), "%s%.1f", per_seed.empty() ? "" : " ", seed.eval_return);
       per_seed += text;
@@ -139,16 +164,20 @@ void print_table(const std::vector<ConfigResult>& results, const Options& option
       steps = std::max(steps, seed.steps);
     }
     const ReturnSummary summary = concord::policies::summarize_returns(returns);
-    std::printf("%-26s %-4s %-20s %-34s %9lld %8.1fs  %s\n", result.env_id.c_str(), result.algo.c_str(),
-                format_mean_std(summary).c_str(), per_seed.c_str(), static_cast<long long>(steps),
+    std::printf("%-26s %-4s %-20s %-34s %-16s %9lld %8.1fs  %s\n", result.env_id.c_str(), result.algo.c_str(),
+                format_mean_std(summary).c_str(), per_seed.c_str(),
+                format_mean_std(concord::policies::summarize_returns(last_100)).c_str(), static_cast<long long>(steps),
                 seconds / static_cast<double>(result.seeds.size()), reference_for(result.env_id, result.algo).c_str());
   }
   std::printf(
-      "\neval return: deterministic policy, mean over %lld episodes per seed, then mean +- std (population) "
-      "over seeds 1..%lld\n",
-      static_cast<long long>(options.episodes), static_cast<long long>(options.seeds));
+      "\neval return: %s policy, mean over %lld episodes per seed, then mean +- std (population) "
+      "over seeds 1..%lld; last-100: mean training return of each seed's last 100 episodes\n",
+      options.stochastic_eval ? "stochastic" : "deterministic", static_cast<long long>(options.episodes),
+      static_cast<long long>(options.seeds));
   std::printf("time/seed: training wall time per seed (evaluation excluded); steps: environment steps trained\n");
-  std::printf("reference: RL Baselines3 Zoo benchmark.md (quoted, not measured here)\n");
+  std::printf(
+      "reference: RL Baselines3 Zoo benchmark.md; MinAtar: the MinAtar paper's figures and gymnax (quoted, not "
+      "measured here)\n");
 }
 
 int run(const Options& options) {
@@ -164,9 +193,10 @@ int run(const Options& options) {
     result.algo = config.get_string("train.algo");
     for (int64_t seed = 1; seed <= options.seeds; ++seed) {
       const SeedResult seed_result = train_and_evaluate(file, seed, options);
-      std::printf("  %-36s seed %lld: return %8.2f after %lld steps in %.1f s\n",
+      std::printf("  %-36s seed %lld: return %8.2f (last 100 training episodes %.2f) after %lld steps in %.1f s\n",
                   std::filesystem::path(file).filename().string().c_str(), static_cast<long long>(seed),
-                  seed_result.eval_return, static_cast<long long>(seed_result.steps), seed_result.train_seconds);
+                  seed_result.eval_return, seed_result.last_100, static_cast<long long>(seed_result.steps),
+                  seed_result.train_seconds);
       std::fflush(stdout);
       result.seeds.push_back(seed_result);
     }
@@ -188,10 +218,17 @@ int main(int argc, char** argv) {
   app.add_option("--episodes", options.episodes, "Evaluation episodes per seed")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   app.add_flag("--quick", options.quick, "Smoke run: 2 updates per config, 1 seed, 2 episodes");
+  bool minatar = false;
+  app.add_flag("--minatar", minatar, "Train the five MinAtar configs instead of the default set");
+  app.add_flag("--stochastic-eval", options.stochastic_eval, "Evaluate with sampled actions instead of the mode");
+  app.add_option("--total-timesteps", options.total_timesteps, "Train every config this many steps (0: its own)");
   CLI11_PARSE(app, argc, argv);
   if (options.quick) {
     if (app.count("--seeds") == 0) options.seeds = 1;
     if (app.count("--episodes") == 0) options.episodes = 2;
+  }
+  if (options.configs.empty() && minatar) {
+    for (const char* file : kMinAtarConfigs) options.configs.push_back(std::string(CONCORD_SOURCE_DIR) + "/" + file);
   }
   if (options.configs.empty()) {
     for (const char* file : kDefaultConfigs) options.configs.push_back(std::string(CONCORD_SOURCE_DIR) + "/" + file);

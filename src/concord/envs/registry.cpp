@@ -14,7 +14,8 @@
 #include "concord/envs/minatar/asterix.h"
 #include "concord/envs/minatar/breakout.h"
 #include "concord/envs/minatar/freeway.h"
-#include "concord/envs/minatar/minatar_game.h"
+#include "concord/envs/minatar/seaquest.h"
+#include "concord/envs/minatar/space_invaders.h"
 
 namespace concord::envs {
 namespace {
@@ -56,6 +57,8 @@ Registry make_builtin_registry() {
   add_minatar<minatar::Asterix>(registry, "Asterix");
   add_minatar<minatar::Breakout>(registry, "Breakout");
   add_minatar<minatar::Freeway>(registry, "Freeway");
+  add_minatar<minatar::Seaquest>(registry, "Seaquest");
+  add_minatar<minatar::SpaceInvaders>(registry, "SpaceInvaders");
   return registry;
 }
 

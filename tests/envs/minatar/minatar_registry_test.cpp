@@ -78,9 +78,11 @@ TEST(MinAtarRegistry, VectorEngineKeepsUint8Observations) {
   Batch batch = env.reset();
   EXPECT_EQ(batch.obs_dtype, Dtype::kUInt8);
   EXPECT_THROW(batch.observations_as<float>(), std::logic_error);
-  std::vector<int64_t> actions(6, kFire);
+  std::vector<int64_t> actions(6);
   int64_t finals = 0;
   for (int step = 0; step < 3000; ++step) {
+    // Dive and fire, so that episodes end (a sub that stays at the surface never dies).
+    for (int64_t i = 0; i < 6; ++i) actions[static_cast<size_t>(i)] = (step + i) % 3 == 0 ? kDown : kFire;
     batch = env.step(actions.data());
     const uint8_t* rows = batch.observations_as<uint8_t>();
     for (int64_t i = 0; i < 6 * 1000; ++i) ASSERT_LE(rows[i], 1) << "step " << step;

@@ -47,8 +47,7 @@ Action action(int64_t index) {
 
 class Game {
  public:
-  explicit Game(MinAtarOptions options = kDeterministic, uint64_t seed = 1)
-      : env(options), obs(10 * 10 * kChannels) {
+  explicit Game(MinAtarOptions options = kDeterministic, uint64_t seed = 1) : env(options), obs(10 * 10 * kChannels) {
     env.reset(seed, obs.data());
   }
   StepResult step(int64_t index) { return env.step(action(index), obs.data()); }

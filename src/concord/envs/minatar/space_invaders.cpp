@@ -1,7 +1,6 @@
 #include "concord/envs/minatar/space_invaders.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace concord::envs::minatar {
 namespace {
@@ -38,20 +37,19 @@ bool row_occupied(const Layer& layer, int row) {
 
 // Rows move by whole-row copies: `shift` > 0 moves everything down, < 0 up, and a row pushed off
 // one edge comes back in at the other (numpy's roll), which callers clear where MinAtar does.
-void roll_rows(Layer& layer, int shift) {
-  Layer moved;
-  for (int row = 0; row < kGridSize; ++row) moved[(row + shift + kGridSize) % kGridSize] = layer[row];
-  layer = moved;
+template <typename Sequence>
+void roll(Sequence& sequence, int shift) {
+  if (shift > 0) {
+    std::rotate(sequence.rbegin(), sequence.rbegin() + shift, sequence.rend());
+  } else {
+    std::rotate(sequence.begin(), sequence.begin() - shift, sequence.end());
+  }
 }
 
+void roll_rows(Layer& layer, int shift) { roll(layer, shift); }
+
 void roll_columns(Layer& layer, int shift) {
-  for (auto& row : layer) {
-    if (shift > 0) {
-      std::rotate(row.rbegin(), row.rbegin() + shift, row.rend());
-    } else {
-      std::rotate(row.begin(), row.begin() - shift, row.end());
-    }
-  }
+  for (auto& row : layer) roll(row, shift);
 }
 
 }  // namespace
