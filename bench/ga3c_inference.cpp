@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "concord/algos/a2c.h"
+#include "concord/core/torch_thread.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/policies/central_inference.h"
@@ -118,13 +119,13 @@ concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord
   return last;
 }
 
-double central_pps(const Workload& workload, int agents, double seconds) {
+concord::algos::Metrics central_metrics(const Workload& workload, int agents, double seconds) {
   NullLearner learner(5, workload.network, 0);
   CentralInferenceConfig config;
   config.agents = agents;
   config.training_batch = 1;
   config.queue_capacity = 2 * agents;
-  return run_policy(config, learner, workload_envs(workload, agents), seconds).at("charts/PPS");
+  return run_policy(config, learner, workload_envs(workload, agents), seconds);
 }
 
 double own_inference_pps(const Workload& workload, int agents, double seconds) {
@@ -134,7 +135,7 @@ double own_inference_pps(const Workload& workload, int agents, double seconds) {
   std::vector<std::thread> threads;
   for (int a = 0; a < agents; ++a) {
     auto model = std::dynamic_pointer_cast<concord::nn::ActorCriticImpl>(reference->clone());
-    threads.emplace_back([&, model, a] {
+    threads.push_back(concord::core::torch_thread([&, model, a] {
       concord::envs::VectorEnvConfig config = workload_envs(workload, 1);
       config.seed = static_cast<uint64_t>(a);
       concord::envs::VectorEnv env(config);
@@ -148,7 +149,7 @@ double own_inference_pps(const Workload& workload, int agents, double seconds) {
         ++count;
       }
       predictions += count;
-    });
+    }));
   }
   const auto start = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -214,12 +215,15 @@ int main(int argc, char** argv) {
   std::printf("PPS, one env per agent, %.1f s per cell; machine: %u hardware threads, load average at start %s\n\n",
               seconds, std::thread::hardware_concurrency(), concord::bench::load_average().c_str());
   std::printf(
-      "| workload | agents | central batched PPS | own batch-1 PPS (A3C) | ratio |\n|---|---:|---:|---:|---:|\n");
+      "| workload | agents | central batched PPS | mean prediction batch | own batch-1 PPS (A3C) | ratio |\n"
+      "|---|---:|---:|---:|---:|---:|\n");
   for (const Workload& workload : workloads) {
     for (int agents : agent_counts) {
-      const double central = central_pps(workload, agents, seconds);
+      const concord::algos::Metrics metrics = central_metrics(workload, agents, seconds);
+      const double central = metrics.at("charts/PPS");
       const double own = own_inference_pps(workload, agents, seconds);
-      std::printf("| %s | %d | %.0f | %.0f | %.2fx |\n", workload.label.c_str(), agents, central, own, central / own);
+      std::printf("| %s | %d | %.0f | %.1f | %.0f | %.2fx |\n", workload.label.c_str(), agents, central,
+                  metrics.at("charts/prediction_batch_size"), own, central / own);
       std::fflush(stdout);
     }
   }

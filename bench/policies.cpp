@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -133,11 +134,19 @@ int main(int argc, char** argv) {
     central.insert(central.end(), {"algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3",
                                    "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"});
   }
+  // Hogwild applies each update lock-free as one gradient step: PPO runs there with one epoch of
+  // one minibatch, so that row is not the same algorithm configuration either.
+  std::vector<std::string> hogwild;
+  if (setup.algo == "ppo") hogwild = {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"};
+  const auto with = [](std::vector<std::string> base, const std::vector<std::string>& more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  };
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, {}},
       {"sync_vector", "sync_vector", 2, {}},
-      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}},
-      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
+      {"hogwild x2", "hogwild", 1, with(hogwild, {"policy.hogwild.workers=2"})},
+      {"hogwild x4", "hogwild", 1, with(hogwild, {"policy.hogwild.workers=4"})},
       {"central_inf", "central_inference", 1, central},
   };
 
@@ -155,8 +164,13 @@ int main(int argc, char** argv) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     std::vector<double> rates;
     for (int seed = 1; seed <= seeds; ++seed) {
-      const Outcome o =
-          run(setup, c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
+      Outcome o;
+      try {
+        o = run(setup, c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
+      } catch (const std::exception& error) {
+        std::printf("%-12s %4d refused: %s\n", c.label.c_str(), seed, error.what());
+        continue;
+      }
       rates.push_back(static_cast<double>(o.steps) / o.seconds);
       char solved[32] = "not reached";
       if (o.solved_seconds) std::snprintf(solved, sizeof solved, "%.2f s", *o.solved_seconds);
@@ -165,6 +179,7 @@ int main(int argc, char** argv) {
                   solved, o.eval_return);
       std::fflush(stdout);
     }
+    if (rates.empty()) continue;
     std::sort(rates.begin(), rates.end());
     std::printf("%-12s median steps/s %.0f\n", c.label.c_str(), rates[rates.size() / 2]);
   }

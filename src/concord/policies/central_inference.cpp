@@ -21,6 +21,7 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
@@ -189,9 +190,14 @@ class Run {
     const int total_threads = config_.agents + config_.predictors + config_.trainers;
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(total_threads));
-    for (int a = 0; a < config_.agents; ++a) threads.emplace_back([this, a] { guarded([&] { agent(a); }); });
-    for (int p = 0; p < config_.predictors; ++p) threads.emplace_back([this, p] { guarded([&] { predictor(p); }); });
-    for (int t = 0; t < config_.trainers; ++t) threads.emplace_back([this, t] { guarded([&] { trainer(t); }); });
+    for (int a = 0; a < config_.agents; ++a)
+      threads.push_back(core::torch_thread([this, a] { guarded([&] { agent(a); }); }));
+    for (int p = 0; p < config_.predictors; ++p) {
+      threads.push_back(core::torch_thread([this, p] { guarded([&] { predictor(p); }); }));
+    }
+    for (int t = 0; t < config_.trainers; ++t) {
+      threads.push_back(core::torch_thread([this, t] { guarded([&] { trainer(t); }); }));
+    }
     supervise(total_threads);
     for (std::thread& thread : threads) thread.join();
     if (failure_) std::rethrow_exception(failure_);

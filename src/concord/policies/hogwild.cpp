@@ -12,6 +12,7 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
@@ -123,7 +124,7 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   };
 
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) threads.emplace_back(worker, w);
+  for (int w = 0; w < workers; ++w) threads.push_back(core::torch_thread([&worker, w] { worker(w); }));
   for (std::thread& thread : threads) thread.join();
   if (failure) std::rethrow_exception(failure);
 }

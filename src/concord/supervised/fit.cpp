@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "concord/comm/thread_group.h"
+#include "concord/core/torch_thread.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/classifier.h"
 #include "concord/supervised/federated_training.h"
@@ -54,7 +55,7 @@ FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, con
   std::vector<std::exception_ptr> errors(static_cast<size_t>(fit.workers));
   std::vector<std::thread> workers;
   for (int rank = 0; rank < fit.workers; ++rank) {
-    workers.emplace_back([&, rank] {
+    workers.push_back(core::torch_thread([&, rank] {
       try {
         FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
                                      rank == 0 ? callbacks : FitCallbacks{});
@@ -62,7 +63,7 @@ FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, con
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();
       }
-    });
+    }));
   }
   for (auto& worker : workers) worker.join();
   std::exception_ptr first_timeout;

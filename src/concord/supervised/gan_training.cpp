@@ -12,6 +12,7 @@
 #include "concord/comm/thread_group.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
 #include "concord/data/batch_sampler.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/discriminator_swap.h"
@@ -194,7 +195,7 @@ GanResult train_gans_with_threads(const GanConfig& gan, const data::LabelledData
   std::vector<std::exception_ptr> errors(static_cast<size_t>(gan.pairs));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < gan.pairs; ++rank) {
-    threads.emplace_back([&, rank] {
+    threads.push_back(core::torch_thread([&, rank] {
       try {
         GanResult mine = train_gan_pair(gan, train, *communicators[static_cast<size_t>(rank)],
                                         rank == 0 ? callbacks : GanCallbacks{}, judge);
@@ -202,7 +203,7 @@ GanResult train_gans_with_threads(const GanConfig& gan, const data::LabelledData
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();
       }
-    });
+    }));
   }
   for (auto& thread : threads) thread.join();
   std::exception_ptr first_comm_error;
