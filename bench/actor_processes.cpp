@@ -62,10 +62,10 @@ std::vector<std::string> config_overrides(const Options& options, int actors) {
 
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
   std::printf(
-      "actor_processes: PPO on CartPole-v1, rank 0 learns, %lld envs per actor, %lld updates of %lld steps "
+      "actor_processes: PPO on %s, rank 0 learns, %lld envs per actor, %lld updates of %lld steps "
       "per actor, %s, median of %d run(s) per actor count\n",
-      static_cast<long long>(options.envs_per_actor), static_cast<long long>(options.updates),
-      static_cast<long long>(options.envs_per_actor * options.num_steps),
+      concord::bench::env_id_of(config_overrides(options, 1)).c_str(), static_cast<long long>(options.envs_per_actor),
+      static_cast<long long>(options.updates), static_cast<long long>(options.envs_per_actor * options.num_steps),
       options.asynchronous ? "asynchronous (one update of policy lag)" : "synchronous (on-policy)", options.runs);
   std::printf("each rank runs (A actors): %s\n",
               concord::bench::as_train_command(config_overrides(options, 1)).c_str());

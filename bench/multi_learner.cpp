@@ -113,10 +113,11 @@ void print_row(const std::string& label, int processes, int64_t envs_per_process
 int launch_sweep(const Options& options, const std::vector<std::string>& arguments) {
   const std::vector<std::string> overrides = config_overrides(options);
   std::printf(
-      "multi_learner: PPO on CartPole-v1, %lld envs in all split across the ranks, %lld updates of %lld steps, "
+      "multi_learner: PPO on %s, %lld envs in all split across the ranks, %lld updates of %lld steps, "
       "median of %d run(s) per row\n",
-      static_cast<long long>(options.num_envs), static_cast<long long>(options.updates),
-      static_cast<long long>(options.num_envs * options.num_steps), options.runs);
+      concord::bench::env_id_of(overrides).c_str(), static_cast<long long>(options.num_envs),
+      static_cast<long long>(options.updates), static_cast<long long>(options.num_envs * options.num_steps),
+      options.runs);
   std::printf("each rank runs: %s\n", concord::bench::as_train_command(overrides).c_str());
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               concord::bench::load_average().c_str());

@@ -103,6 +103,17 @@ inline std::optional<Throughput> launch_training(int world_size, const std::vect
   return total;
 }
 
+// The env id the last `env.id=...` assignment of `overrides` names, unquoted (for the header).
+inline std::string env_id_of(const std::vector<std::string>& overrides) {
+  std::string id = "?";
+  for (const std::string& assignment : overrides) {
+    if (assignment.rfind("env.id=", 0) != 0) continue;
+    id = assignment.substr(7);
+    if (id.size() >= 2 && id.front() == '"' && id.back() == '"') id = id.substr(1, id.size() - 2);
+  }
+  return id;
+}
+
 // The `concord train` command line equivalent to `overrides` (for the benchmark's header).
 inline std::string as_train_command(const std::vector<std::string>& overrides) {
   std::string command = "concord train";
