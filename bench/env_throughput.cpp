@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               load_average().c_str());
   std::printf(
-      "async: batch_size = num_envs / 2; naive: serial loop over single envs with a "
+      "async: batch_size = num_envs / 2; naive: serial loop over single envs with an "
       "observation buffer allocated per env per step; obs B: bytes one stored observation takes\n\n");
 
   std::printf("%-26s %6s %9s %8s", "env", "obs B", "num_envs", "naive");
