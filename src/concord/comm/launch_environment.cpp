@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -119,13 +121,31 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
 std::string to_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
 
 // Every rank announces "world_size|fingerprint" under its rank; each then waits for all others,
-// comparing what they announced with its own.
-void join(c10d::Store& store, const LaunchEnvironment& environment, const ConnectOptions& options) {
+// comparing what they announced with its own, and marks its check done. A rank that finds a
+// mismatch refuses the run; rank 0, which serves the store, first waits (briefly) until the
+// others have finished their own check, so that every rank names the mismatch rather than
+// losing the store under its feet.
+void check_join(c10d::Store& store, const LaunchEnvironment& environment, const ConnectOptions& options) {
   const std::string mine = std::to_string(environment.world_size) + "|" + options.config_fingerprint;
   store.set("concord/join/" + std::to_string(environment.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
   std::vector<bool> seen(static_cast<size_t>(environment.world_size), false);
   seen[static_cast<size_t>(environment.rank)] = true;
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto mark_done = [&] { store.set("concord/join_done/" + std::to_string(environment.rank), {1}); };
+  const auto refuse = [&](const std::string& problem) {
+    mark_done();
+    if (environment.rank == 0) {
+      const auto grace = std::chrono::steady_clock::now() +
+                         std::min<std::chrono::milliseconds>(options.timeout, std::chrono::seconds(10));
+      for (int rank = 1; rank < environment.world_size; ++rank) {
+        while (!store.check({"concord/join_done/" + std::to_string(rank)}) &&
+               std::chrono::steady_clock::now() < grace) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    }
+    throw CommError(problem);
+  };
   while (true) {
     std::string missing;
     for (int rank = 0; rank < environment.world_size; ++rank) {
@@ -140,23 +160,39 @@ void join(c10d::Store& store, const LaunchEnvironment& environment, const Connec
       const size_t bar = theirs.find('|');
       const std::string their_size = theirs.substr(0, bar);
       if (their_size != std::to_string(environment.world_size)) {
-        throw CommError("WORLD_SIZE mismatch: rank " + std::to_string(rank) +
-                        " was started with WORLD_SIZE=" + their_size + ", rank " + std::to_string(environment.rank) +
-                        " with WORLD_SIZE=" + std::to_string(environment.world_size));
+        refuse("WORLD_SIZE mismatch: rank " + std::to_string(rank) + " was started with WORLD_SIZE=" + their_size +
+               ", rank " + std::to_string(environment.rank) +
+               " with WORLD_SIZE=" + std::to_string(environment.world_size));
       }
       if (theirs.substr(bar + 1) != options.config_fingerprint) {
-        throw CommError("config mismatch: rank " + std::to_string(rank) + "'s resolved config (hash " +
-                        theirs.substr(bar + 1) + ") differs from rank " + std::to_string(environment.rank) +
-                        "'s (hash " + options.config_fingerprint + "); every rank must run the same config");
+        refuse("config mismatch: rank " + std::to_string(rank) + "'s resolved config (hash " + theirs.substr(bar + 1) +
+               ") differs from rank " + std::to_string(environment.rank) + "'s (hash " + options.config_fingerprint +
+               "); every rank must run the same config");
       }
     }
-    if (missing.empty()) return;
+    if (missing.empty()) {
+      mark_done();
+      return;
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       throw CommTimeout("rendezvous at " + environment.master_addr + ":" + std::to_string(environment.master_port) +
                         ": rank(s) " + missing + " of WORLD_SIZE=" + std::to_string(environment.world_size) +
                         " never joined within " + seconds(options.timeout));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// check_join(), with a store that fails underneath it (rank 0 stopped) reported as such.
+void join(c10d::Store& store, const LaunchEnvironment& environment, const ConnectOptions& options) {
+  try {
+    check_join(store, environment, options);
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw CommError("rank " + std::to_string(environment.rank) + " lost the rendezvous store at " +
+                    environment.master_addr + ":" + std::to_string(environment.master_port) +
+                    " while joining (rank 0 stopped; its own error says why): " + first_line(error));
   }
 }
 
