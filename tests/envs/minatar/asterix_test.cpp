@@ -7,9 +7,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "envs/minatar/game_harness.h"
+
 namespace concord::envs::minatar {
 namespace {
 
+using testing::action;
+using testing::count;
+using testing::deterministic;
+using testing::lit;
+using Game = testing::GameHarness<Asterix>;
 using State = Asterix::State;
 using Entity = Asterix::Entity;
 constexpr int kChannels = 4;
@@ -17,25 +24,6 @@ constexpr int kPlayer = 0;
 constexpr int kEnemy = 1;
 constexpr int kTrail = 2;
 constexpr int kGold = 3;
-
-Action action(int64_t index) {
-  Action a;
-  a.index = index;
-  return a;
-}
-
-// No sticky actions, so a step does exactly what its action says.
-MinAtarOptions deterministic() { return {0.0, true, false}; }
-
-bool lit(const std::vector<uint8_t>& obs, int row, int column, int channel) {
-  return obs[static_cast<size_t>((row * 10 + column) * kChannels + channel)] == 1;
-}
-
-int count(const std::vector<uint8_t>& obs, int channel) {
-  int total = 0;
-  for (int cell = 0; cell < 100; ++cell) total += obs[static_cast<size_t>(cell * kChannels + channel)];
-  return total;
-}
 
 // The player at (x, y), no entities, and timers far from firing, so nothing spawns or moves
 // unless a test sets it up.
@@ -57,15 +45,6 @@ Entity entity(int x, bool moving_right, bool gold) {
   e.gold = gold;
   return e;
 }
-
-struct Game {
-  explicit Game(MinAtarOptions options = deterministic()) : env(options), obs(100 * kChannels) {
-    env.reset(1, obs.data());
-  }
-  StepResult step(int64_t index) { return env.step(action(index), obs.data()); }
-  Asterix env;
-  std::vector<uint8_t> obs;
-};
 
 TEST(AsterixTest, SpecsOfBothActionSets) {
   Asterix full;
@@ -95,8 +74,8 @@ TEST(AsterixTest, ResetPutsThePlayerInTheMiddleOfAnEmptyField) {
   EXPECT_EQ(s.ramp_timer, 100);
   EXPECT_EQ(s.ramp_index, 0);
   EXPECT_FALSE(s.terminal);
-  EXPECT_TRUE(lit(game.obs, 5, 5, kPlayer));
-  EXPECT_EQ(count(game.obs, kPlayer) + count(game.obs, kEnemy) + count(game.obs, kTrail) + count(game.obs, kGold), 1);
+  EXPECT_TRUE(game.cell(5, 5, kPlayer));
+  EXPECT_EQ(game.count(kPlayer) + game.count(kEnemy) + game.count(kTrail) + game.count(kGold), 1);
 }
 
 TEST(AsterixTest, PlayerMovesInFourDirectionsBetweenRowsOneAndEight) {
@@ -114,7 +93,7 @@ TEST(AsterixTest, PlayerMovesInFourDirectionsBetweenRowsOneAndEight) {
   game.step(kFire);
   EXPECT_EQ(game.env.state().player_x, 1);
   EXPECT_EQ(game.env.state().player_y, 2);
-  EXPECT_TRUE(lit(game.obs, 2, 1, kPlayer));
+  EXPECT_TRUE(game.cell(2, 1, kPlayer));
 
   game.env.set_state(quiet(9, 8));
   game.step(kRight);
@@ -143,8 +122,8 @@ TEST(AsterixTest, FirstSpawnComesOnTheEleventhStepFromAnEdge) {
     // taken one step in from its edge, leaving its trail on the edge column.
     EXPECT_TRUE(e.x == 1 || e.x == 8);
     EXPECT_EQ(e.moving_right, e.x == 1);
-    EXPECT_TRUE(lit(game.obs, slot + 1, e.x, e.gold ? kGold : kEnemy));
-    EXPECT_TRUE(lit(game.obs, slot + 1, e.moving_right ? 0 : 9, kTrail));
+    EXPECT_TRUE(game.cell(slot + 1, e.x, e.gold ? kGold : kEnemy));
+    EXPECT_TRUE(game.cell(slot + 1, e.moving_right ? 0 : 9, kTrail));
   }
   EXPECT_EQ(spawned, 1);
   EXPECT_EQ(game.env.state().spawn_timer, 9);
@@ -211,14 +190,14 @@ TEST(AsterixTest, EntitiesMoveWhenTheMoveTimerRunsOut) {
   EXPECT_EQ(game.env.state().entities[5].x, 3);
   EXPECT_EQ(game.env.state().move_timer, 4);
   // Each entity's trail marks the cell it came from.
-  EXPECT_TRUE(lit(game.obs, 3, 5, kEnemy));
-  EXPECT_TRUE(lit(game.obs, 3, 4, kTrail));
-  EXPECT_TRUE(lit(game.obs, 6, 3, kGold));
-  EXPECT_TRUE(lit(game.obs, 6, 4, kTrail));
-  EXPECT_EQ(count(game.obs, kEnemy), 1);
-  EXPECT_EQ(count(game.obs, kGold), 1);
-  EXPECT_EQ(count(game.obs, kTrail), 2);
-  EXPECT_TRUE(lit(game.obs, 8, 0, kPlayer));
+  EXPECT_TRUE(game.cell(3, 5, kEnemy));
+  EXPECT_TRUE(game.cell(3, 4, kTrail));
+  EXPECT_TRUE(game.cell(6, 3, kGold));
+  EXPECT_TRUE(game.cell(6, 4, kTrail));
+  EXPECT_EQ(game.count(kEnemy), 1);
+  EXPECT_EQ(game.count(kGold), 1);
+  EXPECT_EQ(game.count(kTrail), 2);
+  EXPECT_TRUE(game.cell(8, 0, kPlayer));
 }
 
 TEST(AsterixTest, EntitiesVanishPastTheEdgeAndTrailsStayOnTheGrid) {
@@ -231,12 +210,12 @@ TEST(AsterixTest, EntitiesVanishPastTheEdgeAndTrailsStayOnTheGrid) {
   game.env.set_state(s);
   game.step(kNoop);
   // Before anything moves, the entering ones have no trail: the cell behind them is off the grid.
-  EXPECT_TRUE(lit(game.obs, 7, 0, kGold));
-  EXPECT_TRUE(lit(game.obs, 8, 9, kEnemy));
-  EXPECT_TRUE(lit(game.obs, 1, 9, kEnemy));
-  EXPECT_TRUE(lit(game.obs, 1, 8, kTrail));
-  EXPECT_TRUE(lit(game.obs, 2, 1, kTrail));
-  EXPECT_EQ(count(game.obs, kTrail), 2);
+  EXPECT_TRUE(game.cell(7, 0, kGold));
+  EXPECT_TRUE(game.cell(8, 9, kEnemy));
+  EXPECT_TRUE(game.cell(1, 9, kEnemy));
+  EXPECT_TRUE(game.cell(1, 8, kTrail));
+  EXPECT_TRUE(game.cell(2, 1, kTrail));
+  EXPECT_EQ(game.count(kTrail), 2);
 
   s.move_timer = 0;
   game.env.set_state(s);
@@ -245,7 +224,7 @@ TEST(AsterixTest, EntitiesVanishPastTheEdgeAndTrailsStayOnTheGrid) {
   EXPECT_FALSE(game.env.state().entities[1].active);
   EXPECT_EQ(game.env.state().entities[6].x, 1);
   EXPECT_EQ(game.env.state().entities[7].x, 8);
-  EXPECT_EQ(count(game.obs, kEnemy) + count(game.obs, kGold), 2);
+  EXPECT_EQ(game.count(kEnemy) + game.count(kGold), 2);
 }
 
 TEST(AsterixTest, WalkingOntoGoldPaysOneAndRemovesIt) {
@@ -257,7 +236,7 @@ TEST(AsterixTest, WalkingOntoGoldPaysOneAndRemovesIt) {
   EXPECT_EQ(result.reward, 1.0f);
   EXPECT_FALSE(result.terminated);
   EXPECT_FALSE(game.env.state().entities[4].active);
-  EXPECT_EQ(count(game.obs, kGold), 0);
+  EXPECT_EQ(game.count(kGold), 0);
 }
 
 TEST(AsterixTest, GoldWalkingOntoThePlayerPays) {

@@ -7,34 +7,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "envs/minatar/game_harness.h"
+
 namespace concord::envs::minatar {
 namespace {
 
+using testing::action;
+using testing::count;
+using testing::deterministic;
+using testing::lit;
+using Game = testing::GameHarness<Breakout>;
 using State = Breakout::State;
 constexpr int kChannels = 4;
 constexpr int kPaddle = 0;
 constexpr int kBall = 1;
 constexpr int kTrail = 2;
 constexpr int kBrick = 3;
-
-Action action(int64_t index) {
-  Action a;
-  a.index = index;
-  return a;
-}
-
-// No sticky actions, so a step does exactly what its action says.
-MinAtarOptions deterministic() { return {0.0, true, false}; }
-
-bool lit(const std::vector<uint8_t>& obs, int row, int column, int channel) {
-  return obs[static_cast<size_t>((row * 10 + column) * kChannels + channel)] == 1;
-}
-
-int count(const std::vector<uint8_t>& obs, int channel) {
-  int total = 0;
-  for (int cell = 0; cell < 100; ++cell) total += obs[static_cast<size_t>(cell * kChannels + channel)];
-  return total;
-}
 
 // A mid-game state with no bricks, the ball at (x, y) heading `dir`, the paddle at `paddle`.
 State open_field(int x, int y, int dir, int paddle = 4) {
@@ -52,15 +40,6 @@ State open_field(int x, int y, int dir, int paddle = 4) {
 void fill_start_rows(State& s) {
   for (int row = 1; row <= 3; ++row) s.bricks[row].fill(true);
 }
-
-struct Game {
-  explicit Game(MinAtarOptions options = deterministic()) : env(options), obs(100 * kChannels) {
-    env.reset(1, obs.data());
-  }
-  StepResult step(int64_t index) { return env.step(action(index), obs.data()); }
-  Breakout env;
-  std::vector<uint8_t> obs;
-};
 
 TEST(BreakoutTest, SpecsOfBothActionSets) {
   Breakout full;
@@ -104,13 +83,13 @@ TEST(BreakoutTest, ResetStartsTheBallInATopCornerHeadingDown) {
     for (int row = 0; row < 10; ++row) {
       for (int column = 0; column < 10; ++column) {
         EXPECT_EQ(s.bricks[row][column], row >= 1 && row <= 3);
-        EXPECT_EQ(lit(obs, row, column, kBrick), row >= 1 && row <= 3);
+        EXPECT_EQ(lit(obs, kChannels, row, column, kBrick), row >= 1 && row <= 3);
       }
     }
-    EXPECT_TRUE(lit(obs, 9, 4, kPaddle));
-    EXPECT_TRUE(lit(obs, 3, s.ball_x, kBall));
-    EXPECT_TRUE(lit(obs, 3, s.ball_x, kTrail));  // Before any move the trail sits under the ball.
-    EXPECT_EQ(count(obs, kPaddle) + count(obs, kBall) + count(obs, kTrail), 3);
+    EXPECT_TRUE(lit(obs, kChannels, 9, 4, kPaddle));
+    EXPECT_TRUE(lit(obs, kChannels, 3, s.ball_x, kBall));
+    EXPECT_TRUE(lit(obs, kChannels, 3, s.ball_x, kTrail));  // Before any move the trail sits under the ball.
+    EXPECT_EQ(count(obs, kChannels, kPaddle) + count(obs, kChannels, kBall) + count(obs, kChannels, kTrail), 3);
   }
   EXPECT_TRUE(seen_left);
   EXPECT_TRUE(seen_right);
@@ -124,11 +103,11 @@ TEST(BreakoutTest, BallMovesDiagonallyAndLeavesATrail) {
   EXPECT_FALSE(result.terminated);
   EXPECT_EQ(game.env.state().ball_x, 4);
   EXPECT_EQ(game.env.state().ball_y, 6);
-  EXPECT_TRUE(lit(game.obs, 6, 4, kBall));
-  EXPECT_TRUE(lit(game.obs, 5, 5, kTrail));
-  EXPECT_EQ(count(game.obs, kBall), 1);
-  EXPECT_EQ(count(game.obs, kTrail), 1);
-  EXPECT_EQ(count(game.obs, kBrick), 0);
+  EXPECT_TRUE(game.cell(6, 4, kBall));
+  EXPECT_TRUE(game.cell(5, 5, kTrail));
+  EXPECT_EQ(game.count(kBall), 1);
+  EXPECT_EQ(game.count(kTrail), 1);
+  EXPECT_EQ(game.count(kBrick), 0);
 }
 
 TEST(BreakoutTest, SideWallHoldsTheBallOnTheEdgeColumnAndReversesIt) {
@@ -178,13 +157,13 @@ TEST(BreakoutTest, BreakingABrickPaysOneAndTurnsTheBallBack) {
   EXPECT_EQ(result.reward, 1.0f);
   EXPECT_FALSE(result.terminated);
   EXPECT_FALSE(game.env.state().bricks[3][4]);
-  EXPECT_FALSE(lit(game.obs, 3, 4, kBrick));
-  EXPECT_EQ(count(game.obs, kBrick), 29);
+  EXPECT_FALSE(game.cell(3, 4, kBrick));
+  EXPECT_EQ(game.count(kBrick), 29);
   EXPECT_EQ(game.env.state().ball_x, 4);
   EXPECT_EQ(game.env.state().ball_y, 4);
   EXPECT_EQ(game.env.state().ball_dir, Breakout::kDownLeft);
   EXPECT_TRUE(game.env.state().strike);
-  EXPECT_TRUE(lit(game.obs, 4, 5, kTrail));
+  EXPECT_TRUE(game.cell(4, 5, kTrail));
 
   result = game.step(kNoop);  // Into open space: the strike mark clears.
   EXPECT_EQ(result.reward, 0.0f);
@@ -206,8 +185,8 @@ TEST(BreakoutTest, RightAfterAStrikeTheBallEntersABrickWithoutBreakingIt) {
   EXPECT_EQ(game.env.state().ball_y, 3);
   EXPECT_EQ(game.env.state().ball_dir, Breakout::kUpLeft);
   EXPECT_TRUE(game.env.state().strike);
-  EXPECT_TRUE(lit(game.obs, 3, 4, kBall));
-  EXPECT_TRUE(lit(game.obs, 3, 4, kBrick));
+  EXPECT_TRUE(game.cell(3, 4, kBall));
+  EXPECT_TRUE(game.cell(3, 4, kBrick));
 
   result = game.step(kNoop);  // (3, 2) is empty: the mark clears.
   EXPECT_EQ(result.reward, 0.0f);
@@ -261,7 +240,7 @@ TEST(BreakoutTest, MissingTheBallEndsTheEpisode) {
   EXPECT_EQ(result.reward, 0.0f);
   EXPECT_EQ(game.env.state().ball_x, 2);
   EXPECT_EQ(game.env.state().ball_y, 9);
-  EXPECT_TRUE(lit(game.obs, 9, 2, kBall));
+  EXPECT_TRUE(game.cell(9, 2, kBall));
 
   // Stepping a finished game changes nothing and keeps reporting the end.
   result = game.step(kLeft);
@@ -282,8 +261,8 @@ TEST(BreakoutTest, PaddleMovesOnlyLeftAndRightWithinTheGrid) {
     game.step(still);
     EXPECT_EQ(game.env.state().paddle_x, 1);
   }
-  EXPECT_TRUE(lit(game.obs, 9, 1, kPaddle));
-  EXPECT_EQ(count(game.obs, kPaddle), 1);
+  EXPECT_TRUE(game.cell(9, 1, kPaddle));
+  EXPECT_EQ(game.count(kPaddle), 1);
 
   game.env.set_state(open_field(5, 4, Breakout::kUpRight, /*paddle=*/9));
   game.step(kRight);
@@ -297,13 +276,13 @@ TEST(BreakoutTest, BricksComeBackWhenAnEmptyWallMeetsTheBallAtTheBottom) {
   s.bricks[3][4] = true;
   game.env.set_state(s);
   EXPECT_EQ(game.step(kNoop).reward, 1.0f);
-  EXPECT_EQ(count(game.obs, kBrick), 0);
+  EXPECT_EQ(game.count(kBrick), 0);
 
   // Reaching the bottom row with no bricks left brings back rows 1-3, caught or not.
   game.env.set_state(open_field(1, 8, Breakout::kDownRight, /*paddle=*/2));
   game.step(kNoop);
   EXPECT_FALSE(game.env.state().terminal);
-  EXPECT_EQ(count(game.obs, kBrick), 30);
+  EXPECT_EQ(game.count(kBrick), 30);
   for (int column = 0; column < 10; ++column) {
     EXPECT_TRUE(game.env.state().bricks[1][column]);
     EXPECT_TRUE(game.env.state().bricks[3][column]);
@@ -312,14 +291,14 @@ TEST(BreakoutTest, BricksComeBackWhenAnEmptyWallMeetsTheBallAtTheBottom) {
 
   game.env.set_state(open_field(1, 8, Breakout::kDownRight, /*paddle=*/7));
   EXPECT_TRUE(game.step(kNoop).terminated);
-  EXPECT_EQ(count(game.obs, kBrick), 30);
+  EXPECT_EQ(game.count(kBrick), 30);
 
   // One brick left: no refill.
   s = open_field(1, 8, Breakout::kDownRight, /*paddle=*/2);
   s.bricks[2][6] = true;
   game.env.set_state(s);
   game.step(kNoop);
-  EXPECT_EQ(count(game.obs, kBrick), 1);
+  EXPECT_EQ(game.count(kBrick), 1);
 }
 
 TEST(BreakoutTest, MinimalActionSetMapsToLeftAndRight) {

@@ -10,33 +10,21 @@
 #include <set>
 #include <vector>
 
+#include "envs/minatar/game_harness.h"
+
 namespace concord::envs::minatar {
 namespace {
 
+using testing::action;
+using testing::count;
+using testing::deterministic;
+using testing::lit;
+using Game = testing::GameHarness<Freeway>;
 using State = Freeway::State;
 using Car = Freeway::Car;
 constexpr int kChannels = 7;
 constexpr int kChicken = 0;
 constexpr int kCar = 1;
-
-Action action(int64_t index) {
-  Action a;
-  a.index = index;
-  return a;
-}
-
-// No sticky actions, so a step does exactly what its action says.
-MinAtarOptions deterministic() { return {0.0, true, false}; }
-
-bool lit(const std::vector<uint8_t>& obs, int row, int column, int channel) {
-  return obs[static_cast<size_t>((row * 10 + column) * kChannels + channel)] == 1;
-}
-
-int count(const std::vector<uint8_t>& obs, int channel) {
-  int total = 0;
-  for (int cell = 0; cell < 100; ++cell) total += obs[static_cast<size_t>(cell * kChannels + channel)];
-  return total;
-}
 
 // Every car in column 0 at speed +5 with a full timer: each first moves on step 6 and cannot
 // reach the chicken's column 4 before step 24. The chicken may move at once.
@@ -47,15 +35,6 @@ State calm(int chicken_y) {
   s.move_timer = 0;
   return s;
 }
-
-struct Game {
-  explicit Game(MinAtarOptions options = deterministic()) : env(options), obs(100 * kChannels) {
-    env.reset(1, obs.data());
-  }
-  StepResult step(int64_t index) { return env.step(action(index), obs.data()); }
-  Freeway env;
-  std::vector<uint8_t> obs;
-};
 
 TEST(FreewayTest, SpecsOfBothActionSets) {
   Freeway full;
@@ -85,9 +64,9 @@ TEST(FreewayTest, ResetLinesCarsUpOnTheLeftWithRandomVelocities) {
     EXPECT_EQ(s.move_timer, 3);
     EXPECT_EQ(s.terminate_timer, 2500);
     EXPECT_FALSE(s.terminal);
-    EXPECT_TRUE(lit(obs, 9, 4, kChicken));
-    EXPECT_EQ(count(obs, kChicken), 1);
-    EXPECT_EQ(count(obs, kCar), 8);
+    EXPECT_TRUE(lit(obs, kChannels, 9, 4, kChicken));
+    EXPECT_EQ(count(obs, kChannels, kChicken), 1);
+    EXPECT_EQ(count(obs, kChannels, kCar), 8);
     for (int lane = 0; lane < Freeway::kLanes; ++lane) {
       const Car& car = s.cars[lane];
       EXPECT_EQ(car.x, 0);
@@ -95,10 +74,10 @@ TEST(FreewayTest, ResetLinesCarsUpOnTheLeftWithRandomVelocities) {
       ASSERT_LE(std::abs(car.speed), 5);
       EXPECT_EQ(car.timer, std::abs(car.speed));
       speeds.insert(car.speed);
-      EXPECT_TRUE(lit(obs, lane + 1, 0, kCar));
+      EXPECT_TRUE(lit(obs, kChannels, lane + 1, 0, kCar));
       // The trail of speed |v| is on channel 1 + |v|, behind the car: column 9 (wrapped) for a
       // car heading right, column 1 for one heading left.
-      EXPECT_TRUE(lit(obs, lane + 1, car.speed > 0 ? 9 : 1, 1 + std::abs(car.speed)));
+      EXPECT_TRUE(lit(obs, kChannels, lane + 1, car.speed > 0 ? 9 : 1, 1 + std::abs(car.speed)));
     }
   }
   EXPECT_EQ(speeds, (std::set<int>{-5, -4, -3, -2, -1, 1, 2, 3, 4, 5}));
@@ -112,7 +91,7 @@ TEST(FreewayTest, ChickenMovesOneRowAtMostEveryThreeSteps) {
     game.step(kUp);
     EXPECT_EQ(game.env.state().chicken_y, row);
   }
-  EXPECT_TRUE(lit(game.obs, 6, 4, kChicken));
+  EXPECT_TRUE(game.cell(6, 4, kChicken));
   EXPECT_EQ(game.env.state().move_timer, 2);
 
   // Left, right and fire neither move the chicken nor restart the cooldown.
@@ -143,10 +122,10 @@ TEST(FreewayTest, CarsMoveAfterTheirSpeedInIdleStepsAndWrapAround) {
   EXPECT_EQ(game.env.state().cars[0].timer, 3);
   EXPECT_EQ(game.env.state().cars[7].x, 0);
   EXPECT_EQ(game.env.state().cars[7].timer, 1);
-  EXPECT_TRUE(lit(game.obs, 1, 9, kCar));
-  EXPECT_TRUE(lit(game.obs, 1, 0, 1 + 3));  // Speed 3's trail, behind a left-bound car, wrapped.
-  EXPECT_TRUE(lit(game.obs, 8, 0, kCar));
-  EXPECT_TRUE(lit(game.obs, 8, 9, 1 + 1));
+  EXPECT_TRUE(game.cell(1, 9, kCar));
+  EXPECT_TRUE(game.cell(1, 0, 1 + 3));  // Speed 3's trail, behind a left-bound car, wrapped.
+  EXPECT_TRUE(game.cell(8, 0, kCar));
+  EXPECT_TRUE(game.cell(8, 9, 1 + 1));
 
   // Speed 3 means three idle steps, then a move on the fourth.
   for (int i = 0; i < 3; ++i) {
@@ -186,7 +165,7 @@ TEST(FreewayTest, ACarDrivingOntoTheChickenSendsItBack) {
   game.step(kNoop);
   EXPECT_EQ(game.env.state().cars[2].x, 4);
   EXPECT_EQ(game.env.state().chicken_y, 9);
-  EXPECT_TRUE(lit(game.obs, 9, 4, kChicken));
+  EXPECT_TRUE(game.cell(9, 4, kChicken));
 
   // Stepping into a car's cell does the same.
   s = calm(4);

@@ -7,9 +7,14 @@
 
 #include "concord/core/rng.h"
 
+#include "envs/minatar/game_harness.h"
+
 namespace concord::envs::minatar {
 namespace {
 
+using testing::action;
+using testing::deterministic;
+using Game = testing::GameHarness<Seaquest>;
 using State = Seaquest::State;
 using Swimmer = Seaquest::Swimmer;
 using EnemySub = Seaquest::EnemySub;
@@ -34,33 +39,6 @@ constexpr int kUpAction = 2;
 constexpr int kRightAction = 3;
 constexpr int kDownAction = 4;
 constexpr int kFireAction = 5;
-
-// No stickiness, ramping on, all six actions: a step draws nothing but the sticky coin unless a
-// spawn timer runs out.
-const MinAtarOptions kDeterministic{0.0, true, false};
-
-Action action(int64_t index) {
-  Action a;
-  a.index = index;
-  return a;
-}
-
-class Game {
- public:
-  explicit Game(MinAtarOptions options = kDeterministic, uint64_t seed = 1) : env(options), obs(10 * 10 * kChannels) {
-    env.reset(seed, obs.data());
-  }
-  StepResult step(int64_t index) { return env.step(action(index), obs.data()); }
-  bool cell(int row, int column, int channel) const { return obs[(row * 10 + column) * kChannels + channel] != 0; }
-  int count(int channel) const {
-    int total = 0;
-    for (int i = channel; i < static_cast<int>(obs.size()); i += kChannels) total += obs[i];
-    return total;
-  }
-
-  Seaquest env;
-  std::vector<uint8_t> obs;
-};
 
 // A player under water with nothing around and no spawn due for a long while.
 State quiet(int x, int y) {
@@ -314,7 +292,7 @@ TEST(SeaquestTest, EnemiesSpawnWhenTheirTimerRunsOut) {
   bool saw_sub = false;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     SCOPED_TRACE(seed);
-    Game game(kDeterministic, seed);
+    Game game(deterministic(), seed);
     State s = quiet(5, 0);
     s.enemy_spawn_timer = 0;
     s.enemy_spawn_speed = 17;
@@ -372,7 +350,7 @@ TEST(SeaquestTest, NoEnemySpawnsIntoARowWithOneHeadingTheOtherWay) {
 TEST(SeaquestTest, DiversSpawnEveryThirtySteps) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SCOPED_TRACE(seed);
-    Game game(kDeterministic, seed);
+    Game game(deterministic(), seed);
     State s = quiet(5, 0);
     s.diver_spawn_timer = 0;
     game.env.set_state(s);

@@ -7,9 +7,14 @@
 #include <utility>
 #include <vector>
 
+#include "envs/minatar/game_harness.h"
+
 namespace concord::envs::minatar {
 namespace {
 
+using testing::action;
+using testing::deterministic;
+using Game = testing::GameHarness<SpaceInvaders>;
 using State = SpaceInvaders::State;
 using Layer = SpaceInvaders::Layer;
 
@@ -26,33 +31,6 @@ constexpr int kNoopAction = 0;
 constexpr int kLeftAction = 1;
 constexpr int kRightAction = 3;
 constexpr int kFireAction = 5;
-
-// Space Invaders draws no random numbers but the sticky coin, so with no stickiness it is
-// deterministic.
-const MinAtarOptions kDeterministic{0.0, true, false};
-
-Action action(int64_t index) {
-  Action a;
-  a.index = index;
-  return a;
-}
-
-class Game {
- public:
-  explicit Game(MinAtarOptions options = kDeterministic) : env(options), obs(10 * 10 * kChannels) {
-    env.reset(1, obs.data());
-  }
-  StepResult step(int64_t index) { return env.step(action(index), obs.data()); }
-  bool cell(int row, int column, int channel) const { return obs[(row * 10 + column) * kChannels + channel] != 0; }
-  int count(int channel) const {
-    int total = 0;
-    for (int i = channel; i < static_cast<int>(obs.size()); i += kChannels) total += obs[i];
-    return total;
-  }
-
-  SpaceInvaders env;
-  std::vector<uint8_t> obs;
-};
 
 Layer cells(std::initializer_list<std::pair<int, int>> rows_and_columns) {
   Layer layer{};
