@@ -4,7 +4,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "concord/core/rng.h"
 #include "concord/envs/space.h"
@@ -105,8 +104,7 @@ class TypedEnv : public Env {
 
  private:
   static EnvSpec checked(EnvSpec spec) {
-    constexpr Dtype kDtype = std::is_same_v<Element, uint8_t> ? Dtype::kUInt8 : Dtype::kFloat32;
-    static_assert(std::is_same_v<Element, uint8_t> || std::is_same_v<Element, float>, "float or uint8_t observations");
+    constexpr Dtype kDtype = dtype_of<Element>();
     if (spec.observation_space.dtype() != kDtype) {
       throw std::logic_error("environment " + spec.id + ": observation space " + spec.observation_space.to_string() +
                              " does not hold " + dtype_name(kDtype) + " observations");

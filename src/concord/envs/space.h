@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace concord::envs {
@@ -15,6 +16,13 @@ enum class Dtype { kFloat32, kUInt8 };
 int64_t element_size(Dtype dtype);
 // numpy's name for it: "float32", "uint8".
 const char* dtype_name(Dtype dtype);
+
+// The Dtype whose elements are `Element`s (float or uint8_t).
+template <typename Element>
+constexpr Dtype dtype_of() {
+  static_assert(std::is_same_v<Element, uint8_t> || std::is_same_v<Element, float>, "float or uint8_t elements");
+  return std::is_same_v<Element, uint8_t> ? Dtype::kUInt8 : Dtype::kFloat32;
+}
 
 // An observation or action space, as Gymnasium defines them: Discrete(n) holds the integers
 // [0, n); Box holds float32 arrays of a fixed shape with per-element bounds (which may be

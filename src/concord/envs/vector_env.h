@@ -29,7 +29,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "concord/envs/env.h"
@@ -83,7 +82,7 @@ struct Batch {
  private:
   template <typename Element>
   const void* checked(const void* rows) const {
-    constexpr Dtype kWanted = std::is_same_v<Element, uint8_t> ? Dtype::kUInt8 : Dtype::kFloat32;
+    constexpr Dtype kWanted = dtype_of<Element>();
     if (obs_dtype != kWanted) {
       throw std::logic_error(std::string("Batch: observations are ") + dtype_name(obs_dtype) + ", not " +
                              dtype_name(kWanted));

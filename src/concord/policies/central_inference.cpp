@@ -338,9 +338,8 @@ class Run {
       segment.version = prediction.version;
       algos::Rollout& rollout = segment.rollout;
       const auto floats = torch::TensorOptions().dtype(torch::kFloat32);
-      std::vector<int64_t> observation_shape = observation_batch_shape(env.spec().observation_space, n);
-      observation_shape.insert(observation_shape.begin(), steps);
-      rollout.observations = torch::empty(observation_shape, floats.dtype(observations.scalar_type()));
+      rollout.observations = torch::empty(observation_batch_shape(env.spec().observation_space, {steps, n}),
+                                          floats.dtype(observations.scalar_type()));
       rollout.actions = discrete ? torch::empty({steps, n}, floats.dtype(torch::kInt64))
                                  : torch::empty({steps, n, env.act_dim()}, floats);
       rollout.log_probs = torch::empty({steps, n}, floats);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include <torch/types.h>
@@ -17,8 +18,10 @@ namespace concord::policies {
 // The tensor dtype of a space's elements.
 torch::ScalarType scalar_type(envs::Dtype dtype);
 
-// [count, *observation_space.tensor_shape()]: the shape `count` observations have as a tensor.
-std::vector<int64_t> observation_batch_shape(const envs::Space& observation_space, int64_t count);
+// [*leading, *observation_space.tensor_shape()]: the shape of observations batched along the
+// leading dimensions, e.g. {count} for a batch, {T, B} for a rollout.
+std::vector<int64_t> observation_batch_shape(const envs::Space& observation_space,
+                                             std::initializer_list<int64_t> leading);
 
 // A view (no copy) of `count` consecutive observation rows the engine owns, e.g. a Batch's
 // observations or final_observations: valid only until the engine writes them again.

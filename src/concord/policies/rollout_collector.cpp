@@ -25,10 +25,9 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   const auto on_host = torch::TensorOptions().dtype(torch::kFloat32);
   // Observations keep the env's dtype (uint8 grids stay uint8): the model converts them.
-  std::vector<int64_t> observation_shape = observation_batch_shape(env.spec().observation_space, num_envs_);
-  observation_shape.insert(observation_shape.begin(), steps_ + 1);
-  host_observations_ =
-      torch::zeros(observation_shape, on_host.dtype(scalar_type(env.spec().observation_space.dtype())));
+  const envs::Space& observation_space = env.spec().observation_space;
+  host_observations_ = torch::zeros(observation_batch_shape(observation_space, {steps_ + 1, num_envs_}),
+                                    on_host.dtype(scalar_type(observation_space.dtype())));
   host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
   host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
   host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
