@@ -9,7 +9,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -23,6 +22,7 @@
 #include "envs/fake_env.h"
 #include "hang_guard.h"
 #include "learning_outcome.h"
+#include "policies/policy_fakes.h"
 
 namespace concord::policies {
 namespace {
@@ -60,39 +60,21 @@ TEST(DynamicAdjustment, KeepsMovesThatRaiseTpsAndRevertsOthers) {
 // ---------------------------------------------------------------------------------------------
 // The policy against a counting env and a recording learner
 
-// Observation [steps into the episode, instance]; never terminates; truncated by a time limit of
-// 4 steps; reward 1. Instances count the envs a registered id made, so agent a's envs are
-// instances 2a and 2a + 1 when agents own 2 envs each.
-class CountingEnv final : public envs::FloatEnv {
- public:
-  explicit CountingEnv(int instance)
-      : envs::FloatEnv(envs::EnvSpec{"Counting", envs::Space::box({2}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
-                                     std::nullopt}),
-        instance_(instance) {}
+using testing::CountingEnv;
+using testing::RecordingLearner;
 
- private:
-  void reset_state(float* observation) override {
-    step_ = 0;
-    write(observation);
-  }
-  envs::StepResult step_state(const envs::Action&, float* observation) override {
-    ++step_;
-    write(observation);
-    return {1.0f, false, false};
-  }
-  void write(float* observation) const {
-    observation[0] = static_cast<float>(step_);
-    observation[1] = static_cast<float>(instance_);
-  }
-  int instance_;
-  int step_ = 0;
-};
-
+// A fresh counting env id in Registry::global(). Observation [steps into the episode, instance];
+// never terminates; truncated by a time limit of 4 steps; reward 1. Instances count the envs a
+// registered id made, so agent a's envs are instances 2a and 2a + 1 when agents own 2 envs each.
 std::string register_counting_env() {
   static std::atomic<int> next_id{0};
   const std::string id = "CentralCounting-" + std::to_string(next_id.fetch_add(1)) + "-v0";
   auto counter = std::make_shared<std::atomic<int>>(0);
-  envs::Registry::global().add(id, [counter] { return std::make_unique<CountingEnv>(counter->fetch_add(1)); });
+  envs::Registry::global().add(id, [counter] {
+    testing::CountingEnvOptions options;
+    options.instance = counter->fetch_add(1);
+    return std::make_unique<CountingEnv>(options);
+  });
   return id;
 }
 
@@ -103,38 +85,6 @@ nn::ActorCriticConfig small_network(int64_t obs_dim, int64_t actions) {
   config.hidden_sizes = {8};
   return config;
 }
-
-// Records every rollout (the policy calls update() under its lock, one at a time); can sleep to
-// play a slow learner.
-class RecordingLearner final : public algos::Learner {
- public:
-  RecordingLearner(int64_t rollout_length, nn::ActorCriticConfig network)
-      : rollout_length_(rollout_length), model_(network) {}
-
-  algos::Metrics update(const algos::Rollout& rollout, double progress) override {
-    if (record) rollouts.push_back(rollout);
-    progresses.push_back(progress);
-    if (update_sleep.count() > 0) std::this_thread::sleep_for(update_sleep);
-    return {{"losses/fake", 1.0}};
-  }
-  nn::ActorCritic model() override { return model_; }
-  int64_t rollout_length() const override { return rollout_length_; }
-  nn::FlatParameters& flat_parameters() override { return parameters_; }
-  int64_t gradient_steps_per_update() const override { return 1; }
-  std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
-  void save(core::Checkpoint&) const override {}
-  void load(const core::Checkpoint&) override {}
-
-  bool record = true;
-  milliseconds update_sleep{0};
-  std::vector<algos::Rollout> rollouts;
-  std::vector<double> progresses;
-
- private:
-  int64_t rollout_length_;
-  nn::ActorCritic model_;
-  nn::FlatParameters parameters_{*model_};
-};
 
 envs::VectorEnvConfig env_config(const std::string& id, int num_envs) {
   envs::VectorEnvConfig config;
@@ -309,7 +259,27 @@ TEST(CentralInference, AStuckLearnerIsATimeoutNamingTheQueue) {
   TrainingState state;
   EXPECT_THAT(
       [&] { policy.train(state, int64_t{1} << 40, 1'000'000, {}); },
-      ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training queue to make room")));
+      ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training slots to free up")));
+}
+
+// With max_policy_lag = 0 collection and learning take turns: every segment of an update was
+// started with the parameters of the update before it, so the lag is exactly 0.
+TEST(CentralInference, NoPolicyLagWhenCollectionAndLearningTakeTurns) {
+  RecordingLearner learner(3, small_network(2, 2));
+  learner.record = false;
+  CentralInferenceConfig config = small_policy(4);
+  config.training_batch = 2;
+  config.max_policy_lag = 0;
+  CentralInferencePolicy policy(config, env_config(register_counting_env(), 8), learner, torch::kCPU);
+  TrainingState state;
+  std::vector<double> lags;
+  TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+    lags.push_back(metrics.at("charts/policy_lag"));
+  };
+  policy.train(state, /*total_steps=*/8 * 3 * 40, 1'000'000, callbacks);
+  ASSERT_EQ(lags.size(), 20u);
+  for (double lag : lags) EXPECT_EQ(lag, 0.0);
 }
 
 TEST(CentralInference, RefusesWhatCannotWork) {
@@ -333,6 +303,14 @@ TEST(CentralInference, RefusesWhatCannotWork) {
   bad.trainers = 0;
   EXPECT_THAT(message(bad, env_config(id, 8)),
               ::testing::HasSubstr("trainers=0 must be >= 1; prediction_batch=0 must be >= 1"));
+  // Three trainers may each hold 3 of their 4 segments: 8 slots would all be held and none freed.
+  CentralInferenceConfig starved = small_policy(2);
+  starved.trainers = 3;
+  starved.training_batch = 4;
+  starved.max_policy_lag = 1;
+  EXPECT_THAT(message(starved, env_config(id, 8)),
+              ::testing::HasSubstr("max_policy_lag=1 leaves 8 segments in flight, too few for 3 trainers to fill "
+                                   "batches of 4"));
 }
 
 TEST(CentralInference, IsInTheRegistryWithItsKeys) {

@@ -10,70 +10,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "policies/policy_fakes.h"
+
 namespace concord::policies {
 namespace {
 
-// Observation [steps into the episode]; terminates after `terminate_after` steps (0: never);
-// truncated by the time limit of 4 steps. Reward 1 per step.
-class CountingEnv final : public envs::FloatEnv {
- public:
-  explicit CountingEnv(int terminate_after)
-      : envs::FloatEnv(envs::EnvSpec{"Counting", envs::Space::box({1}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
-                                     std::nullopt}),
-        terminate_after_(terminate_after) {}
-
- private:
-  void reset_state(float* observation) override {
-    step_ = 0;
-    observation[0] = 0.0f;
-  }
-  envs::StepResult step_state(const envs::Action&, float* observation) override {
-    ++step_;
-    observation[0] = static_cast<float>(step_);
-    return {1.0f, terminate_after_ > 0 && step_ >= terminate_after_, false};
-  }
-  int terminate_after_;
-  int step_ = 0;
-};
-
-class RecordingLearner final : public algos::Learner {
- public:
-  explicit RecordingLearner(int64_t rollout_length)
-      : rollout_length_(rollout_length), model_([] {
-          nn::ActorCriticConfig config;
-          config.obs_shape = {1};
-          config.action_dim = 2;
-          return config;
-        }()) {}
-
-  algos::Metrics update(const algos::Rollout& rollout, double progress) override {
-    algos::Rollout copy = rollout;
-    copy.observations = rollout.observations.clone();
-    copy.terminated = rollout.terminated.clone();
-    copy.truncated = rollout.truncated.clone();
-    copy.truncation_values = rollout.truncation_values.clone();
-    copy.rewards = rollout.rewards.clone();
-    rollouts.push_back(copy);
-    progresses.push_back(progress);
-    return {{"losses/fake", rollouts.size() == static_cast<size_t>(nan_at_update) ? std::nan("") : 1.0}};
-  }
-  nn::ActorCritic model() override { return model_; }
-  int64_t rollout_length() const override { return rollout_length_; }
-  nn::FlatParameters& flat_parameters() override { return parameters_; }
-  int64_t gradient_steps_per_update() const override { return 1; }
-  std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
-  void save(core::Checkpoint&) const override {}
-  void load(const core::Checkpoint&) override {}
-
-  std::vector<algos::Rollout> rollouts;
-  std::vector<double> progresses;
-  int nan_at_update = -1;
-
- private:
-  int64_t rollout_length_;
-  nn::ActorCritic model_;
-  nn::FlatParameters parameters_{*model_};
-};
+using testing::CountingEnv;
+using testing::RecordingLearner;
 
 envs::VectorEnvConfig counting_config(int num_envs) {
   envs::VectorEnvConfig config;
@@ -84,7 +27,11 @@ envs::VectorEnvConfig counting_config(int num_envs) {
 
 envs::Registry counting_registry(int terminate_after) {
   envs::Registry registry;
-  registry.add("Counting", [terminate_after] { return std::make_unique<CountingEnv>(terminate_after); });
+  registry.add("Counting", [terminate_after] {
+    testing::CountingEnvOptions options;  // observation [steps into the episode], time limit 4
+    options.terminate_after = terminate_after;
+    return std::make_unique<CountingEnv>(options);
+  });
   return registry;
 }
 

@@ -10,10 +10,7 @@
 #include <utility>
 
 #include "concord/algos/gae.h"
-#include "concord/algos/gradient_step.h"
-#include "concord/algos/learner_checkpoint.h"
 #include "concord/algos/returns.h"
-#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/algos/vtrace.h"
@@ -107,22 +104,12 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages, cons
 }
 
 A2c::A2c(A2cConfig config, torch::Device device)
-    : config_(core::validated(std::move(config))),
-      model_(nn::build_actor_critic(config_.network, device)),
-      parameters_(*model_),
-      optimizer_(make_optimizer(config_, parameters_)),
-      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
-                                              : std::nullopt) {}
+    : ActorCriticLearner(kAlgorithm, core::validated(config).network, device,
+                         config.normalize_reward ? std::make_optional(config.gamma) : std::nullopt,
+                         [config](const nn::FlatParameters& parameters) { return make_optimizer(config, parameters); }),
+      config_(std::move(config)) {}
 
-A2c::A2c(A2c& primary)
-    : config_(primary.config_),
-      model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
-      parameters_(*model_, primary.parameters_),
-      optimizer_(make_optimizer(config_, parameters_)),
-      reward_scaler_(primary.reward_scaler_) {
-  share_optimizer_state(*optimizer_, *primary.optimizer_);
-  share_observation_statistics(model_, primary.model_);
-}
+A2c::A2c(A2c& primary) : ActorCriticLearner(primary), config_(primary.config_) {}
 
 std::unique_ptr<Learner> A2c::make_shared_replica() { return std::unique_ptr<Learner>(new A2c(*this)); }
 
@@ -137,61 +124,45 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
         << ", progress = " << progress;
     throw std::invalid_argument(out.str());
   }
-  const at::Device device = model_->parameters().front().device();
-
   // Annealing the rate if instructed to do so.
-  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
-  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-
-  // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
-  // from truncation_values; advantage = return - value when acting. Rewards are scaled by the
-  // running std of the discounted return, if asked.
-  const at::Tensor values = rollout.values.detach().to(device);
-  const at::Tensor rewards =
-      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
-                     : rollout.rewards.to(device);
-  const at::Tensor terminated = rollout.terminated.to(device);
-  const at::Tensor truncated = rollout.truncated.to(device);
-  const at::Tensor bootstrap_value = rollout.bootstrap_value.detach().to(device);
-  std::optional<at::Tensor> truncation_values;
-  if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
-
-  // Flatten the batch: [T, B, ...] -> [T * B, ...].
-  const at::Tensor b_obs = rollout.observations.to(device).flatten(0, 1);
-  const at::Tensor b_actions = rollout.actions.to(device).flatten(0, 1);
-  const nn::ActionEvaluation eval = model_->evaluate(b_obs, b_actions);
+  const double lr = set_learning_rate(config_.learning_rate, config_.anneal_lr, progress);
+  // The rollout on the model's device, rewards scaled by the running std of the discounted
+  // return if asked; [T, B, ...] flattened to [T * B, ...] for the network.
+  const Batch b = prepare(rollout);
+  const nn::ActionEvaluation eval = model()->evaluate(b.observations, b.actions);
 
   at::Tensor b_returns;
   at::Tensor b_values;
   at::Tensor b_advantages;
   if (config_.vtrace) {
     // Off-policy correction: importance-weighted targets from the current policy and critic.
-    const auto shape = rewards.sizes();
+    const auto shape = b.rewards.sizes();
     const at::Tensor current_values = eval.value.detach().reshape(shape);
-    at::Tensor step_rewards = rewards;
-    at::Tensor discounts = config_.gamma * (1.0 - terminated);
-    if (truncation_values) {
+    at::Tensor step_rewards = b.rewards;
+    at::Tensor discounts = config_.gamma * (1.0 - b.terminated);
+    if (b.truncation_values) {
       // A truncated step ends its episode here: bootstrap from V(final observation), not o_{t+1}.
-      step_rewards = rewards + config_.gamma * truncated * *truncation_values;
-      discounts = discounts * (1.0 - truncated);
+      step_rewards = b.rewards + config_.gamma * b.truncated * *b.truncation_values;
+      discounts = discounts * (1.0 - b.truncated);
     }
+    const at::Device device = b.rewards.device();
     const VTraceResult targets =
         vtrace(rollout.log_probs.detach().to(device), eval.log_prob.detach().reshape(shape), step_rewards,
-               current_values, bootstrap_value, discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
+               current_values, b.bootstrap_value, discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
     b_returns = targets.vs.reshape(-1);
     b_values = current_values.reshape(-1);
     b_advantages = targets.pg_advantages.reshape(-1);
   } else {
     // Bootstrapped returns: n-step (gae_lambda = 1) or GAE's, truncated episodes bootstrapping
     // from truncation_values; advantage = return - value when acting.
-    const at::Tensor returns =
-        config_.gae_lambda == 1.0
-            ? n_step_returns(rewards, terminated, truncated, values, bootstrap_value, truncation_values, config_.gamma)
-            : gae(rewards, values, terminated, truncated, bootstrap_value, truncation_values, config_.gamma,
-                  config_.gae_lambda)
-                  .returns;
+    const at::Tensor returns = config_.gae_lambda == 1.0
+                                   ? n_step_returns(b.rewards, b.terminated, b.truncated, b.values, b.bootstrap_value,
+                                                    b.truncation_values, config_.gamma)
+                                   : gae(b.rewards, b.values, b.terminated, b.truncated, b.bootstrap_value,
+                                         b.truncation_values, config_.gamma, config_.gae_lambda)
+                                         .returns;
     b_returns = returns.reshape(-1);
-    b_values = values.reshape(-1);
+    b_values = b.values.reshape(-1);
     b_advantages = b_returns - b_values;
   }
   if (config_.norm_adv) {
@@ -201,11 +172,8 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   // One gradient step on the whole batch.
   const A2cLoss loss =
       a2c_loss(eval.log_prob, b_advantages, eval.value, b_returns, eval.entropy, config_.ent_coef, config_.vf_coef);
-  gradient_step(loss.loss, parameters_, *optimizer_, config_.max_grad_norm, sync_strategy());
-  ++updates_;
-
-  // Only now may the observation statistics move: the step above saw the rollout as it was acted on.
-  model_->update_observation_stats(b_obs);
+  step(loss.loss, config_.max_grad_norm);
+  finish_update(b.observations);
 
   return {
       {"charts/learning_rate", lr},
@@ -214,17 +182,6 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
       {"losses/entropy", loss.entropy.item<double>()},
       {"losses/explained_variance", explained_variance(b_values, b_returns)},
   };
-}
-
-void A2c::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, updates_,
-                     reward_scaler_ ? &*reward_scaler_ : nullptr);
-}
-
-void A2c::load(const core::Checkpoint& checkpoint) {
-  const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, parameters_);
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, *optimizer_, *scratch,
-                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos

@@ -8,8 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "concord/algos/learner.h"
-#include "concord/algos/reward_scaler.h"
+#include "concord/algos/actor_critic_learner.h"
 #include "concord/core/config_fields.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
@@ -86,7 +85,7 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages, cons
 // losses/value_loss, losses/policy_loss, losses/entropy, losses/explained_variance (as PPO's)
 // and charts/learning_rate. Rollout tensors may live on any device; they are moved to the
 // model's. Not thread-safe.
-class A2c : public Learner {
+class A2c : public ActorCriticLearner {
  public:
   // Validates the config and builds the network on `device` and the optimiser (over the network's
   // flat parameter buffer, see nn/flat_parameters.h). Throws std::invalid_argument.
@@ -95,34 +94,17 @@ class A2c : public Learner {
   // Throws std::invalid_argument if the rollout's T is not num_steps, if norm_adv and
   // T * B < 2, or if progress is outside [0, 1].
   Metrics update(const Rollout& rollout, double progress) override;
-  nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return config_.num_steps; }
-  nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override { return 1; }
   std::unique_ptr<Learner> make_shared_replica() override;
 
-  // Tensors "model/<parameter or buffer name>", "optimizer" (the optimiser's state,
-  // LibTorch-serialised into a uint8 tensor) and, with normalize_reward, "reward_scaler/...";
-  // metadata "algorithm" = "a2c" and "updates" (see learner_checkpoint.h).
-  void save(core::Checkpoint& checkpoint) const override;
-  // Checks everything before changing anything; throws core::CheckpointError naming a missing,
-  // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
-  void load(const core::Checkpoint& checkpoint) override;
-
   const A2cConfig& config() const { return config_; }
-  // Updates done so far (restored by load()).
-  int64_t updates() const { return updates_; }
 
  private:
   // A replica sharing primary's parameters and optimiser statistics (see make_shared_replica).
   explicit A2c(A2c& primary);
 
   A2cConfig config_;
-  nn::ActorCritic model_;
-  nn::FlatParameters parameters_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::optional<RewardScaler> reward_scaler_;  // set when config_.normalize_reward
-  int64_t updates_ = 0;
 };
 
 }  // namespace concord::algos

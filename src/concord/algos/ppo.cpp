@@ -3,18 +3,18 @@
 #include <ATen/ops/randperm.h>
 #include <c10/core/GradMode.h>
 
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "concord/algos/gae.h"
-#include "concord/algos/gradient_step.h"
-#include "concord/algos/learner_checkpoint.h"
-#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/core/config_problems.h"
+#include "concord/core/torch_thread.h"
 
 namespace concord::algos {
 namespace {
@@ -115,22 +115,15 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 }
 
 Ppo::Ppo(PpoConfig config, torch::Device device)
-    : config_(core::validated(std::move(config))),
-      model_(nn::build_actor_critic(config_.network, device)),
-      parameters_(*model_),
-      optimizer_({parameters_.values()}, adam_options(config_)),
-      reward_scaler_(config_.normalize_reward ? std::make_optional<RewardScaler>(RewardScalerConfig{config_.gamma})
-                                              : std::nullopt) {}
+    : ActorCriticLearner(kAlgorithm, core::validated(config).network, device,
+                         config.normalize_reward ? std::make_optional(config.gamma) : std::nullopt,
+                         [adam = adam_options(config)](const nn::FlatParameters& parameters) {
+                           return std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{parameters.values()},
+                                                                       adam);
+                         }),
+      config_(std::move(config)) {}
 
-Ppo::Ppo(Ppo& primary)
-    : config_(primary.config_),
-      model_(nn::build_actor_critic(config_.network, primary.parameters_.values().device())),
-      parameters_(*model_, primary.parameters_),
-      optimizer_({parameters_.values()}, adam_options(config_)),
-      reward_scaler_(primary.reward_scaler_) {
-  share_optimizer_state(optimizer_, primary.optimizer_);
-  share_observation_statistics(model_, primary.model_);
-}
+Ppo::Ppo(Ppo& primary) : ActorCriticLearner(primary), config_(primary.config_) {}
 
 std::unique_ptr<Learner> Ppo::make_shared_replica() { return std::unique_ptr<Learner>(new Ppo(*this)); }
 
@@ -147,32 +140,20 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
         << ", progress = " << progress;
     throw std::invalid_argument(out.str());
   }
-  const at::Device device = model_->parameters().front().device();
-
   // Annealing the rate if instructed to do so.
-  const double lr = config_.anneal_lr ? (1.0 - progress) * config_.learning_rate : config_.learning_rate;
-  for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
-
-  // Rewards scaled by the running std of the discounted return, if asked.
-  const at::Tensor rewards =
-      reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
-                     : rollout.rewards.to(device);
+  const double lr = set_learning_rate(config_.learning_rate, config_.anneal_lr, progress);
+  // The rollout on the model's device, rewards scaled by the running std of the discounted
+  // return if asked; [T, B, ...] flattened to [T * B, ...] for the network.
+  const Batch b = prepare(rollout);
 
   // Bootstrap value if not done: GAE, truncated episodes bootstrapping from truncation_values.
-  const at::Tensor values = rollout.values.detach().to(device);
-  std::optional<at::Tensor> truncation_values;
-  if (rollout.truncation_values.defined()) truncation_values = rollout.truncation_values.to(device);
-  const GaeResult gae_result =
-      gae(rewards, values, rollout.terminated.to(device), rollout.truncated.to(device),
-          rollout.bootstrap_value.detach().to(device), truncation_values, config_.gamma, config_.gae_lambda);
-
-  // Flatten the batch: [T, B, ...] -> [T * B, ...].
-  const at::Tensor b_obs = rollout.observations.to(device).flatten(0, 1);
-  const at::Tensor b_actions = rollout.actions.to(device).flatten(0, 1);
+  const GaeResult gae_result = gae(b.rewards, b.values, b.terminated, b.truncated, b.bootstrap_value,
+                                   b.truncation_values, config_.gamma, config_.gae_lambda);
+  const at::Device device = b.rewards.device();
   const at::Tensor b_logprobs = rollout.log_probs.detach().to(device).reshape(-1);
   const at::Tensor b_advantages = gae_result.advantages.reshape(-1);
   const at::Tensor b_returns = gae_result.returns.reshape(-1);
-  const at::Tensor b_values = values.reshape(-1);
+  const at::Tensor b_values = b.values.reshape(-1);
 
   // Optimizing the policy and value network.
   PpoLoss last;
@@ -180,10 +161,10 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   int64_t minibatches_run = 0;
   int64_t epochs_run = 0;
   for (int64_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
-    const at::Tensor b_inds = at::randperm(batch_size, at::kLong).to(device);
+    const at::Tensor b_inds = at::randperm(batch_size, core::thread_generator(at::kCPU), at::kLong).to(device);
     for (const at::Tensor& mb_inds : b_inds.tensor_split(config_.num_minibatches)) {
       const nn::ActionEvaluation eval =
-          model_->evaluate(b_obs.index_select(0, mb_inds), b_actions.index_select(0, mb_inds));
+          model()->evaluate(b.observations.index_select(0, mb_inds), b.actions.index_select(0, mb_inds));
 
       at::Tensor mb_advantages = b_advantages.index_select(0, mb_inds);
       if (config_.norm_adv) {
@@ -194,7 +175,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
                       b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
                       config_.clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
 
-      gradient_step(last.loss, parameters_, optimizer_, config_.max_grad_norm, sync_strategy());
+      step(last.loss, config_.max_grad_norm);
 
       clipfrac_sum += last.clipfrac.item<double>();
       ++minibatches_run;
@@ -204,10 +185,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
     // Early stopping once the policy has moved too far from the one that collected the data.
     if (config_.target_kl > 0.0 && last.approx_kl.item<double>() > config_.target_kl) break;
   }
-  ++updates_;
-
-  // Only now may the observation statistics move: every epoch above saw the rollout as it was acted on.
-  model_->update_observation_stats(b_obs);
+  finish_update(b.observations);
 
   return {
       {"charts/learning_rate", lr},
@@ -220,16 +198,6 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       {"losses/clipfrac", clipfrac_sum / static_cast<double>(minibatches_run)},
       {"losses/explained_variance", explained_variance(b_values, b_returns)},
   };
-}
-
-void Ppo::save(core::Checkpoint& checkpoint) const {
-  save_learner_state(checkpoint, kAlgorithm, model_, optimizer_, updates_, reward_scaler_ ? &*reward_scaler_ : nullptr);
-}
-
-void Ppo::load(const core::Checkpoint& checkpoint) {
-  torch::optim::Adam scratch({parameters_.values()}, adam_options(config_));
-  updates_ = load_learner_state(checkpoint, kAlgorithm, model_, optimizer_, scratch,
-                                reward_scaler_ ? &*reward_scaler_ : nullptr);
 }
 
 }  // namespace concord::algos

@@ -6,8 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "concord/algos/learner.h"
-#include "concord/algos/reward_scaler.h"
+#include "concord/algos/actor_critic_learner.h"
 #include "concord/core/config_fields.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
@@ -90,7 +89,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //
 // Minibatches are drawn with LibTorch's global generator (seed it with torch::manual_seed).
 // Rollout tensors may live on any device; they are moved to the model's. Not thread-safe.
-class Ppo : public Learner {
+class Ppo : public ActorCriticLearner {
  public:
   // Validates the config and builds the network on `device` and the optimiser (over the network's
   // flat parameter buffer, see nn/flat_parameters.h). Throws std::invalid_argument.
@@ -100,36 +99,19 @@ class Ppo : public Learner {
   // num_minibatches minibatches (of at least 2 samples when norm_adv), or if progress is outside
   // [0, 1].
   Metrics update(const Rollout& rollout, double progress) override;
-  nn::ActorCritic model() override { return model_; }
   int64_t rollout_length() const override { return config_.num_steps; }
-  nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override {
     return config_.target_kl > 0.0 ? 0 : config_.update_epochs * config_.num_minibatches;
   }
   std::unique_ptr<Learner> make_shared_replica() override;
 
-  // Tensors "model/<parameter or buffer name>", "optimizer" (Adam's state, LibTorch-serialised
-  // into a uint8 tensor) and, with normalize_reward, "reward_scaler/..."; metadata "algorithm" =
-  // "ppo" and "updates" (see learner_checkpoint.h).
-  void save(core::Checkpoint& checkpoint) const override;
-  // Checks everything before changing anything; throws core::CheckpointError naming a missing,
-  // unexpected or mis-shaped tensor, another algorithm's checkpoint, or unreadable optimiser state.
-  void load(const core::Checkpoint& checkpoint) override;
-
   const PpoConfig& config() const { return config_; }
-  // Updates done so far (restored by load()).
-  int64_t updates() const { return updates_; }
 
  private:
   // A replica sharing primary's parameters and Adam moments (see make_shared_replica).
   explicit Ppo(Ppo& primary);
 
   PpoConfig config_;
-  nn::ActorCritic model_;
-  nn::FlatParameters parameters_;
-  torch::optim::Adam optimizer_;
-  std::optional<RewardScaler> reward_scaler_;  // set when config_.normalize_reward
-  int64_t updates_ = 0;
 };
 
 }  // namespace concord::algos

@@ -15,6 +15,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "concord/comm/torchrun_variables.h"
+#include "concord/core/registry.h"
 
 #include "concord/comm/process_group_communicator.h"
 
@@ -246,20 +247,9 @@ LaunchEnvironment LaunchEnvironment::from_environment() {
   return environment;
 }
 
-std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, const ConnectOptions& options) {
-  if (options.backend == "nccl") {
-    throw CommError(
-        "comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
-        "(set comm.backend = \"gloo\")");
-  }
-  if (options.backend == "mpi") {
-    throw CommError(
-        "comm backend 'mpi' needs LibTorch built with MPI, and Debian's is not; under mpirun, Concord "
-        "reads OMPI_COMM_WORLD_RANK/SIZE and connects with Gloo (set comm.backend = \"gloo\")");
-  }
-  if (options.backend != "gloo") {
-    throw CommError("unknown comm backend '" + options.backend + "' (known: gloo, nccl, mpi)");
-  }
+namespace {
+
+std::unique_ptr<Communicator> connect_gloo(const LaunchEnvironment& environment, const ConnectOptions& options) {
   c10::intrusive_ptr<c10d::Store> store = open_store(environment, options);
   join(*store, environment, options);
   auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
@@ -273,6 +263,41 @@ std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, cons
     const std::string cause = first_line(error);
     throw CommError("rank " + std::to_string(environment.rank) + " could not connect the Gloo process group: " + cause);
   }
+}
+
+// Backends a user may name but this build cannot run: each says why, and what to set instead.
+std::unique_ptr<Communicator> refuse_nccl(const LaunchEnvironment&, const ConnectOptions&) {
+  throw CommError(
+      "comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
+      "(set comm.backend = \"gloo\")");
+}
+
+std::unique_ptr<Communicator> refuse_mpi(const LaunchEnvironment&, const ConnectOptions&) {
+  throw CommError(
+      "comm backend 'mpi' needs LibTorch built with MPI, and Debian's is not; under mpirun, Concord "
+      "reads OMPI_COMM_WORLD_RANK/SIZE and connects with Gloo (set comm.backend = \"gloo\")");
+}
+
+using Connect = std::unique_ptr<Communicator> (*)(const LaunchEnvironment&, const ConnectOptions&);
+
+const core::Registry<Connect>& backends() {
+  static const core::Registry<Connect> registry(
+      "comm backend", "comm.backend", {{"gloo", connect_gloo}, {"nccl", refuse_nccl}, {"mpi", refuse_mpi}});
+  return registry;
+}
+
+}  // namespace
+
+std::vector<std::string> backend_names() { return backends().names(); }
+
+std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, const ConnectOptions& options) {
+  Connect connect_backend = nullptr;
+  try {
+    connect_backend = backends().at(options.backend);
+  } catch (const std::invalid_argument& unknown) {
+    throw CommError(unknown.what());
+  }
+  return connect_backend(environment, options);
 }
 
 }  // namespace concord::comm

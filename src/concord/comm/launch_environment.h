@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "concord/comm/communicator.h"
 
@@ -44,5 +45,8 @@ struct ConnectOptions {
 // agreed on WORLD_SIZE and on the config fingerprint. Throws CommError (CommTimeout for peers
 // that never join, naming them) for a port in use, a wrong WORLD_SIZE, a fingerprint mismatch.
 std::unique_ptr<Communicator> connect(const LaunchEnvironment& environment, const ConnectOptions& options);
+
+// The backends ConnectOptions::backend may name, in the registry's order (gloo first).
+std::vector<std::string> backend_names();
 
 }  // namespace concord::comm

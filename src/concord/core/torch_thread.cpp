@@ -2,9 +2,15 @@
 
 #include <utility>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 namespace concord::core {
+namespace {
+
+thread_local c10::optional<at::Generator> current_generator;
+
+}  // namespace
 
 std::thread torch_thread(std::function<void()> body) {
   return std::thread([body = std::move(body)] {
@@ -13,5 +19,23 @@ std::thread torch_thread(std::function<void()> body) {
     body();
   });
 }
+
+std::thread torch_thread(uint64_t seed, std::function<void()> body) {
+  return torch_thread([seed, body = std::move(body)] {
+    ScopedThreadGenerator generator(seed);
+    body();
+  });
+}
+
+c10::optional<at::Generator> thread_generator(const c10::Device& device) {
+  if (!device.is_cpu()) return c10::nullopt;
+  return current_generator;
+}
+
+ScopedThreadGenerator::ScopedThreadGenerator(uint64_t seed) : previous_(std::move(current_generator)) {
+  current_generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+}
+
+ScopedThreadGenerator::~ScopedThreadGenerator() { current_generator = std::move(previous_); }
 
 }  // namespace concord::core

@@ -1,7 +1,12 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <thread>
+
+#include <ATen/core/Generator.h>
+#include <c10/core/Device.h>
+#include <c10/util/Optional.h>
 
 namespace concord::core {
 
@@ -12,5 +17,35 @@ namespace concord::core {
 // with MinAtar's network: per-thread act() rates scattered over 9x). Every thread of ours that
 // runs LibTorch starts here.
 std::thread torch_thread(std::function<void()> body);
+
+// The same, with a random generator of the thread's own seeded with `seed` (see thread_generator):
+// for every thread that draws random numbers (action sampling, minibatch permutations), with a
+// seed derived from the run's (derive_seed(seed, stream)).
+std::thread torch_thread(uint64_t seed, std::function<void()> body);
+
+// The generator the calling thread draws with on `device`. LibTorch's random operators share one
+// process-wide generator unless handed another, so threads drawing from it at once make every
+// draw depend on how the scheduler interleaved them, and no run could be replayed. A thread
+// started with a seed has its own CPU generator, and every random draw of ours passes
+// thread_generator(device) to the operator:
+//
+//   at::randperm(n, core::thread_generator(at::kCPU), at::kLong)
+//
+// nullopt (the global generator, which torch::manual_seed seeds) on a thread started without a
+// seed, such as the main thread, and for CUDA tensors, whose draws use the device's generator.
+c10::optional<at::Generator> thread_generator(const c10::Device& device);
+
+// Gives the calling thread its own generator, seeded with `seed`, until destroyed (then the one it
+// had before): what torch_thread(seed, body) does around body.
+class ScopedThreadGenerator {
+ public:
+  explicit ScopedThreadGenerator(uint64_t seed);
+  ~ScopedThreadGenerator();
+  ScopedThreadGenerator(const ScopedThreadGenerator&) = delete;
+  ScopedThreadGenerator& operator=(const ScopedThreadGenerator&) = delete;
+
+ private:
+  c10::optional<at::Generator> previous_;
+};
 
 }  // namespace concord::core

@@ -4,13 +4,20 @@
 #include <stdexcept>
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/randn_like.h>
+#include <ATen/ops/randn.h>
+
+#include "concord/core/torch_thread.h"
 
 namespace concord::nn {
 namespace {
 
 // 0.5 * log(2 pi).
 constexpr double kHalfLog2Pi = 0.91893853320467274178;
+
+// N(0, 1) noise shaped like `like`, from the calling thread's generator.
+at::Tensor standard_normal(const at::Tensor& like) {
+  return at::randn(like.sizes(), core::thread_generator(like.device()), like.options());
+}
 
 }  // namespace
 
@@ -40,10 +47,10 @@ DiagGaussian::DiagGaussian(const at::Tensor& mean, const at::Tensor& log_std) {
 
 at::Tensor DiagGaussian::sample() const {
   const at::Tensor mean = mean_.detach();
-  return mean + std_.detach() * at::randn_like(mean);
+  return mean + std_.detach() * standard_normal(mean);
 }
 
-at::Tensor DiagGaussian::rsample() const { return mean_ + std_ * at::randn_like(mean_); }
+at::Tensor DiagGaussian::rsample() const { return mean_ + std_ * standard_normal(mean_); }
 
 at::Tensor DiagGaussian::log_prob(const at::Tensor& x) const {
   const at::Tensor z = (x.to(mean_.device(), mean_.scalar_type()) - mean_) / std_;

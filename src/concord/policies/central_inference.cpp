@@ -40,6 +40,17 @@ void CentralInferenceConfig::validate() const {
   problems.check(queue_capacity >= 1, "queue_capacity", queue_capacity, ">= 1");
   problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
   problems.check(adjust_interval_seconds > 0.0, "adjust_interval_seconds", adjust_interval_seconds, "> 0");
+  problems.check(max_policy_lag >= 0, "max_policy_lag", max_policy_lag, ">= 0");
+  // Each trainer may hold training_batch - 1 segments while it waits for its batch to fill; with
+  // fewer slots than that in all, every agent would wait for a slot that never comes.
+  if (max_policy_lag >= 0 && training_batch >= 1 && trainers >= 1 &&
+      static_cast<int64_t>(training_batch) * (max_policy_lag + 1) <=
+          static_cast<int64_t>(trainers) * (training_batch - 1)) {
+    problems.add("max_policy_lag=" + std::to_string(max_policy_lag) + " leaves " +
+                 std::to_string(static_cast<int64_t>(training_batch) * (max_policy_lag + 1)) +
+                 " segments in flight, too few for " + std::to_string(trainers) + " trainers to fill batches of " +
+                 std::to_string(training_batch) + " (raise max_policy_lag or lower trainers)");
+  }
   problems.throw_if_any("policy.central_inference config");
 }
 
@@ -51,7 +62,10 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
       {"trainers", &C::trainers, "Trainer threads feeding the learner"},
       {"prediction_batch", &C::prediction_batch, "Most observations in one batched forward pass"},
       {"training_batch", &C::training_batch, "Agent segments (T steps of num_envs / agents envs) per learner update"},
-      {"queue_capacity", &C::queue_capacity, "Capacity of the prediction and the training queue"},
+      {"queue_capacity", &C::queue_capacity, "Capacity of the prediction queue"},
+      {"max_policy_lag", &C::max_policy_lag,
+       "Updates a segment may wait behind the learner: at most training_batch x (max_policy_lag + 1) segments are "
+       "collected and not yet trained (0: collection and learning take turns)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A blocking wait longer than this while the run is live is an error naming the queue"},
       {"dynamic_adjustment", &C::dynamic_adjustment,
@@ -68,6 +82,10 @@ using core::ActiveThreads;
 using core::BoundedQueue;
 using core::QueueStatus;
 using SteadyClock = std::chrono::steady_clock;
+
+// The threads' generator seeds are derive_seed(seed, kThreadStreams + i), apart from the agents'
+// env streams (derive_seed(seed, agent)) and the dynamic adjustment's (0xAD).
+constexpr uint64_t kThreadStreams = 0x7E000;
 
 // Thrown inside a thread when the run is shutting down under it; the thread just exits.
 struct RunStopped {};
@@ -115,22 +133,25 @@ class ActorParameters {
     parameters_.values().copy_(learner.flat_parameters().values());
     const auto source_buffers = learner.model()->named_buffers();
     for (auto& buffer : model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
-    version_ = version;
+    version_.store(version);
   }
+
+  // The version a forward pass started now would act with.
+  int64_t version() const { return version_.load(); }
 
   Prediction act(const torch::Tensor& observations, torch::Device device) {
     std::shared_lock<std::shared_mutex> reading(mutex_);
     c10::InferenceMode inference;
     const nn::ActResult result = model_->act(observations.to(device));
     return Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU), result.value.to(torch::kCPU),
-                      version_};
+                      version_.load()};
   }
 
  private:
   std::shared_mutex mutex_;  // shared: a forward pass; exclusive: a publish
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;
-  int64_t version_ = 0;
+  std::atomic<int64_t> version_{0};
 };
 
 torch::Tensor concat(const std::vector<Segment>& segments, torch::Tensor algos::Rollout::*field, int64_t dim) {
@@ -150,6 +171,11 @@ algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
   }
   rollout.bootstrap_value = concat(segments, &algos::Rollout::bootstrap_value, 0);
   return rollout;
+}
+
+// Segments that may be collected and not yet trained at once (see the header on the policy lag).
+int64_t segments_in_flight(const CentralInferenceConfig& config) {
+  return static_cast<int64_t>(config.training_batch) * (config.max_policy_lag + 1);
 }
 
 // One call of train(): the queues, the threads and their shared counters, wired in one place.
@@ -172,7 +198,8 @@ class Run {
             std::chrono::duration<double>(config.wait_timeout_seconds))),
         actor_(learner),
         predictions_(static_cast<size_t>(config.queue_capacity), "prediction queue"),
-        training_(static_cast<size_t>(config.queue_capacity), "training queue"),
+        training_(static_cast<size_t>(segments_in_flight(config)), "training queue"),
+        slots_(static_cast<size_t>(segments_in_flight(config)), "training slots"),
         agents_(config.agents, config.agents, "agents"),
         predictors_(config.predictors, config.predictors, "predictors"),
         trainers_(config.trainers, config.trainers, "trainers"),
@@ -183,6 +210,7 @@ class Run {
     for (int a = 0; a < config.agents; ++a) {
       replies_.push_back(std::make_unique<BoundedQueue<Prediction>>(1, "agent " + std::to_string(a) + " reply"));
     }
+    for (int64_t i = 0; i < segments_in_flight(config); ++i) slots_.push(0, timeout_);
     actor_.publish(learner_, state.updates);
   }
 
@@ -190,13 +218,18 @@ class Run {
     const int total_threads = config_.agents + config_.predictors + config_.trainers;
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(total_threads));
-    for (int a = 0; a < config_.agents; ++a)
-      threads.push_back(core::torch_thread([this, a] { guarded([&] { agent(a); }); }));
+    // Every thread draws from its own generator (predictors: actions; trainers: minibatches).
+    uint64_t stream = kThreadStreams;
+    for (int a = 0; a < config_.agents; ++a) {
+      threads.push_back(core::torch_thread(core::derive_seed(seed_, stream++), [this, a] { guarded([&] { agent(a); }); }));
+    }
     for (int p = 0; p < config_.predictors; ++p) {
-      threads.push_back(core::torch_thread([this, p] { guarded([&] { predictor(p); }); }));
+      threads.push_back(
+          core::torch_thread(core::derive_seed(seed_, stream++), [this, p] { guarded([&] { predictor(p); }); }));
     }
     for (int t = 0; t < config_.trainers; ++t) {
-      threads.push_back(core::torch_thread([this, t] { guarded([&] { trainer(t); }); }));
+      threads.push_back(
+          core::torch_thread(core::derive_seed(seed_, stream++), [this, t] { guarded([&] { trainer(t); }); }));
     }
     supervise(total_threads);
     for (std::thread& thread : threads) thread.join();
@@ -229,6 +262,7 @@ class Run {
     stopping_ = true;
     predictions_.close();
     training_.close();
+    slots_.close();
     for (auto& replies : replies_) replies->close();
     agents_.close();
     predictors_.close();
@@ -330,10 +364,15 @@ class Run {
     Prediction prediction = predict(a, observations);
     std::vector<int64_t> truncated_rows;
     while (agents_.wait_until_active(a) && !stopping_) {
+      if (!take_slot(a)) return;
       if (steps_claimed_.fetch_add(steps * n) >= total_steps_) {
-        agents_.close();  // parked agents have nothing left to do either
+        slots_.push(0, timeout_);  // for the agents still waiting to learn that the run is over
+        agents_.close();           // parked agents have nothing left to do either
         return;
       }
+      // The segment's first action was chosen at the end of the last one, before this agent
+      // waited for its slot; if the learner has moved since, choose it with the newest parameters.
+      if (prediction.version != actor_.version()) prediction = predict(a, observations);
       Segment segment;
       segment.version = prediction.version;
       algos::Rollout& rollout = segment.rollout;
@@ -392,6 +431,20 @@ class Run {
           throw_timeout("agent " + std::to_string(a), training_.name(), "to make room");
       }
     }
+  }
+
+  // Waits for one of the slots that bound the policy lag; false when the run is stopping.
+  bool take_slot(int a) {
+    char slot = 0;
+    switch (slots_.pop(slot, timeout_)) {
+      case QueueStatus::kOk:
+        return !stopping_;
+      case QueueStatus::kClosed:
+        return false;
+      case QueueStatus::kTimedOut:
+        break;
+    }
+    throw_timeout("agent " + std::to_string(a), slots_.name(), "to free up");
   }
 
   void predictor(int p) {
@@ -456,6 +509,8 @@ class Run {
     ++state_.updates;
     actor_.publish(learner_, state_.updates);
     updates_done_ += 1;
+    // These segments are trained: their slots may start new ones, with the parameters just published.
+    for (size_t i = 0; i < segments.size(); ++i) slots_.push(0, timeout_);
 
     for (const Segment& segment : segments) {
       for (const auto& [episode_return, episode_length] : segment.episodes) {
@@ -500,6 +555,7 @@ class Run {
   ActorParameters actor_;
   BoundedQueue<PredictionRequest> predictions_;
   BoundedQueue<Segment> training_;
+  BoundedQueue<char> slots_;  // one token per segment an agent may collect before it is trained
   std::vector<std::unique_ptr<BoundedQueue<Prediction>>> replies_;  // one slot per agent
   ActiveThreads agents_, predictors_, trainers_;
 

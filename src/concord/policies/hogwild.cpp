@@ -17,6 +17,12 @@
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
+namespace {
+
+// Worker w's generator seed is derive_seed(seed, kWorkerStreams + w), apart from its envs' streams.
+constexpr uint64_t kWorkerStreams = 0x7E000;
+
+}  // namespace
 
 void HogwildConfig::validate() const {
   core::ConfigProblems problems;
@@ -33,7 +39,7 @@ const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
 
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
                              algos::Learner& learner, torch::Device device, explore::Bonus* bonus)
-    : learner_(learner), device_(device), bonus_(bonus) {
+    : learner_(learner), device_(device), bonus_(bonus), seed_(env_config.seed) {
   config.validate();
   const int workers = config.workers;
   if (learner.gradient_steps_per_update() != 1) {
@@ -124,7 +130,11 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   };
 
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) threads.push_back(core::torch_thread([&worker, w] { worker(w); }));
+  // Each worker samples actions and minibatches from its own generator.
+  for (int w = 0; w < workers; ++w) {
+    threads.push_back(core::torch_thread(core::derive_seed(seed_, kWorkerStreams + static_cast<uint64_t>(w)),
+                                         [&worker, w] { worker(w); }));
+  }
   for (std::thread& thread : threads) thread.join();
   if (failure) std::rethrow_exception(failure);
 }

@@ -52,6 +52,7 @@ class HogwildPolicy : public Policy {
   algos::Learner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
+  uint64_t seed_;          // the run's, for the workers' generators
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
   std::vector<std::unique_ptr<algos::Learner>> replicas_;
 };

@@ -1,12 +1,13 @@
 #include "concord/supervised/replica_training.h"
 
 #include <memory>
+#include <vector>
 
 #include <torch/torch.h>
 
 #include "concord/core/rng.h"
 #include "concord/data/batch_sampler.h"
-#include "concord/data/partition.h"
+#include "concord/parallel/synchronous_sgd.h"
 #include "concord/supervised/adaptive_batch_schedule.h"
 #include "concord/supervised/fgsm.h"
 #include "concord/supervised/hessian.h"
@@ -27,13 +28,14 @@ AdaptiveBatchOptions schedule_options(const FitConfig& fit) {
   return options;
 }
 
-// The top Hessian eigenvalue of the loss on a sample of this rank's shard, averaged over the
-// ranks so that every replica takes the same decision.
-double mean_top_eigenvalue(const FitConfig& fit, torch::nn::Sequential& model, const data::LabelledData& shard,
+// The top Hessian eigenvalue of the loss on a sample of the training set drawn by this rank,
+// averaged over the ranks so that every replica takes the same decision.
+double mean_top_eigenvalue(const FitConfig& fit, torch::nn::Sequential& model, const data::LabelledData& train,
                            comm::Communicator& communicator, int64_t epoch) {
-  data::ShuffledBatches sample(shard.size(), fit.abs_hessian_batch,
-                               core::derive_seed(fit.seed, 300 + static_cast<uint64_t>(epoch)));
-  const data::LabelledData batch = shard.select(sample.next());
+  const uint64_t epoch_seed = core::derive_seed(fit.seed, 300 + static_cast<uint64_t>(epoch));
+  data::ShuffledBatches sample(train.size(), fit.abs_hessian_batch,
+                               core::derive_seed(epoch_seed, static_cast<uint64_t>(communicator.rank())));
+  const data::LabelledData batch = train.select(sample.next());
   PowerIterationOptions options;
   options.max_iterations = fit.abs_power_iterations;
   options.tolerance = fit.abs_tolerance;
@@ -67,16 +69,28 @@ void set_learning_rate(torch::optim::SGD& optimizer, double learning_rate) {
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
                         sync::SyncStrategy& strategy, const data::MnistSplit& data, comm::Communicator& communicator,
                         const FitCallbacks& callbacks) {
-  const int rank = communicator.rank();
   const int workers = communicator.world_size();
-  const data::LabelledData shard =
-      data.train.select(data::iid_partition(data.train.size(), workers, core::derive_seed(fit.seed, 1))[rank]);
-  const uint64_t batch_seed = core::derive_seed(fit.seed, 100 + static_cast<uint64_t>(rank));
   AdaptiveBatchSchedule schedule(schedule_options(fit));
-  auto batches = std::make_unique<data::ShuffledBatches>(shard.size(), schedule.batch_size(), batch_seed);
   torch::optim::SGD optimizer({parameters.values()},
                               torch::optim::SGDOptions(fit.learning_rate).momentum(fit.momentum));
-  strategy.attach(parameters);
+  double adversarial_share = 0.0;  // of this epoch (ABSA)
+  // Every rank keeps the training set resident and receives only its slice of each step's row
+  // indices, which rank 0 draws.
+  parallel::SynchronousSgd sgd(
+      communicator, *model, parameters, optimizer, strategy,
+      [&](const std::vector<torch::Tensor>& slice) {
+        const data::LabelledData batch{slice[0], slice[1]};
+        const torch::Tensor images = adversarial_share > 0.0
+                                         ? with_adversarial_rows(model, batch, adversarial_share, fit.abs_fgsm_epsilon)
+                                         : batch.images;
+        return torch::nn::functional::cross_entropy(model->forward(images), batch.labels);
+      },
+      {parallel::InputKind::kIndexed, parallel::InputKind::kIndexed});
+  sgd.set_resident(0, data.train.images);
+  sgd.set_resident(1, data.train.labels);
+  // Read on rank 0 only: W x B rows of the training set per step, each row once per epoch.
+  const uint64_t batch_seed = core::derive_seed(fit.seed, 100);
+  auto batches = std::make_unique<data::ShuffledBatches>(data.train.size(), workers * schedule.batch_size(), batch_seed);
 
   int64_t epoch_steps = steps_per_epoch(data.train.size(), workers, schedule.batch_size());
   FitMonitor monitor(fit, communicator, data.test, callbacks, fit.steps);
@@ -85,35 +99,30 @@ FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::
   int64_t epoch = 0;  // epochs completed
   int64_t step_in_epoch = 0;
   for (int64_t step = 1; step <= fit.steps; ++step) {
-    const data::LabelledData batch = shard.select(batches->next());
-    const double adversarial_share = schedule.adversarial_share(epoch);
-    const torch::Tensor images = adversarial_share > 0.0
-                                     ? with_adversarial_rows(model, batch, adversarial_share, fit.abs_fgsm_epsilon)
-                                     : batch.images;
-    parameters.zero_grad();
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), batch.labels);
-    loss.backward();
-    strategy.synchronize_gradients();
-    optimizer.step();
-    strategy.after_step();
-    samples += batch.size() * workers;
+    adversarial_share = schedule.adversarial_share(epoch);
+    torch::Tensor rows = batches->next();
+    // An epoch's last batch may be short; one with fewer rows than workers cannot be sliced.
+    if (rows.size(0) < workers) rows = batches->next();
+    samples += rows.size(0);
+    const double loss = sgd.step({rows, rows});
 
     if (++step_in_epoch == epoch_steps) {
       ++epoch;
       step_in_epoch = 0;
       if (fit.schedule != "fixed") {
-        const double eigenvalue = mean_top_eigenvalue(fit, model, shard, communicator, epoch);
+        const double eigenvalue = mean_top_eigenvalue(fit, model, data.train, communicator, epoch);
         if (schedule.end_of_epoch(epoch, eigenvalue)) {
           set_learning_rate(optimizer, schedule.learning_rate());
           batches = std::make_unique<data::ShuffledBatches>(
-              shard.size(), schedule.batch_size(), core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
+              data.train.size(), workers * schedule.batch_size(),
+              core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
           epoch_steps = steps_per_epoch(data.train.size(), workers, schedule.batch_size());
         }
         monitor.note_schedule(schedule.batch_size(), schedule.learning_rate(), eigenvalue);
       }
       if (epoch == fit.epochs) monitor.finish_at(step);
     }
-    if (!monitor.after_step(step, samples, loss.item<double>(), model, parameters.values(), strategy.stats())) break;
+    if (!monitor.after_step(step, samples, loss, model, parameters.values(), strategy.stats())) break;
   }
   return monitor.result();
 }

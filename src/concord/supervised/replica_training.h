@@ -9,15 +9,20 @@
 
 namespace concord::supervised {
 
-// Data-parallel training with a per-step sync strategy, as one rank runs it. The training set is
-// cut IID into W shards; this rank keeps its own shard resident and draws its minibatches from it
-// by index, so no data moves between ranks, only what the strategy exchanges:
+// Data-parallel training with a per-step sync strategy, as one rank runs it, on the Synkhronos
+// functions of parallel/ (parallel::SynchronousSgd with indexed inputs): every rank keeps the
+// training set resident; rank 0 draws each step's W x B row indices and each rank receives only
+// its slice of them, so no images move between ranks, only indices and what the strategy
+// exchanges:
 //
 //   attach(parameters)                                   (rank 0's initial values everywhere)
-//   each step: batch <- next B rows of the shard (B = fit.batch_size at first), reshuffled
-//              absa, before mid-training: the batch's first rows become FGSM examples
+//   each step: rows <- next W x B rows of the training set (B = fit.batch_size at first),
+//                       each row once per epoch, reshuffled; rank r takes slice r
+//              absa, before mid-training: the slice's first rows become FGSM examples
 //              zero_grad; cross_entropy(model(x), y).backward()
 //              strategy.synchronize_gradients(); SGD step; strategy.after_step()
+//              (allreduce: every replica steps with the whole batch's mean gradient; local_sgd,
+//               easgd, gossip: each with its own slice's, then agree as the strategy says)
 //              at each epoch's end (the training set once across replicas), abs/absa:
 //                lambda <- top Hessian eigenvalue on a sample, averaged over ranks
 //                the schedule may double B and the learning rate (adaptive_batch_schedule.h)

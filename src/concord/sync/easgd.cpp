@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
 namespace concord::sync {
@@ -26,17 +27,20 @@ const core::ConfigFields<EasgdConfig>& EasgdConfig::fields() {
   return kFields;
 }
 
-Easgd::Easgd(comm::Communicator& communicator, EasgdConfig config) : communicator_(communicator), config_(config) {
-  const int workers = communicator_.world_size();
-  const bool bad_alpha =
-      !(config_.alpha > 0.0 && config_.alpha < 1.0) || (!config_.asynchronous && workers * config_.alpha > 1.0);
-  if (bad_alpha || config_.tau < 1 || !(config_.momentum >= 0.0 && config_.momentum < 1.0)) {
-    throw std::invalid_argument(
-        "easgd: need 0 < alpha < 1 (and workers * alpha <= 1 when synchronous), tau >= 1 and 0 <= momentum < 1; got "
-        "alpha = " +
-        std::to_string(config_.alpha) + " with " + std::to_string(workers) +
-        " workers, tau = " + std::to_string(config_.tau) + ", momentum = " + std::to_string(config_.momentum));
+void EasgdConfig::validate(int workers) const {
+  core::ConfigProblems problems;
+  problems.check(alpha > 0.0 && alpha < 1.0, "alpha", alpha, "in (0, 1)");
+  if (!asynchronous && alpha > 0.0 && workers * alpha > 1.0) {
+    problems.add("alpha=" + std::to_string(alpha) + " must be <= 1 / workers = " + std::to_string(1.0 / workers) +
+                 " with " + std::to_string(workers) + " workers when synchronous");
   }
+  problems.check(tau >= 1, "tau", tau, ">= 1");
+  problems.check(momentum >= 0.0 && momentum < 1.0, "momentum", momentum, "in [0, 1)");
+  problems.throw_if_any("sync.easgd config");
+}
+
+Easgd::Easgd(comm::Communicator& communicator, EasgdConfig config) : communicator_(communicator), config_(config) {
+  config_.validate(communicator_.world_size());
 }
 
 void Easgd::attach(nn::FlatParameters& parameters) {

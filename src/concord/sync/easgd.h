@@ -18,6 +18,8 @@ struct EasgdConfig {
   bool asynchronous = false;  // the asynchronous update rule (one worker at a time) instead of the synchronous one
   double momentum = 0.0;      // delta of EAMSGD's Nesterov momentum; 0 is plain EASGD
 
+  // Throws std::invalid_argument listing every bad field; `workers` bounds the synchronous alpha.
+  void validate(int workers) const;
   // Keys sync.easgd.<field>.
   static const core::ConfigFields<EasgdConfig>& fields();
 };

@@ -8,16 +8,20 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
 namespace concord::sync {
 
+void FederatedAveragingConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(clients >= 1, "clients", clients, ">= 1");
+  problems.check(fraction > 0.0 && fraction <= 1.0, "fraction", fraction, "in (0, 1]");
+  problems.throw_if_any("federated averaging config");
+}
+
 FederatedAveraging::FederatedAveraging(comm::Communicator& communicator, FederatedAveragingConfig config)
-    : communicator_(communicator), config_(config), rng_(config.seed) {
-  if (config_.clients < 1 || !(config_.fraction > 0.0 && config_.fraction <= 1.0)) {
-    throw std::invalid_argument("fedavg: need clients >= 1 and 0 < fraction <= 1, got clients = " +
-                                std::to_string(config_.clients) + ", fraction = " + std::to_string(config_.fraction));
-  }
+    : communicator_(communicator), config_(core::validated(config)), rng_(config.seed) {
   clients_per_round_ = std::max(1, static_cast<int>(std::lround(config_.fraction * config_.clients)));
 }
 

@@ -15,6 +15,9 @@ struct FederatedAveragingConfig {
   int clients = 100;      // K
   double fraction = 0.1;  // C: the share of clients that train in a round (at least one does)
   uint64_t seed = 1;      // the client draw's seed; the same on every rank
+
+  // Throws std::invalid_argument listing every bad field.
+  void validate() const;
 };
 
 // The server side of federated averaging (McMahan et al. 2017), spread over the W ranks of a

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
 namespace concord::sync {
@@ -28,13 +29,17 @@ const core::ConfigFields<GossipConfig>& GossipConfig::fields() {
   return kFields;
 }
 
-Gossip::Gossip(comm::Communicator& communicator, GossipConfig config)
-    : communicator_(communicator), config_(config), rng_(config.seed), weight_(1.0 / communicator.world_size()) {
-  if (!(config_.probability >= 0.0 && config_.probability <= 1.0)) {
-    throw std::invalid_argument("gossip: the exchange probability must lie in [0, 1], got " +
-                                std::to_string(config_.probability));
-  }
+void GossipConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(probability >= 0.0 && probability <= 1.0, "probability", probability, "in [0, 1]");
+  problems.throw_if_any("sync.gossip config");
 }
+
+Gossip::Gossip(comm::Communicator& communicator, GossipConfig config)
+    : communicator_(communicator),
+      config_(core::validated(config)),
+      rng_(config.seed),
+      weight_(1.0 / communicator.world_size()) {}
 
 void Gossip::attach(nn::FlatParameters& parameters) {
   parameters_ = &parameters;

@@ -20,6 +20,8 @@ struct GossipConfig {
 
   // Keys sync.gossip.<field>; the seed is not one (make_gossip takes run.seed).
   static const core::ConfigFields<GossipConfig>& fields();
+  // Throws std::invalid_argument listing every bad field.
+  void validate() const;
 };
 
 // GoSGD (Blot et al. 2016): decentralised gossip averaging, no master. Each replica i carries a

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
 namespace concord::sync {
@@ -17,14 +18,15 @@ const core::ConfigFields<LocalSgdConfig>& LocalSgdConfig::fields() {
   return kFields;
 }
 
-LocalSgd::LocalSgd(comm::Communicator& communicator, LocalSgdConfig config)
-    : communicator_(communicator), config_(config) {
-  if (config_.local_steps < 1 || config_.warmup_steps < 0) {
-    throw std::invalid_argument("local_sgd: local_steps must be >= 1 and warmup_steps >= 0, got local_steps = " +
-                                std::to_string(config_.local_steps) +
-                                ", warmup_steps = " + std::to_string(config_.warmup_steps));
-  }
+void LocalSgdConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(local_steps >= 1, "local_steps", local_steps, ">= 1");
+  problems.check(warmup_steps >= 0, "warmup_steps", warmup_steps, ">= 0");
+  problems.throw_if_any("sync.local_sgd config");
 }
+
+LocalSgd::LocalSgd(comm::Communicator& communicator, LocalSgdConfig config)
+    : communicator_(communicator), config_(core::validated(config)) {}
 
 void LocalSgd::attach(nn::FlatParameters& parameters) {
   parameters_ = &parameters;

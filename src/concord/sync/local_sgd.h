@@ -16,6 +16,8 @@ struct LocalSgdConfig {
 
   // Keys sync.local_sgd.<field>.
   static const core::ConfigFields<LocalSgdConfig>& fields();
+  // Throws std::invalid_argument listing every bad field.
+  void validate() const;
 };
 
 // Local SGD (Lin et al. 2018): replicas step on their own data and average their parameters every

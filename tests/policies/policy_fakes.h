@@ -1,0 +1,116 @@
+#pragma once
+
+// Fakes shared by the policy tests: a tiny environment that counts its steps and a learner that
+// records what it is given, so a test can check every Rollout field a policy produced exactly.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "concord/algos/learner.h"
+#include "concord/envs/env.h"
+#include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
+
+namespace concord::policies::testing {
+
+struct CountingEnvOptions {
+  int terminate_after = 0;      // Terminates after this many steps into the episode; 0: never.
+  int max_episode_steps = 4;    // Time limit (truncation); 0: none.
+  std::optional<int> instance;  // Set: the observation is [steps, instance] instead of [steps].
+};
+
+// Observation [steps into the episode] or, with options.instance, [steps into the episode,
+// instance]; terminates after options.terminate_after steps (0: never); truncated by the time
+// limit (4 steps by default). Reward 1 per step. Discrete(2) actions, ignored.
+class CountingEnv final : public envs::FloatEnv {
+ public:
+  explicit CountingEnv(const CountingEnvOptions& options = {})
+      : envs::FloatEnv(envs::EnvSpec{"Counting", envs::Space::box({options.instance ? 2 : 1}, -100.0f, 100.0f),
+                                     envs::Space::discrete(2), options.max_episode_steps, std::nullopt}),
+        options_(options) {}
+
+ private:
+  void reset_state(float* observation) override {
+    step_ = 0;
+    write(observation);
+  }
+  envs::StepResult step_state(const envs::Action&, float* observation) override {
+    ++step_;
+    write(observation);
+    return {1.0f, options_.terminate_after > 0 && step_ >= options_.terminate_after, false};
+  }
+  void write(float* observation) const {
+    observation[0] = static_cast<float>(step_);
+    if (options_.instance) observation[1] = static_cast<float>(*options_.instance);
+  }
+  CountingEnvOptions options_;
+  int step_ = 0;
+};
+
+// Records every rollout it is given (a deep copy: RolloutCollector refills the same tensors for
+// the next rollout) and every progress; can sleep to play a slow learner, and report a nan loss
+// at one update. Never changes its model. Not thread-safe: policies call update() one at a time
+// (central_inference under its lock).
+class RecordingLearner final : public algos::Learner {
+ public:
+  // The default network suits CountingEnv without an instance: 1-dim observations, 2 actions.
+  explicit RecordingLearner(int64_t rollout_length, const nn::ActorCriticConfig& network = counting_network())
+      : rollout_length_(rollout_length), model_(network) {}
+
+  static nn::ActorCriticConfig counting_network() {
+    nn::ActorCriticConfig config;
+    config.obs_shape = {1};
+    config.action_dim = 2;
+    return config;
+  }
+
+  algos::Metrics update(const algos::Rollout& rollout, double progress) override {
+    ++updates_;
+    if (record) rollouts.push_back(deep_copy(rollout));
+    progresses.push_back(progress);
+    if (update_sleep.count() > 0) std::this_thread::sleep_for(update_sleep);
+    return {{"losses/fake", updates_ == nan_at_update ? std::nan("") : 1.0}};
+  }
+  nn::ActorCritic model() override { return model_; }
+  int64_t rollout_length() const override { return rollout_length_; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  int64_t gradient_steps_per_update() const override { return 1; }
+  std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
+  void save(core::Checkpoint&) const override {}
+  void load(const core::Checkpoint&) override {}
+
+  bool record = true;  // false: keep no rollouts (long runs), only progresses.
+  std::chrono::milliseconds update_sleep{0};
+  int nan_at_update = -1;  // The 1-based update whose "losses/fake" is nan; -1: none.
+  std::vector<algos::Rollout> rollouts;
+  std::vector<double> progresses;
+
+ private:
+  static torch::Tensor copy_of(const torch::Tensor& tensor) { return tensor.defined() ? tensor.clone() : tensor; }
+  static algos::Rollout deep_copy(const algos::Rollout& rollout) {
+    algos::Rollout copy;
+    copy.observations = copy_of(rollout.observations);
+    copy.actions = copy_of(rollout.actions);
+    copy.log_probs = copy_of(rollout.log_probs);
+    copy.values = copy_of(rollout.values);
+    copy.rewards = copy_of(rollout.rewards);
+    copy.terminated = copy_of(rollout.terminated);
+    copy.truncated = copy_of(rollout.truncated);
+    copy.truncation_values = copy_of(rollout.truncation_values);
+    copy.bootstrap_value = copy_of(rollout.bootstrap_value);
+    return copy;
+  }
+
+  int64_t rollout_length_;
+  nn::ActorCritic model_;
+  nn::FlatParameters parameters_{*model_};
+  int updates_ = 0;
+};
+
+}  // namespace concord::policies::testing
