@@ -9,6 +9,16 @@
 //   policies --env MinAtar/Breakout-v1 --algo ppo --target 10 --stochastic-eval
 //            --set algo.torso=grid_cnn --set algo.shared_torso=true ...
 //                                              PPO with MinAtar's network on pixel-class work
+//
+// Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
+// shipped config as `concord train --config FILE --policy P --num-envs E` does (cli::TrainingRun,
+// the whole budget, no early stop), N times with seed 1 and once with each of seeds 1..N, and the
+// final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
+// A run fails when its evaluation return is below --target. Each policy gets only the settings it
+// needs to run the config at all (central_inference: V-trace for A2C; hogwild: one gradient step
+// per PPO update).
+//
+//   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
@@ -22,6 +32,9 @@
 #include <vector>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/cli/run_config.h"
+#include "concord/cli/run_context.h"
+#include "concord/cli/training_run.h"
 #include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
 #include "concord/envs/registry.h"
@@ -103,6 +116,69 @@ struct PolicyCase {
   std::vector<std::string> overrides;
 };
 
+// One run of the shipped config under `policy`, trained and evaluated as the CLI does.
+double train_and_evaluate(const std::string& config_file, const PolicyCase& policy, int num_envs, int64_t seed,
+                          bool stochastic_eval) {
+  cli::RunFlags flags;
+  flags.config_files = {config_file};
+  flags.overrides = policy.overrides;
+  flags.overrides.push_back("train.policy=\"" + policy.policy + "\"");
+  flags.overrides.push_back("env.num_threads=" + std::to_string(policy.env_threads));
+  flags.seed = seed;
+  flags.num_envs = num_envs;
+  const core::Config config = cli::resolve_config(flags);
+  cli::TrainingRun training(config);
+  policies::TrainingState state;
+  training.train(state, {});
+  envs::VectorEnvConfig eval_env = cli::vector_env_config(config);
+  eval_env.seed = static_cast<uint64_t>(seed + policies::kEvalSeedOffset);
+  const std::vector<double> returns =
+      policies::evaluate_episodes(training.learner().model(), eval_env, 10, stochastic_eval);
+  return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+}
+
+// --repeat: the failure rate of every policy, over N runs of seed 1 and over seeds 1..N.
+void repeat_mode(const std::string& config_file, int repeat, int num_envs, double target, bool stochastic_eval,
+                 const std::vector<std::string>& only) {
+  core::Config shipped(cli::concord_schema());
+  shipped.merge_file(config_file);
+  const std::string algo = shipped.get_string("train.algo");
+  const std::vector<std::string> central =
+      algo == "a2c" ? std::vector<std::string>{"algo.a2c.vtrace=true"} : std::vector<std::string>{};
+  const std::vector<std::string> hogwild =
+      algo == "ppo" ? std::vector<std::string>{"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}
+                    : std::vector<std::string>{};
+  const std::vector<PolicyCase> cases = {
+      {"single", "single", 1, {}},
+      {"sync_vector", "sync_vector", 2, {}},
+      {"hogwild", "hogwild", 1, hogwild},
+      {"central_inf", "central_inference", 1, central},
+  };
+  std::printf("policies --repeat %d: %s, %d envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
+              config_file.c_str(), num_envs, target, stochastic_eval ? "stochastic" : "deterministic");
+  std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
+              bench::load_average().c_str());
+  std::printf("%-12s %-10s %s\n", "policy", "runs", "evaluation returns (run order)");
+  for (const PolicyCase& c : cases) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
+    int failures[2] = {0, 0};
+    for (int mode = 0; mode < 2; ++mode) {
+      std::printf("%-12s %-10s", c.label.c_str(), mode == 0 ? "seed 1" : "seeds 1..N");
+      for (int run = 1; run <= repeat; ++run) {
+        const int64_t seed = mode == 0 ? 1 : run;
+        const double eval_return = train_and_evaluate(config_file, c, num_envs, seed, stochastic_eval);
+        if (eval_return < target) ++failures[mode];
+        std::printf(" %.0f", eval_return);
+        std::fflush(stdout);
+      }
+      std::printf("\n");
+    }
+    std::printf("%-12s failures: %d of %d runs of seed 1, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
+                failures[1], repeat);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,8 +198,21 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   std::vector<std::string> only;
   app.add_option("--policies", only, "Run only these policies (default: all)");
+  int repeat = 0;
+  std::string config_file;
+  app.add_option("--repeat", repeat, "Reliability mode: N runs of seed 1 and seeds 1..N per policy (needs --config)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--config", config_file, "The shipped config that --repeat trains")->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
+  if (repeat > 0) {
+    if (config_file.empty()) {
+      std::fprintf(stderr, "policies: --repeat needs --config FILE\n");
+      return 2;
+    }
+    repeat_mode(config_file, repeat, num_envs, setup.target, setup.stochastic_eval, only);
+    return 0;
+  }
 
   // Lagged experience needs V-trace and a tuned A2C (the setting of the policies' learning test);
   // that row is therefore not the same algorithm configuration as the others. PPO's clipped

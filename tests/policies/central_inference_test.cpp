@@ -257,9 +257,8 @@ TEST(CentralInference, AStuckLearnerIsATimeoutNamingTheQueue) {
   config.wait_timeout_seconds = 0.2;
   CentralInferencePolicy policy(config, env_config(register_counting_env(), 2), learner, torch::kCPU);
   TrainingState state;
-  EXPECT_THAT(
-      [&] { policy.train(state, int64_t{1} << 40, 1'000'000, {}); },
-      ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training slots to free up")));
+  EXPECT_THAT([&] { policy.train(state, int64_t{1} << 40, 1'000'000, {}); },
+              ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("for the training slots to free up")));
 }
 
 // With max_policy_lag = 0 collection and learning take turns: every segment of an update was

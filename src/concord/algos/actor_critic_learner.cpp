@@ -33,8 +33,9 @@ ActorCriticLearner::ActorCriticLearner(ActorCriticLearner& primary)
 ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
   const at::Device device = parameters_.values().device();
   Batch batch;
-  batch.rewards = reward_scaler_ ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
-                                 : rollout.rewards.to(device);
+  batch.rewards = reward_scaler_
+                      ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
+                      : rollout.rewards.to(device);
   batch.values = rollout.values.detach().to(device);
   batch.terminated = rollout.terminated.to(device);
   batch.truncated = rollout.truncated.to(device);

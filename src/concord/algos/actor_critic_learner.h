@@ -57,13 +57,13 @@ class ActorCriticLearner : public Learner {
 
   // A rollout as an update reads it, on the model's device.
   struct Batch {
-    at::Tensor rewards;                          // [T, B], scaled when the learner scales rewards
-    at::Tensor values;                           // [T, B], detached: V(o_t) when acting
-    at::Tensor terminated, truncated;            // [T, B]
-    at::Tensor bootstrap_value;                  // [B], detached
-    std::optional<at::Tensor> truncation_values; // [T, B], when the policy recorded them
-    at::Tensor observations;                     // [T * B, ...]: flattened
-    at::Tensor actions;                          // [T * B, ...]: flattened
+    at::Tensor rewards;                           // [T, B], scaled when the learner scales rewards
+    at::Tensor values;                            // [T, B], detached: V(o_t) when acting
+    at::Tensor terminated, truncated;             // [T, B]
+    at::Tensor bootstrap_value;                   // [B], detached
+    std::optional<at::Tensor> truncation_values;  // [T, B], when the policy recorded them
+    at::Tensor observations;                      // [T * B, ...]: flattened
+    at::Tensor actions;                           // [T * B, ...]: flattened
   };
   Batch prepare(const Rollout& rollout);
 

@@ -281,8 +281,8 @@ std::unique_ptr<Communicator> refuse_mpi(const LaunchEnvironment&, const Connect
 using Connect = std::unique_ptr<Communicator> (*)(const LaunchEnvironment&, const ConnectOptions&);
 
 const core::Registry<Connect>& backends() {
-  static const core::Registry<Connect> registry(
-      "comm backend", "comm.backend", {{"gloo", connect_gloo}, {"nccl", refuse_nccl}, {"mpi", refuse_mpi}});
+  static const core::Registry<Connect> registry("comm backend", "comm.backend",
+                                                {{"gloo", connect_gloo}, {"nccl", refuse_nccl}, {"mpi", refuse_mpi}});
   return registry;
 }
 

@@ -37,7 +37,8 @@ Categorical::Categorical(const at::Tensor& logits) {
 
 at::Tensor Categorical::sample() const {
   const at::Tensor flat = probs_.detach().reshape({-1, num_categories()});
-  const at::Tensor draws = flat.multinomial(/*num_samples=*/1, /*replacement=*/true, core::thread_generator(flat.device()));
+  const at::Tensor draws =
+      flat.multinomial(/*num_samples=*/1, /*replacement=*/true, core::thread_generator(flat.device()));
   return draws.reshape(probs_.sizes().slice(0, probs_.dim() - 1));
 }
 

@@ -64,8 +64,8 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
       {"training_batch", &C::training_batch, "Agent segments (T steps of num_envs / agents envs) per learner update"},
       {"queue_capacity", &C::queue_capacity, "Capacity of the prediction queue"},
       {"max_policy_lag", &C::max_policy_lag,
-       "Updates a segment may wait behind the learner: at most training_batch x (max_policy_lag + 1) segments are "
-       "collected and not yet trained (0: collection and learning take turns)"},
+       "Updates a segment may lag the learner: at most training_batch x (max_policy_lag + 1) segments are collected "
+       "and not yet trained (0: collection and learning take turns, on-policy)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A blocking wait longer than this while the run is live is an error naming the queue"},
       {"dynamic_adjustment", &C::dynamic_adjustment,
@@ -221,7 +221,8 @@ class Run {
     // Every thread draws from its own generator (predictors: actions; trainers: minibatches).
     uint64_t stream = kThreadStreams;
     for (int a = 0; a < config_.agents; ++a) {
-      threads.push_back(core::torch_thread(core::derive_seed(seed_, stream++), [this, a] { guarded([&] { agent(a); }); }));
+      threads.push_back(
+          core::torch_thread(core::derive_seed(seed_, stream++), [this, a] { guarded([&] { agent(a); }); }));
     }
     for (int p = 0; p < config_.predictors; ++p) {
       threads.push_back(

@@ -22,7 +22,7 @@ struct CentralInferenceConfig {
   int prediction_batch = 128;            // most observations one forward pass takes
   int training_batch = 4;                // segments (of T steps x num_envs / agents envs) per update
   int queue_capacity = 16;               // capacity of the prediction queue
-  int max_policy_lag = 1;                // updates a segment's first action may be behind the
+  int max_policy_lag = 0;                // updates a segment's first action may be behind the
                                          //   parameters it is trained against (0: agents collect
                                          //   while the learner waits, and the other way round)
   double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
@@ -51,14 +51,16 @@ struct CentralInferenceConfig {
 // to the version it is trained against is the policy lag (charts/policy_lag). A2C can correct it
 // with V-trace (algo.a2c.vtrace); PPO's clipping tolerates it.
 //
-// The lag is bounded at its source. The learner is usually the slowest stage, so any experience
-// that agents collect ahead of it only waits in a queue and grows older: measured on CartPole
-// with A2C and V-trace, a full training queue meant a lag of 8 to 18 updates and 1 run in 4 to 1
-// in 10 that never learned. An agent therefore starts a segment only when it holds one of
-// training_batch x (max_policy_lag + 1) slots, which a trainer frees once it has trained the
-// segment; and if the parameters moved while it waited, it chooses the segment's first action
-// again with the newest ones. With max_policy_lag = 1 the learner trains one batch while the next
-// is collected, and no segment is more than about one update old.
+// The lag is bounded at its source. The learner is usually the slowest stage, so experience that
+// agents collect ahead of it only waits in a queue and grows older. An agent therefore starts a
+// segment only when it holds one of training_batch x (max_policy_lag + 1) slots, which a trainer
+// frees once it has trained the segment; and if the parameters moved while it waited, it chooses
+// the segment's first action again with the newest ones. With max_policy_lag = 0 collection and
+// learning take turns and every segment is on-policy (lag exactly 0); with 1, the learner trains
+// one batch while the next is collected, about one update old. The default is 0 because A2C with
+// V-trace did not learn reliably under any lag: on CartPole (a2c_cartpole.toml, 16 envs, 20 runs
+// of one seed) a queue-full lag of about 8 failed 2 runs in 20, a lag of about 1 failed 3, and a
+// lag of 0 none (bench/RESULTS.md). Raise it for the overlap where the algorithm takes the lag.
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // including truncation_values (the final observations of truncated episodes ride along in the
@@ -74,8 +76,8 @@ struct CentralInferenceConfig {
 //
 // Requirements, checked at construction (std::invalid_argument naming the setting): a valid
 // config (including enough slots that every trainer can fill a batch: training_batch x
-// (max_policy_lag + 1) > trainers x (training_batch - 1)), env.batch_size = 0, env.num_threads = 1 (each agent steps its own envs) and
-// env.num_envs divisible by agents. Agent a steps num_envs / agents envs seeded from
+// (max_policy_lag + 1) > trainers x (training_batch - 1)), env.batch_size = 0, env.num_threads = 1 (each agent steps
+// its own envs) and env.num_envs divisible by agents. Agent a steps num_envs / agents envs seeded from
 // derive_seed(seed, a). train() stops at total_steps (counted when segments are claimed, as in
 // `hogwild`), at should_stop(), or at the first exception of any thread, which it rethrows after
 // closing every queue and joining every thread.

@@ -59,15 +59,16 @@ FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, con
   std::vector<std::thread> workers;
   for (int rank = 0; rank < fit.workers; ++rank) {
     // Each worker draws from its own generator, as a process rank would.
-    workers.push_back(core::torch_thread(core::derive_seed(fit.seed, kWorkerStreams + static_cast<uint64_t>(rank)), [&, rank] {
-      try {
-        FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
-                                     rank == 0 ? callbacks : FitCallbacks{});
-        if (rank == 0) result = std::move(mine);
-      } catch (...) {
-        errors[static_cast<size_t>(rank)] = std::current_exception();
-      }
-    }));
+    workers.push_back(
+        core::torch_thread(core::derive_seed(fit.seed, kWorkerStreams + static_cast<uint64_t>(rank)), [&, rank] {
+          try {
+            FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
+                                         rank == 0 ? callbacks : FitCallbacks{});
+            if (rank == 0) result = std::move(mine);
+          } catch (...) {
+            errors[static_cast<size_t>(rank)] = std::current_exception();
+          }
+        }));
   }
   for (auto& worker : workers) worker.join();
   std::exception_ptr first_timeout;

@@ -76,21 +76,22 @@ FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::
   double adversarial_share = 0.0;  // of this epoch (ABSA)
   // Every rank keeps the training set resident and receives only its slice of each step's row
   // indices, which rank 0 draws.
-  parallel::SynchronousSgd sgd(
-      communicator, *model, parameters, optimizer, strategy,
-      [&](const std::vector<torch::Tensor>& slice) {
-        const data::LabelledData batch{slice[0], slice[1]};
-        const torch::Tensor images = adversarial_share > 0.0
+  parallel::SynchronousSgd sgd(communicator, *model, parameters, optimizer, strategy,
+                               [&](const std::vector<torch::Tensor>& slice) {
+                                 const data::LabelledData batch{slice[0], slice[1]};
+                                 const torch::Tensor images =
+                                     adversarial_share > 0.0
                                          ? with_adversarial_rows(model, batch, adversarial_share, fit.abs_fgsm_epsilon)
                                          : batch.images;
-        return torch::nn::functional::cross_entropy(model->forward(images), batch.labels);
-      },
-      {parallel::InputKind::kIndexed, parallel::InputKind::kIndexed});
+                                 return torch::nn::functional::cross_entropy(model->forward(images), batch.labels);
+                               },
+                               {parallel::InputKind::kIndexed, parallel::InputKind::kIndexed});
   sgd.set_resident(0, data.train.images);
   sgd.set_resident(1, data.train.labels);
   // Read on rank 0 only: W x B rows of the training set per step, each row once per epoch.
   const uint64_t batch_seed = core::derive_seed(fit.seed, 100);
-  auto batches = std::make_unique<data::ShuffledBatches>(data.train.size(), workers * schedule.batch_size(), batch_seed);
+  auto batches =
+      std::make_unique<data::ShuffledBatches>(data.train.size(), workers * schedule.batch_size(), batch_seed);
 
   int64_t epoch_steps = steps_per_epoch(data.train.size(), workers, schedule.batch_size());
   FitMonitor monitor(fit, communicator, data.test, callbacks, fit.steps);
@@ -113,9 +114,9 @@ FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::
         const double eigenvalue = mean_top_eigenvalue(fit, model, data.train, communicator, epoch);
         if (schedule.end_of_epoch(epoch, eigenvalue)) {
           set_learning_rate(optimizer, schedule.learning_rate());
-          batches = std::make_unique<data::ShuffledBatches>(
-              data.train.size(), workers * schedule.batch_size(),
-              core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
+          batches =
+              std::make_unique<data::ShuffledBatches>(data.train.size(), workers * schedule.batch_size(),
+                                                      core::derive_seed(batch_seed, static_cast<uint64_t>(epoch)));
           epoch_steps = steps_per_epoch(data.train.size(), workers, schedule.batch_size());
         }
         monitor.note_schedule(schedule.batch_size(), schedule.learning_rate(), eigenvalue);
