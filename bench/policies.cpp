@@ -14,9 +14,10 @@
 // shipped config as `concord train --config FILE --policy P --num-envs E` does (cli::TrainingRun,
 // the whole budget, no early stop), N times with seed 1 and once with each of seeds 1..N, and the
 // final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
-// A run fails when its evaluation return is below --target. Each policy gets only the settings it
-// needs to run the config at all (central_inference: V-trace for A2C; hogwild: one gradient step
-// per PPO update).
+// A run fails when its evaluation return is below --target. Every policy runs the same algorithm
+// settings: the config's, plus V-trace for A2C (which central_inference needs for its lag and which
+// is plain n-step returns without one); hogwild runs PPO with one gradient step per update, as it
+// must.
 //
 //   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
@@ -143,16 +144,15 @@ void repeat_mode(const std::string& config_file, int repeat, int num_envs, doubl
   core::Config shipped(cli::concord_schema());
   shipped.merge_file(config_file);
   const std::string algo = shipped.get_string("train.algo");
-  const std::vector<std::string> central =
+  const std::vector<std::string> every =
       algo == "a2c" ? std::vector<std::string>{"algo.a2c.vtrace=true"} : std::vector<std::string>{};
-  const std::vector<std::string> hogwild =
-      algo == "ppo" ? std::vector<std::string>{"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"}
-                    : std::vector<std::string>{};
+  std::vector<std::string> hogwild = every;
+  if (algo == "ppo") hogwild = {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"};
   const std::vector<PolicyCase> cases = {
-      {"single", "single", 1, {}},
-      {"sync_vector", "sync_vector", 2, {}},
+      {"single", "single", 1, every},
+      {"sync_vector", "sync_vector", 2, every},
       {"hogwild", "hogwild", 1, hogwild},
-      {"central_inf", "central_inference", 1, central},
+      {"central_inf", "central_inference", 1, every},
   };
   std::printf("policies --repeat %d: %s, %d envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
               config_file.c_str(), num_envs, target, stochastic_eval ? "stochastic" : "deterministic");

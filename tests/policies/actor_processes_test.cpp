@@ -2,6 +2,7 @@
 // tests/cli/multi_process_test.cpp runs it as real processes, including an actor killed mid-run.
 #include "concord/policies/actor_processes.h"
 
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -10,6 +11,8 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/comm/thread_group.h"
+#include "concord/core/rng.h"
+#include "concord/core/torch_thread.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
@@ -56,12 +59,18 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
   LearnerOutcome outcome;
   outcome.errors.resize(static_cast<size_t>(world_size));
   std::vector<std::thread> threads;
+  std::mutex construction;  // the global generator initialises weights: one rank at a time
   for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
+    // Each rank samples actions and minibatches from its own generator, as a process would.
+    threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
       std::unique_ptr<comm::Communicator> communicator = std::move(communicators[static_cast<size_t>(rank)]);
       try {
-        torch::manual_seed(seed + static_cast<uint64_t>(rank));
-        auto learner = algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+        std::unique_ptr<algos::Learner> learner;
+        {
+          std::lock_guard<std::mutex> lock(construction);
+          torch::manual_seed(seed + static_cast<uint64_t>(rank));
+          learner = algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+        }
         auto policy =
             make_policy("actor_processes", PolicyContext{config, cartpole(16, seed + static_cast<uint64_t>(rank)),
                                                          *learner, torch::kCPU, communicator.get()});
@@ -80,14 +89,14 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
       } catch (const std::exception& error) {
         outcome.errors[static_cast<size_t>(rank)] = error.what();
       }
-    });
+    }));
   }
   for (std::thread& thread : threads) thread.join();
   return outcome;
 }
 
-// Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
-// the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
+// Ranks as threads draw from generators of their own, as processes do; the bar is the threaded
+// policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
 TEST(ActorProcessesLearning, SynchronousActorsFeedOneLearnerThatLearns) {
   const auto train = [](uint64_t seed) {
     const LearnerOutcome outcome = run(3, 100'000, fast_ppo_config(), seed);

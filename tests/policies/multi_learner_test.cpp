@@ -3,6 +3,7 @@
 // and its refusals. tests/cli/multi_process_test.cpp runs it as real processes.
 #include "concord/policies/multi_learner.h"
 
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -12,6 +13,8 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/comm/thread_group.h"
 #include "concord/core/checkpoint.h"
+#include "concord/core/rng.h"
+#include "concord/core/torch_thread.h"
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
@@ -64,12 +67,18 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
   for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
   std::vector<RankOutcome> outcomes(static_cast<size_t>(world_size));
   std::vector<std::thread> threads;
+  std::mutex construction;  // the global generator initialises weights: one rank at a time
   for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
+    // Each rank samples actions and minibatches from its own generator, as a process would.
+    threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
       RankOutcome& outcome = outcomes[static_cast<size_t>(rank)];
       try {
-        torch::manual_seed(seed + static_cast<uint64_t>(rank));
-        std::unique_ptr<algos::Learner> learner = ppo(config);
+        std::unique_ptr<algos::Learner> learner;
+        {
+          std::lock_guard<std::mutex> lock(construction);
+          torch::manual_seed(seed + static_cast<uint64_t>(rank));
+          learner = ppo(config);
+        }
         std::unique_ptr<Policy> policy = make_policy(
             "multi_learner", PolicyContext{config, cartpole(16, seed - 93 + static_cast<uint64_t>(rank)), *learner,
                                            torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
@@ -87,14 +96,14 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
       } catch (const std::exception& error) {
         outcome.error = error.what();
       }
-    });
+    }));
   }
   for (std::thread& thread : threads) thread.join();
   return outcomes;
 }
 
-// Ranks as threads share LibTorch's global generator, so runs vary with scheduling: the bar is
-// the threaded policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
+// Ranks as threads draw from generators of their own, as processes do; the bar is the threaded
+// policies' (random ~22); tests/cli/multi_process_test.cpp holds real processes to 150.
 TEST(MultiLearnerLearning, TwoRanksStayIdenticalCountGlobalStepsAndLearn) {
   const auto train = [](uint64_t seed) {
     const std::vector<RankOutcome> ranks = train_ranks(2, 100'000, fast_ppo_config(), 99 + seed);

@@ -22,7 +22,7 @@ struct CentralInferenceConfig {
   int prediction_batch = 128;            // most observations one forward pass takes
   int training_batch = 4;                // segments (of T steps x num_envs / agents envs) per update
   int queue_capacity = 16;               // capacity of the prediction queue
-  int max_policy_lag = 0;                // updates a segment's first action may be behind the
+  int max_policy_lag = 1;                // updates a segment's first action may be behind the
                                          //   parameters it is trained against (0: agents collect
                                          //   while the learner waits, and the other way round)
   double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
@@ -56,11 +56,11 @@ struct CentralInferenceConfig {
 // segment only when it holds one of training_batch x (max_policy_lag + 1) slots, which a trainer
 // frees once it has trained the segment; and if the parameters moved while it waited, it chooses
 // the segment's first action again with the newest ones. With max_policy_lag = 0 collection and
-// learning take turns and every segment is on-policy (lag exactly 0); with 1, the learner trains
-// one batch while the next is collected, about one update old. The default is 0 because A2C with
-// V-trace did not learn reliably under any lag: on CartPole (a2c_cartpole.toml, 16 envs, 20 runs
-// of one seed) a queue-full lag of about 8 failed 2 runs in 20, a lag of about 1 failed 3, and a
-// lag of 0 none (bench/RESULTS.md). Raise it for the overlap where the algorithm takes the lag.
+// learning take turns and every segment is on-policy (lag exactly 0); with 1 (the default) the
+// learner trains one batch while the next is collected, about one update old. Without the bound a
+// full training queue made the lag 8 updates with 8 agents and 18 with one, and the more lag, the
+// more A2C + V-trace runs on CartPole failed (4 in 8 at a lag of 18). A2C with V-trace still
+// fails about 1 run in 10 to 20 at any lag, 0 included (bench/RESULTS.md): that is not the lag.
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // including truncation_values (the final observations of truncated episodes ride along in the
