@@ -11,7 +11,7 @@
 //                                              PPO with MinAtar's network on pixel-class work
 //
 // Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
-// shipped config as `concord train --config FILE --policy P --num-envs E` does (cli::TrainingRun,
+// shipped config as `concord train --config FILE --policy P [--num-envs E]` does (cli::TrainingRun,
 // the whole budget, no early stop), N times with seed 1 and once with each of seeds 1..N, and the
 // final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
 // A run fails when its evaluation return is below --target. Every policy runs the same algorithm
@@ -154,8 +154,10 @@ void repeat_mode(const std::string& config_file, int repeat, int num_envs, doubl
       {"hogwild", "hogwild", 1, hogwild},
       {"central_inf", "central_inference", 1, every},
   };
-  std::printf("policies --repeat %d: %s, %d envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
-              config_file.c_str(), num_envs, target, stochastic_eval ? "stochastic" : "deterministic");
+  const int64_t envs = num_envs > 0 ? num_envs : shipped.get_int("env.num_envs");
+  std::printf("policies --repeat %d: %s, %lld envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
+              config_file.c_str(), static_cast<long long>(envs), target,
+              stochastic_eval ? "stochastic" : "deterministic");
   std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
               bench::load_average().c_str());
   std::printf("%-12s %-10s %s\n", "policy", "runs", "evaluation returns (run order)");
@@ -193,7 +195,9 @@ int main(int argc, char** argv) {
   int num_envs = 16;
   int64_t max_steps = 1'000'000;
   app.add_option("--seeds", seeds, "Seeds per policy")->check(CLI::Range(1, 100));
-  app.add_option("--num-envs", num_envs, "Total environments")->check(CLI::Range(1, 4096));
+  CLI::Option* num_envs_option =
+      app.add_option("--num-envs", num_envs, "Total environments (--repeat: the config's unless given)")
+          ->check(CLI::Range(1, 4096));
   app.add_option("--max-steps", max_steps, "Step budget per run (the run stops when solved)")
       ->check(CLI::PositiveNumber);
   std::vector<std::string> only;
@@ -210,7 +214,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "policies: --repeat needs --config FILE\n");
       return 2;
     }
-    repeat_mode(config_file, repeat, num_envs, setup.target, setup.stochastic_eval, only);
+    repeat_mode(config_file, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
+                setup.stochastic_eval, only);
     return 0;
   }
 

@@ -56,11 +56,15 @@ struct CentralInferenceConfig {
 // segment only when it holds one of training_batch x (max_policy_lag + 1) slots, which a trainer
 // frees once it has trained the segment; and if the parameters moved while it waited, it chooses
 // the segment's first action again with the newest ones. With max_policy_lag = 0 collection and
-// learning take turns and every segment is on-policy (lag exactly 0); with 1 (the default) the
-// learner trains one batch while the next is collected, about one update old. Without the bound a
-// full training queue made the lag 8 updates with 8 agents and 18 with one, and the more lag, the
-// more A2C + V-trace runs on CartPole failed (4 in 8 at a lag of 18). A2C with V-trace still
-// fails about 1 run in 10 to 20 at any lag, 0 included (bench/RESULTS.md): that is not the lag.
+// learning take turns and every segment is on-policy (lag exactly 0); with L, about L updates'
+// worth of segments are collected while the learner trains. Unbounded, a full training queue made
+// the lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5 runs
+// in 20 on CartPole. The default, 1, leaves 8 slots to the default 8 agents and 4-segment
+// batches, so every agent keeps collecting; fewer slots than agents idle agents and cost
+// throughput (the tuned bench/policies row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at
+// 2, 64k at 4, 68k unbounded), and more lag failed more runs (bench/RESULTS.md). A2C + V-trace
+// still fails about 1 CartPole run in 20 at a lag of 0 or 1, as A2C does under `single` across
+// seeds: that part is the algorithm's, not the policy's.
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // including truncation_values (the final observations of truncated episodes ride along in the
