@@ -168,9 +168,15 @@ void repeat_mode(const std::string& config_file, int repeat, int num_envs, doubl
       std::printf("%-12s %-10s", c.label.c_str(), mode == 0 ? "seed 1" : "seeds 1..N");
       for (int run = 1; run <= repeat; ++run) {
         const int64_t seed = mode == 0 ? 1 : run;
-        const double eval_return = train_and_evaluate(config_file, c, num_envs, seed, stochastic_eval);
-        if (eval_return < target) ++failures[mode];
-        std::printf(" %.0f", eval_return);
+        // A run that stops with an error (e.g. a loss that became NaN) is a failure, and says why.
+        try {
+          const double eval_return = train_and_evaluate(config_file, c, num_envs, seed, stochastic_eval);
+          if (eval_return < target) ++failures[mode];
+          std::printf(" %.0f", eval_return);
+        } catch (const std::exception& error) {
+          ++failures[mode];
+          std::printf(" [error: %s]", error.what());
+        }
         std::fflush(stdout);
       }
       std::printf("\n");

@@ -175,13 +175,16 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   step(loss.loss, config_.max_grad_norm);
   finish_update(b.observations);
 
-  return {
+  Metrics metrics = {
       {"charts/learning_rate", lr},
       {"losses/value_loss", loss.value_loss.item<double>()},
       {"losses/policy_loss", loss.policy_loss.item<double>()},
       {"losses/entropy", loss.entropy.item<double>()},
-      {"losses/explained_variance", explained_variance(b_values, b_returns)},
   };
+  if (const auto explained = explained_variance(b_values, b_returns)) {
+    metrics["losses/explained_variance"] = *explained;
+  }
+  return metrics;
 }
 
 }  // namespace concord::algos

@@ -187,7 +187,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   }
   finish_update(b.observations);
 
-  return {
+  Metrics metrics = {
       {"charts/learning_rate", lr},
       {"charts/update_epochs", static_cast<double>(epochs_run)},
       {"losses/value_loss", last.value_loss.item<double>()},
@@ -196,8 +196,11 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       {"losses/old_approx_kl", last.old_approx_kl.item<double>()},
       {"losses/approx_kl", last.approx_kl.item<double>()},
       {"losses/clipfrac", clipfrac_sum / static_cast<double>(minibatches_run)},
-      {"losses/explained_variance", explained_variance(b_values, b_returns)},
   };
+  if (const auto explained = explained_variance(b_values, b_returns)) {
+    metrics["losses/explained_variance"] = *explained;
+  }
+  return metrics;
 }
 
 }  // namespace concord::algos

@@ -83,7 +83,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 // Metrics (CleanRL's names): losses/value_loss, losses/policy_loss, losses/entropy,
 // losses/approx_kl and losses/old_approx_kl are those of the last minibatch run, as CleanRL logs
 // them; losses/clipfrac is the mean over all minibatches run; losses/explained_variance is
-// 1 - Var(returns - values) / Var(returns) of the rollout's values (NaN if Var(returns) = 0);
+// 1 - Var(returns - values) / Var(returns) of the rollout's values (left out when Var(returns) = 0);
 // charts/learning_rate is the rate used. Concord adds charts/update_epochs, the epochs run (fewer
 // than update_epochs after an early stop).
 //
