@@ -118,11 +118,12 @@ struct PolicyCase {
 };
 
 // One run of the shipped config under `policy`, trained and evaluated as the CLI does.
-double train_and_evaluate(const std::string& config_file, const PolicyCase& policy, int num_envs, int64_t seed,
-                          bool stochastic_eval) {
+double train_and_evaluate(const std::string& config_file, const std::vector<std::string>& overrides,
+                          const PolicyCase& policy, int num_envs, int64_t seed, bool stochastic_eval) {
   cli::RunFlags flags;
   flags.config_files = {config_file};
   flags.overrides = policy.overrides;
+  flags.overrides.insert(flags.overrides.end(), overrides.begin(), overrides.end());
   flags.overrides.push_back("train.policy=\"" + policy.policy + "\"");
   flags.overrides.push_back("env.num_threads=" + std::to_string(policy.env_threads));
   flags.seed = seed;
@@ -139,8 +140,8 @@ double train_and_evaluate(const std::string& config_file, const PolicyCase& poli
 }
 
 // --repeat: the failure rate of every policy, over N runs of seed 1 and over seeds 1..N.
-void repeat_mode(const std::string& config_file, int repeat, int num_envs, double target, bool stochastic_eval,
-                 const std::vector<std::string>& only) {
+void repeat_mode(const std::string& config_file, const std::vector<std::string>& overrides, int repeat, int num_envs,
+                 double target, bool stochastic_eval, const std::vector<std::string>& only) {
   core::Config shipped(cli::concord_schema());
   shipped.merge_file(config_file);
   const std::string algo = shipped.get_string("train.algo");
@@ -158,8 +159,10 @@ void repeat_mode(const std::string& config_file, int repeat, int num_envs, doubl
   std::printf("policies --repeat %d: %s, %lld envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
               config_file.c_str(), static_cast<long long>(envs), target,
               stochastic_eval ? "stochastic" : "deterministic");
-  std::printf("machine: %u hardware threads, load average at start %s\n", std::thread::hardware_concurrency(),
-              bench::load_average().c_str());
+  std::printf("settings:");
+  for (const std::string& assignment : overrides) std::printf(" %s", assignment.c_str());
+  std::printf("%s\nmachine: %u hardware threads, load average at start %s\n", overrides.empty() ? " the config's" : "",
+              std::thread::hardware_concurrency(), bench::load_average().c_str());
   std::printf("%-12s %-10s %s\n", "policy", "runs", "evaluation returns (run order)");
   for (const PolicyCase& c : cases) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
@@ -170,7 +173,8 @@ void repeat_mode(const std::string& config_file, int repeat, int num_envs, doubl
         const int64_t seed = mode == 0 ? 1 : run;
         // A run that stops with an error (e.g. a loss that became NaN) is a failure, and says why.
         try {
-          const double eval_return = train_and_evaluate(config_file, c, num_envs, seed, stochastic_eval);
+          const double eval_return =
+              train_and_evaluate(config_file, overrides, c, num_envs, seed, stochastic_eval);
           if (eval_return < target) ++failures[mode];
           std::printf(" %.0f", eval_return);
         } catch (const std::exception& error) {
@@ -220,7 +224,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "policies: --repeat needs --config FILE\n");
       return 2;
     }
-    repeat_mode(config_file, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
+    repeat_mode(config_file, setup.overrides, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
                 setup.stochastic_eval, only);
     return 0;
   }

@@ -36,20 +36,20 @@ void CentralInferenceConfig::validate() const {
   problems.check(predictors >= 1, "predictors", predictors, ">= 1");
   problems.check(trainers >= 1, "trainers", trainers, ">= 1");
   problems.check(prediction_batch >= 1, "prediction_batch", prediction_batch, ">= 1");
-  problems.check(training_batch >= 1, "training_batch", training_batch, ">= 1");
+  problems.check(training_batch >= 0, "training_batch", training_batch, ">= 0 (0: one segment per agent)");
   problems.check(queue_capacity >= 1, "queue_capacity", queue_capacity, ">= 1");
   problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
   problems.check(adjust_interval_seconds > 0.0, "adjust_interval_seconds", adjust_interval_seconds, "> 0");
   problems.check(max_policy_lag >= 0, "max_policy_lag", max_policy_lag, ">= 0");
   // Each trainer may hold training_batch - 1 segments while it waits for its batch to fill; with
   // fewer slots than that in all, every agent would wait for a slot that never comes.
-  if (max_policy_lag >= 0 && training_batch >= 1 && trainers >= 1 &&
-      static_cast<int64_t>(training_batch) * (max_policy_lag + 1) <=
-          static_cast<int64_t>(trainers) * (training_batch - 1)) {
+  const int64_t batch = segments_per_update();
+  if (max_policy_lag >= 0 && batch >= 1 && trainers >= 1 &&
+      batch * (max_policy_lag + 1) <= static_cast<int64_t>(trainers) * (batch - 1)) {
     problems.add("max_policy_lag=" + std::to_string(max_policy_lag) + " leaves " +
-                 std::to_string(static_cast<int64_t>(training_batch) * (max_policy_lag + 1)) +
-                 " segments in flight, too few for " + std::to_string(trainers) + " trainers to fill batches of " +
-                 std::to_string(training_batch) + " (raise max_policy_lag or lower trainers)");
+                 std::to_string(batch * (max_policy_lag + 1)) + " segments in flight, too few for " +
+                 std::to_string(trainers) + " trainers to fill batches of " + std::to_string(batch) +
+                 " (raise max_policy_lag or lower trainers)");
   }
   problems.throw_if_any("policy.central_inference config");
 }
@@ -61,7 +61,9 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
       {"predictors", &C::predictors, "Predictor threads running batched inference"},
       {"trainers", &C::trainers, "Trainer threads feeding the learner"},
       {"prediction_batch", &C::prediction_batch, "Most observations in one batched forward pass"},
-      {"training_batch", &C::training_batch, "Agent segments (T steps of num_envs / agents envs) per learner update"},
+      {"training_batch", &C::training_batch,
+       "Agent segments (T steps of num_envs / agents envs) per learner update; 0: one per agent, so an update sees "
+       "env.num_envs x T steps as under single"},
       {"queue_capacity", &C::queue_capacity, "Capacity of the prediction queue"},
       {"max_policy_lag", &C::max_policy_lag,
        "Updates a segment may lag the learner: at most training_batch x (max_policy_lag + 1) segments are collected "
@@ -175,7 +177,7 @@ algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
 
 // Segments that may be collected and not yet trained at once (see the header on the policy lag).
 int64_t segments_in_flight(const CentralInferenceConfig& config) {
-  return static_cast<int64_t>(config.training_batch) * (config.max_policy_lag + 1);
+  return static_cast<int64_t>(config.segments_per_update()) * (config.max_policy_lag + 1);
 }
 
 // One call of train(): the queues, the threads and their shared counters, wired in one place.
@@ -487,7 +489,7 @@ class Run {
       if (status == QueueStatus::kTimedOut) continue;  // an idle spare trainer is fine
       if (status == QueueStatus::kOk) {
         batch.push_back(std::move(segment));
-        if (batch.size() < static_cast<size_t>(config_.training_batch)) continue;
+        if (batch.size() < static_cast<size_t>(config_.segments_per_update())) continue;
       }
       // A full batch, or the run's last segments.
       if (!batch.empty()) train(batch);

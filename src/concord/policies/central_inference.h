@@ -20,7 +20,9 @@ struct CentralInferenceConfig {
   int predictors = 1;                    // predictor threads, each running batched forward passes
   int trainers = 1;                      // trainer threads, each batching segments for the learner
   int prediction_batch = 128;            // most observations one forward pass takes
-  int training_batch = 4;                // segments (of T steps x num_envs / agents envs) per update
+  int training_batch = 0;                // segments (of T steps x num_envs / agents envs) per update;
+                                         //   0: one per agent, so that an update sees
+                                         //   env.num_envs x T steps, as under `single`
   int queue_capacity = 16;               // capacity of the prediction queue
   int max_policy_lag = 1;                // updates a segment's first action may be behind the
                                          //   parameters it is trained against (0: agents collect
@@ -31,6 +33,8 @@ struct CentralInferenceConfig {
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
+  // Segments per update: training_batch, or agents when it is 0.
+  int segments_per_update() const { return training_batch > 0 ? training_batch : agents; }
   static const core::ConfigFields<CentralInferenceConfig>& fields();
 };
 

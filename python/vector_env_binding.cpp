@@ -1,0 +1,422 @@
+// concord.VectorEnv: the engine's VectorEnv behind Gymnasium 1.x's vector API (sync) and EnvPool's
+// send/recv (async). Arrays cross the boundary as copies (see the module docstring for why).
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "concord/envs/registry.h"
+#include "concord/envs/vector_env.h"
+
+namespace concord::python {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string shape_text(const py::array& array) {
+  return shape_text(std::vector<int64_t>(array.shape(), array.shape() + array.ndim()));
+}
+
+std::string where_text(const char* where) { return std::string(where) + ": "; }
+
+// Python's int (or anything with __index__, e.g. numpy.int64) in [0, 2**64); None for none.
+std::optional<uint64_t> to_seed(const py::handle& seed, const char* where) {
+  if (seed.is_none()) return std::nullopt;
+  const std::string refused = where_text(where) + "seed must be None or an int in [0, 2**64), got " +
+                              std::string(py::repr(seed)) +
+                              " (per-env seed lists are not supported: env i is seeded from (seed, i))";
+  if (py::isinstance<py::bool_>(seed) || !PyIndex_Check(seed.ptr())) throw py::value_error(refused);
+  const auto value = py::reinterpret_steal<py::object>(PyNumber_Index(seed.ptr()));
+  if (!value) throw py::error_already_set();
+  const unsigned long long result = PyLong_AsUnsignedLongLong(value.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error(refused);
+  }
+  return static_cast<uint64_t>(result);
+}
+
+bool is_integer_kind(const py::array& array) { return array.dtype().kind() == 'i' || array.dtype().kind() == 'u'; }
+
+class VectorEnv {
+ public:
+  explicit VectorEnv(envs::VectorEnvConfig config)
+      : env_(make_engine(std::move(config))),
+        config_(env_->config()),
+        spec_(env_->spec()),
+        async_(env_->is_async()),
+        batch_size_(env_->batch_size()) {}
+
+  py::tuple reset(const py::object& seed, const py::object& options) {
+    if (!options.is_none() && py::len(options) > 0) {
+      throw py::value_error("reset(): options are not supported by Concord's envs, got " +
+                            std::string(py::repr(options)));
+    }
+    const std::optional<uint64_t> env_seed = to_seed(seed, "reset()");
+    Use use(*this, "reset()");
+    envs::Batch batch;
+    {
+      py::gil_scoped_release release;
+      if (async_) {
+        use.env().async_reset(env_seed);
+        batch = use.env().recv();
+      } else {
+        batch = use.env().reset(env_seed);
+      }
+    }
+    py::dict info;
+    if (async_) info["env_id"] = py::array_t<int32_t>(batch.size, batch.env_ids);
+    return py::make_tuple(observations(batch.observations, batch.size), info);
+  }
+
+  py::tuple step(const py::handle& actions, const py::object& env_id) {
+    if (async_) {
+      send(actions, env_id);
+      return recv();
+    }
+    if (!env_id.is_none()) {
+      throw py::value_error(
+          "step(): env_id is for async mode (make(..., batch_size < num_envs)); this VectorEnv "
+          "steps all num_envs=" +
+          std::to_string(config_.num_envs) + " envs at once");
+    }
+    Use use(*this, "step()");
+    const py::array converted = action_array(actions, config_.num_envs, "step()");
+    envs::Batch batch;
+    {
+      py::gil_scoped_release release;
+      batch = spec_.action_space.is_discrete() ? use.env().step(static_cast<const int64_t*>(converted.data()))
+                                               : use.env().step(static_cast<const float*>(converted.data()));
+    }
+    return results(batch);
+  }
+
+  void async_reset(const py::object& seed) {
+    require_async("async_reset()");
+    const std::optional<uint64_t> env_seed = to_seed(seed, "async_reset()");
+    Use use(*this, "async_reset()");
+    py::gil_scoped_release release;
+    use.env().async_reset(env_seed);
+  }
+
+  void send(const py::handle& actions, const py::object& env_id) {
+    require_async("send()");
+    Use use(*this, "send()");
+    const py::array given = py::array::ensure(actions);
+    if (!given || given.ndim() == 0) {
+      throw py::value_error("send(): actions must be an array with one row per env in env_id, got " +
+                            std::string(py::repr(actions)));
+    }
+    const std::vector<int32_t> ids = env_ids(env_id, given.shape(0));
+    const auto count = static_cast<int64_t>(ids.size());
+    const py::array converted = action_array(given, count, "send()");
+    py::gil_scoped_release release;
+    if (spec_.action_space.is_discrete()) {
+      use.env().send(static_cast<const int64_t*>(converted.data()), ids.data(), count);
+    } else {
+      use.env().send(static_cast<const float*>(converted.data()), ids.data(), count);
+    }
+  }
+
+  py::tuple recv() {
+    require_async("recv()");
+    Use use(*this, "recv()");
+    // Only this thread sends, so fewer envs in flight than a batch can never fill one: say so now
+    // rather than after the engine's recv_timeout.
+    if (use.env().num_in_flight() < batch_size_) {
+      throw std::runtime_error("recv(): only " + std::to_string(use.env().num_in_flight()) +
+                               " envs are in flight, fewer than batch_size=" + std::to_string(batch_size_) +
+                               "; send() actions for more envs (or async_reset()) first");
+    }
+    envs::Batch batch;
+    {
+      py::gil_scoped_release release;
+      batch = use.env().recv();
+    }
+    return results(batch);
+  }
+
+  void close() {
+    if (!env_) return;
+    if (busy_) throw std::runtime_error("close(): this VectorEnv is in use by another thread");
+    std::unique_ptr<envs::VectorEnv> env = std::move(env_);
+    py::gil_scoped_release release;  // joins the pool's threads
+    env.reset();
+  }
+
+  py::object space(bool batched, bool observation) {
+    py::object& slot = observation ? (batched ? observation_space_ : single_observation_space_)
+                                   : (batched ? action_space_ : single_action_space_);
+    if (!slot) {
+      slot = make_space(observation ? spec_.observation_space : spec_.action_space, batched ? config_.num_envs : 0);
+    }
+    return slot;
+  }
+
+  py::dict metadata() const {
+    py::dict metadata;
+    // Gymnasium's enum where Gymnasium is installed, its value otherwise.
+    try {
+      metadata["autoreset_mode"] = py::module_::import("gymnasium.vector").attr("AutoresetMode").attr("SAME_STEP");
+    } catch (const py::error_already_set&) {
+      metadata["autoreset_mode"] = "SameStep";
+    }
+    return metadata;
+  }
+
+  std::string repr() const {
+    std::string text = "VectorEnv('" + config_.env_id + "', num_envs=" + std::to_string(config_.num_envs) +
+                       ", num_threads=" + std::to_string(config_.num_threads);
+    if (async_) text += ", batch_size=" + std::to_string(batch_size_);
+    return text + (env_ ? ")" : ", closed)");
+  }
+
+  const envs::VectorEnvConfig& config() const { return config_; }
+  const envs::EnvSpec& spec() const { return spec_; }
+  int64_t batch_size() const { return batch_size_; }
+  bool is_async() const { return async_; }
+  bool closed() const { return env_ == nullptr; }
+  int64_t num_in_flight() const { return env_ ? env_->num_in_flight() : 0; }
+
+ private:
+  static std::unique_ptr<envs::VectorEnv> make_engine(envs::VectorEnvConfig config) {
+    // Making a thousand envs and starting the pool's threads needs no Python.
+    py::gil_scoped_release release;
+    return std::make_unique<envs::VectorEnv>(std::move(config));
+  }
+
+  // One call into the engine. The engine serves one owner thread; with the GIL released during a
+  // step, a second Python thread could enter, so it is refused instead (busy_ is only touched
+  // with the GIL held).
+  class Use {
+   public:
+    Use(VectorEnv& self, const char* where) : self_(self) {
+      if (!self.env_) throw std::runtime_error(where_text(where) + "this VectorEnv is closed");
+      if (self.busy_) throw std::runtime_error(where_text(where) + "this VectorEnv is in use by another thread");
+      self.busy_ = true;
+    }
+    ~Use() { self_.busy_ = false; }
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    envs::VectorEnv& env() { return *self_.env_; }
+
+   private:
+    VectorEnv& self_;
+  };
+
+  void require_async(const char* where) const {
+    if (!env_) throw std::runtime_error(where_text(where) + "this VectorEnv is closed");
+    if (!async_) {
+      throw std::runtime_error(where_text(where) + "needs async mode (make(..., batch_size=B) with B < num_envs=" +
+                               std::to_string(config_.num_envs) + "); use reset()/step()");
+    }
+  }
+
+  // `actions` as a C-contiguous int64 [count] (Discrete) or float32 [count, *shape] (Box) array,
+  // or ValueError naming what was expected.
+  py::array action_array(const py::handle& actions, int64_t count, const char* where) const {
+    const envs::Space& space = spec_.action_space;
+    std::vector<int64_t> expected{count};
+    expected.insert(expected.end(), space.shape().begin(), space.shape().end());
+    const std::string what =
+        std::to_string(count) + (count == 1 ? " env" : " envs") + " with action space " + space.to_string();
+    const py::array given = py::array::ensure(actions);
+    if (!given) {
+      throw py::value_error(where_text(where) + "actions must be an array of shape " + shape_text(expected) + " for " +
+                            what + ", got " + std::string(py::repr(actions)));
+    }
+    const bool dtype_ok = space.is_discrete() ? is_integer_kind(given) : given.dtype().kind() == 'f';
+    if (!dtype_ok) {
+      throw py::value_error(where_text(where) + "actions for " + what + " must be " +
+                            (space.is_discrete() ? "integers" : "floats") + ", got dtype " +
+                            std::string(py::str(py::handle(given.dtype()))));
+    }
+    bool shape_ok = given.ndim() == static_cast<py::ssize_t>(expected.size());
+    for (size_t d = 0; shape_ok && d < expected.size(); ++d) {
+      shape_ok = given.shape(static_cast<py::ssize_t>(d)) == expected[d];
+    }
+    if (!shape_ok) {
+      throw py::value_error(where_text(where) + "actions must have shape " + shape_text(expected) + " for " + what +
+                            ", got " + shape_text(given));
+    }
+    if (space.is_discrete()) return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+    return py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(given);
+  }
+
+  // send()'s env ids: the given int array, or 0..count-1 when None.
+  std::vector<int32_t> env_ids(const py::object& env_id, int64_t count) const {
+    std::vector<int32_t> ids;
+    if (env_id.is_none()) {
+      for (int64_t i = 0; i < count; ++i) ids.push_back(static_cast<int32_t>(i));
+      return ids;
+    }
+    const py::array given = py::array::ensure(env_id);
+    if (!given || given.ndim() != 1 || !is_integer_kind(given)) {
+      throw py::value_error("send(): env_id must be a 1-d integer array, got " + std::string(py::repr(env_id)));
+    }
+    const auto values = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+    for (py::ssize_t k = 0; k < values.shape(0); ++k) {
+      const int64_t id = values.data()[k];
+      // Checked here as well as by the engine: an id beyond int32 would wrap into a valid one.
+      if (id < 0 || id >= config_.num_envs) {
+        throw py::value_error("send(): env id " + std::to_string(id) + " is outside [0, " +
+                              std::to_string(config_.num_envs) + ")");
+      }
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    return ids;
+  }
+
+  // Rows of observations copied into a new array [rows, *shape]; rows whose `keep` is 0 are zeroed.
+  py::array observations(const void* rows, int64_t count, const uint8_t* keep = nullptr) const {
+    std::vector<py::ssize_t> shape{count};
+    shape.insert(shape.end(), spec_.observation_space.shape().begin(), spec_.observation_space.shape().end());
+    py::array out(numpy_dtype(spec_.observation_space.dtype()), shape);
+    const auto row_bytes = static_cast<size_t>(spec_.observation_space.byte_size());
+    auto* target = static_cast<unsigned char*>(out.mutable_data());
+    const auto* source = static_cast<const unsigned char*>(rows);
+    if (keep == nullptr) {
+      std::memcpy(target, source, row_bytes * static_cast<size_t>(count));
+      return out;
+    }
+    for (int64_t row = 0; row < count; ++row) {
+      if (keep[row]) {
+        std::memcpy(target + row * row_bytes, source + row * row_bytes, row_bytes);
+      } else {
+        std::memset(target + row * row_bytes, 0, row_bytes);
+      }
+    }
+    return out;
+  }
+
+  static py::array_t<bool> bools(const uint8_t* values, int64_t count) {
+    py::array_t<bool> out(count);
+    std::memcpy(out.mutable_data(), values, static_cast<size_t>(count));  // 0/1 bytes, numpy's bool
+    return out;
+  }
+
+  py::tuple results(const envs::Batch& batch) const {
+    py::dict info;
+    if (async_) info["env_id"] = py::array_t<int32_t>(batch.size, batch.env_ids);
+    if (std::any_of(batch.has_final, batch.has_final + batch.size, [](uint8_t ended) { return ended != 0; })) {
+      info["final_obs"] = observations(batch.final_observations, batch.size, batch.has_final);
+      info["_final_obs"] = bools(batch.has_final, batch.size);
+      info["final_info"] = py::dict();
+      info["_final_info"] = bools(batch.has_final, batch.size);
+      py::dict episode;
+      episode["r"] = py::array_t<float>(batch.size, batch.episode_returns);
+      episode["l"] = py::array_t<int32_t>(batch.size, batch.episode_lengths);
+      info["episode"] = episode;
+      info["_episode"] = bools(batch.has_final, batch.size);
+    }
+    return py::make_tuple(observations(batch.observations, batch.size), py::array_t<float>(batch.size, batch.rewards),
+                          bools(batch.terminated, batch.size), bools(batch.truncated, batch.size), info);
+  }
+
+  std::unique_ptr<envs::VectorEnv> env_;
+  envs::VectorEnvConfig config_;
+  envs::EnvSpec spec_;
+  bool async_ = false;
+  int64_t batch_size_ = 0;
+  bool busy_ = false;
+  py::object observation_space_, action_space_, single_observation_space_, single_action_space_;
+};
+
+const std::vector<std::string> kEnvOptionNames{"sticky_action_probability", "difficulty_ramping"};
+
+envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
+  envs::EnvOptions options;
+  for (const auto& [key, value] : kwargs) {
+    const auto name = key.cast<std::string>();
+    if (std::find(kEnvOptionNames.begin(), kEnvOptionNames.end(), name) == kEnvOptionNames.end()) {
+      throw py::value_error("make(): unknown env option '" + name + "' (known: sticky_action_probability, " +
+                            "difficulty_ramping)");
+    }
+    if (value.is_none()) continue;  // the env's default
+    if (name == "difficulty_ramping") {
+      if (!py::isinstance<py::bool_>(value)) {
+        throw py::value_error("make(): difficulty_ramping must be a bool, got " + std::string(py::repr(value)));
+      }
+      options.difficulty_ramping = value.cast<bool>();
+    } else {
+      if (py::isinstance<py::bool_>(value) || !PyNumber_Check(value.ptr())) {
+        throw py::value_error("make(): sticky_action_probability must be a number, got " +
+                              std::string(py::repr(value)));
+      }
+      options.sticky_action_probability = value.cast<double>();
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+void bind_vector_env(py::module_& module) {
+  py::class_<VectorEnv>(module, "VectorEnv",
+                        "num_envs copies of one Concord environment stepped as a batch (see the module docstring).")
+      .def("reset", &VectorEnv::reset, py::arg("seed") = py::none(), py::arg("options") = py::none(),
+           "-> (observations, info). Async mode: async_reset() then recv()'s first batch_size results.")
+      .def("step", &VectorEnv::step, py::arg("actions"), py::arg("env_id") = py::none(),
+           "-> (observations, rewards, terminated, truncated, info). Async mode: send() then recv().")
+      .def("async_reset", &VectorEnv::async_reset, py::arg("seed") = py::none(),
+           "Async mode: queues a reset of every env; recv() returns them.")
+      .def("send", &VectorEnv::send, py::arg("actions"), py::arg("env_id") = py::none(),
+           "Async mode: queues one step of each env in env_id (default 0..len(actions)-1).")
+      .def("recv", &VectorEnv::recv,
+           "Async mode: the next batch_size results, as step() returns them, with info['env_id'].")
+      .def("close", &VectorEnv::close, "Stops the threads and frees the envs; later calls raise RuntimeError.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](VectorEnv& self, const py::args&) { self.close(); })
+      .def("__repr__", &VectorEnv::repr)
+      .def_property_readonly("num_envs", [](const VectorEnv& self) { return self.config().num_envs; })
+      .def_property_readonly("num_threads", [](const VectorEnv& self) { return self.config().num_threads; })
+      .def_property_readonly("batch_size", &VectorEnv::batch_size)
+      .def_property_readonly("is_async", &VectorEnv::is_async)
+      .def_property_readonly("num_in_flight", &VectorEnv::num_in_flight)
+      .def_property_readonly("closed", &VectorEnv::closed)
+      .def_property_readonly("env_id", [](const VectorEnv& self) { return self.config().env_id; })
+      .def_property_readonly("max_episode_steps", [](const VectorEnv& self) { return self.spec().max_episode_steps; })
+      .def_property_readonly("reward_threshold", [](const VectorEnv& self) { return self.spec().reward_threshold; })
+      .def_property_readonly("metadata", &VectorEnv::metadata)
+      .def_property_readonly("render_mode", [](const VectorEnv&) { return py::none(); })
+      .def_property_readonly("unwrapped", [](py::object self) { return self; })
+      .def_property_readonly("observation_space", [](VectorEnv& self) { return self.space(true, true); })
+      .def_property_readonly("action_space", [](VectorEnv& self) { return self.space(true, false); })
+      .def_property_readonly("single_observation_space", [](VectorEnv& self) { return self.space(false, true); })
+      .def_property_readonly("single_action_space", [](VectorEnv& self) { return self.space(false, false); });
+
+  module.def(
+      "make",
+      [](const std::string& env_id, int num_envs, int num_threads, const py::object& seed,
+         const std::optional<int>& batch_size, const py::kwargs& env_options) {
+        envs::VectorEnvConfig config;
+        config.env_id = env_id;
+        config.num_envs = num_envs;
+        config.num_threads = num_threads;
+        config.seed = to_seed(seed, "make()").value_or(0);
+        config.batch_size = batch_size.value_or(0);
+        config.options = to_env_options(env_options);
+        return std::make_unique<VectorEnv>(std::move(config));
+      },
+      py::arg("env_id"), py::arg("num_envs") = 1, py::arg("num_threads") = 1, py::arg("seed") = 0,
+      py::arg("batch_size") = py::none(),
+      "A VectorEnv of num_envs copies of env_id (see list_envs()). batch_size < num_envs selects async mode. "
+      "Keyword env options: sticky_action_probability, difficulty_ramping (MinAtar only).");
+  module.def(
+      "list_envs", [] { return envs::Registry::global().ids(); }, "The registered environment ids.");
+}
+
+}  // namespace concord::python
