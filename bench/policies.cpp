@@ -173,8 +173,7 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
         const int64_t seed = mode == 0 ? 1 : run;
         // A run that stops with an error (e.g. a loss that became NaN) is a failure, and says why.
         try {
-          const double eval_return =
-              train_and_evaluate(config_file, overrides, c, num_envs, seed, stochastic_eval);
+          const double eval_return = train_and_evaluate(config_file, overrides, c, num_envs, seed, stochastic_eval);
           if (eval_return < target) ++failures[mode];
           std::printf(" %.0f", eval_return);
         } catch (const std::exception& error) {

@@ -19,8 +19,7 @@ torch::Tensor permutation_on_thread(uint64_t seed) {
 }
 
 TEST(ThreadGenerator, ASeededThreadDrawsWhatItsSeedSays) {
-  const torch::Tensor expected =
-      at::randperm(1000, at::make_generator<at::CPUGeneratorImpl>(uint64_t{42}), at::kLong);
+  const torch::Tensor expected = at::randperm(1000, at::make_generator<at::CPUGeneratorImpl>(uint64_t{42}), at::kLong);
   EXPECT_TRUE(torch::equal(permutation_on_thread(42), expected));
   EXPECT_FALSE(torch::equal(permutation_on_thread(43), expected));
 }

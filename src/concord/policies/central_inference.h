@@ -62,13 +62,12 @@ struct CentralInferenceConfig {
 // the segment's first action again with the newest ones. With max_policy_lag = 0 collection and
 // learning take turns and every segment is on-policy (lag exactly 0); with L, about L updates'
 // worth of segments are collected while the learner trains. Unbounded, a full training queue made
-// the lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5 runs
-// in 20 on CartPole. The default, 1, leaves 8 slots to the default 8 agents and 4-segment
-// batches, so every agent keeps collecting; fewer slots than agents idle agents and cost
-// throughput (the tuned bench/policies row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at
-// 2, 64k at 4, 68k unbounded), and more lag failed more runs (bench/RESULTS.md). A2C + V-trace
-// still fails about 1 CartPole run in 20 at a lag of 0 or 1, as A2C does under `single` across
-// seeds: that part is the algorithm's, not the policy's.
+// the lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5
+// CartPole runs in 20. With the defaults (one segment per agent per update, lag 1) every agent
+// keeps collecting; fewer slots than agents idle agents and cost throughput (bench/policies'
+// tuned row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at 2, 64k at 4, 68k unbounded).
+// Bounding the lag did not make A2C + V-trace on CartPole fail as rarely as under `single`: about
+// 1 run in 10 to 20 still fails at every lag, 0 included (bench/RESULTS.md).
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // including truncation_values (the final observations of truncated episodes ride along in the
