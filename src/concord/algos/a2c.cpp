@@ -145,10 +145,9 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
       step_rewards = b.rewards + config_.gamma * b.truncated * *b.truncation_values;
       discounts = discounts * (1.0 - b.truncated);
     }
-    const at::Device device = b.rewards.device();
     const VTraceResult targets =
-        vtrace(rollout.log_probs.detach().to(device), eval.log_prob.detach().reshape(shape), step_rewards,
-               current_values, b.bootstrap_value, discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
+        vtrace(b.log_probs, eval.log_prob.detach().reshape(shape), step_rewards, current_values, b.bootstrap_value,
+               discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
     b_returns = targets.vs.reshape(-1);
     b_values = current_values.reshape(-1);
     b_advantages = targets.pg_advantages.reshape(-1);

@@ -37,6 +37,7 @@ ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
                       ? reward_scaler_->scale(rollout.rewards, rollout.terminated, rollout.truncated).to(device)
                       : rollout.rewards.to(device);
   batch.values = rollout.values.detach().to(device);
+  batch.log_probs = rollout.log_probs.detach().to(device);
   batch.terminated = rollout.terminated.to(device);
   batch.truncated = rollout.truncated.to(device);
   batch.bootstrap_value = rollout.bootstrap_value.detach().to(device);

@@ -59,6 +59,7 @@ class ActorCriticLearner : public Learner {
   struct Batch {
     at::Tensor rewards;                           // [T, B], scaled when the learner scales rewards
     at::Tensor values;                            // [T, B], detached: V(o_t) when acting
+    at::Tensor log_probs;                         // [T, B], detached: log pi(a_t | o_t) when acting
     at::Tensor terminated, truncated;             // [T, B]
     at::Tensor bootstrap_value;                   // [B], detached
     std::optional<at::Tensor> truncation_values;  // [T, B], when the policy recorded them

@@ -150,7 +150,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const GaeResult gae_result = gae(b.rewards, b.values, b.terminated, b.truncated, b.bootstrap_value,
                                    b.truncation_values, config_.gamma, config_.gae_lambda);
   const at::Device device = b.rewards.device();
-  const at::Tensor b_logprobs = rollout.log_probs.detach().to(device).reshape(-1);
+  const at::Tensor b_logprobs = b.log_probs.reshape(-1);
   const at::Tensor b_advantages = gae_result.advantages.reshape(-1);
   const at::Tensor b_returns = gae_result.returns.reshape(-1);
   const at::Tensor b_values = b.values.reshape(-1);

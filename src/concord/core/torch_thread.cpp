@@ -5,6 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
+#include "concord/core/rng.h"
+
 namespace concord::core {
 namespace {
 
@@ -19,6 +21,8 @@ std::thread torch_thread(std::function<void()> body) {
     body();
   });
 }
+
+uint64_t thread_seed(uint64_t run_seed, uint64_t index) { return derive_seed(run_seed, 0x7E000 + index); }
 
 std::thread torch_thread(uint64_t seed, std::function<void()> body) {
   return torch_thread([seed, body = std::move(body)] {

@@ -19,9 +19,13 @@ namespace concord::core {
 std::thread torch_thread(std::function<void()> body);
 
 // The same, with a random generator of the thread's own seeded with `seed` (see thread_generator):
-// for every thread that draws random numbers (action sampling, minibatch permutations), with a
-// seed derived from the run's (derive_seed(seed, stream)).
+// for every thread that draws random numbers (action sampling, minibatch permutations), with
+// seed = thread_seed(run seed, i) for the i-th such thread of a run.
 std::thread torch_thread(uint64_t seed, std::function<void()> body);
+
+// The generator seed of a run's thread `index`: derive_seed(run_seed, 0x7E000 + index), a block of
+// streams apart from the small stream numbers components use for their envs and schedules.
+uint64_t thread_seed(uint64_t run_seed, uint64_t index);
 
 // The generator the calling thread draws with on `device`. LibTorch's random operators share one
 // process-wide generator unless handed another, so threads drawing from it at once make every

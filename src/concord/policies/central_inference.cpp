@@ -85,10 +85,6 @@ using core::BoundedQueue;
 using core::QueueStatus;
 using SteadyClock = std::chrono::steady_clock;
 
-// The threads' generator seeds are derive_seed(seed, kThreadStreams + i), apart from the agents'
-// env streams (derive_seed(seed, agent)) and the dynamic adjustment's (0xAD).
-constexpr uint64_t kThreadStreams = 0x7E000;
-
 // Thrown inside a thread when the run is shutting down under it; the thread just exits.
 struct RunStopped {};
 
@@ -221,18 +217,18 @@ class Run {
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(total_threads));
     // Every thread draws from its own generator (predictors: actions; trainers: minibatches).
-    uint64_t stream = kThreadStreams;
+    uint64_t index = 0;
     for (int a = 0; a < config_.agents; ++a) {
       threads.push_back(
-          core::torch_thread(core::derive_seed(seed_, stream++), [this, a] { guarded([&] { agent(a); }); }));
+          core::torch_thread(core::thread_seed(seed_, index++), [this, a] { guarded([&] { agent(a); }); }));
     }
     for (int p = 0; p < config_.predictors; ++p) {
       threads.push_back(
-          core::torch_thread(core::derive_seed(seed_, stream++), [this, p] { guarded([&] { predictor(p); }); }));
+          core::torch_thread(core::thread_seed(seed_, index++), [this, p] { guarded([&] { predictor(p); }); }));
     }
     for (int t = 0; t < config_.trainers; ++t) {
       threads.push_back(
-          core::torch_thread(core::derive_seed(seed_, stream++), [this, t] { guarded([&] { trainer(t); }); }));
+          core::torch_thread(core::thread_seed(seed_, index++), [this, t] { guarded([&] { trainer(t); }); }));
     }
     supervise(total_threads);
     for (std::thread& thread : threads) thread.join();

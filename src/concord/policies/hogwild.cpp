@@ -17,12 +17,6 @@
 #include "concord/policies/rollout_collector.h"
 
 namespace concord::policies {
-namespace {
-
-// Worker w's generator seed is derive_seed(seed, kWorkerStreams + w), apart from its envs' streams.
-constexpr uint64_t kWorkerStreams = 0x7E000;
-
-}  // namespace
 
 void HogwildConfig::validate() const {
   core::ConfigProblems problems;
@@ -132,8 +126,8 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   std::vector<std::thread> threads;
   // Each worker samples actions and minibatches from its own generator.
   for (int w = 0; w < workers; ++w) {
-    threads.push_back(core::torch_thread(core::derive_seed(seed_, kWorkerStreams + static_cast<uint64_t>(w)),
-                                         [&worker, w] { worker(w); }));
+    threads.push_back(
+        core::torch_thread(core::thread_seed(seed_, static_cast<uint64_t>(w)), [&worker, w] { worker(w); }));
   }
   for (std::thread& thread : threads) thread.join();
   if (failure) std::rethrow_exception(failure);

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include "concord/comm/thread_group.h"
-#include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/classifier.h"
@@ -18,8 +17,6 @@
 
 namespace concord::supervised {
 namespace {
-
-constexpr uint64_t kWorkerStreams = 0x7E000;
 
 // LibTorch initialises layers from one global generator; replicas built on several threads at
 // once would interleave their draws.
@@ -59,16 +56,15 @@ FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, con
   std::vector<std::thread> workers;
   for (int rank = 0; rank < fit.workers; ++rank) {
     // Each worker draws from its own generator, as a process rank would.
-    workers.push_back(
-        core::torch_thread(core::derive_seed(fit.seed, kWorkerStreams + static_cast<uint64_t>(rank)), [&, rank] {
-          try {
-            FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
-                                         rank == 0 ? callbacks : FitCallbacks{});
-            if (rank == 0) result = std::move(mine);
-          } catch (...) {
-            errors[static_cast<size_t>(rank)] = std::current_exception();
-          }
-        }));
+    workers.push_back(core::torch_thread(core::thread_seed(fit.seed, static_cast<uint64_t>(rank)), [&, rank] {
+      try {
+        FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
+                                     rank == 0 ? callbacks : FitCallbacks{});
+        if (rank == 0) result = std::move(mine);
+      } catch (...) {
+        errors[static_cast<size_t>(rank)] = std::current_exception();
+      }
+    }));
   }
   for (auto& worker : workers) worker.join();
   std::exception_ptr first_timeout;
