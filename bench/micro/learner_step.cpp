@@ -1,12 +1,28 @@
 // Cost of the learner's pieces on CartPole-sized networks with CleanRL's PPO defaults (64-64 tanh,
 // separate torsos): one act() on a batch of 4 observations, one PPO update on a 128 x 4 rollout
 // (4 epochs x 4 minibatches), one gradient step on a 128-sample minibatch, and GAE on 128 x 4.
+//
+// BM_PpoMinibatchBreakdown splits one minibatch gradient step into its phases and reports, for
+// each, the microseconds it takes and the LibTorch operations it dispatches (counted with
+// RecordFunction: ATen operators, nested ones included, and autograd nodes in backward). At this
+// network size the step is bound by per-operation cost, so the counts say where time can go.
 #include <benchmark/benchmark.h>
+
+#include <ATen/record_function.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ops/randperm.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include "concord/algos/fused_ppo_loss.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/ppo.h"
 
@@ -55,6 +71,105 @@ void BM_PpoUpdate(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 512);  // env steps covered per update
 }
 BENCHMARK(BM_PpoUpdate)->Unit(benchmark::kMillisecond);
+
+// The phases of one PPO minibatch step as Ppo::update runs them (ppo.cpp), written out here so
+// that each can be timed and its operations counted.
+enum Phase { kGather, kForward, kLoss, kBackward, kClip, kAdam, kRead, kPhases };
+constexpr const char* kPhaseNames[kPhases] = {"gather", "forward", "loss", "backward", "clip", "adam", "read"};
+
+struct OpCounter {
+  std::map<std::string, int64_t> by_name;
+  int64_t total = 0;
+};
+thread_local OpCounter* active_counter = nullptr;
+
+void BM_PpoMinibatchBreakdown(benchmark::State& state) {
+  torch::manual_seed(1);
+  const PpoConfig config = cartpole_config();
+  Ppo ppo(config);
+  auto& parameters = ppo.flat_parameters();
+  torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+  const Rollout rollout = random_rollout(128, 4);
+  const torch::Tensor observations = rollout.observations.flatten(0, 1);
+  const torch::Tensor actions = rollout.actions.flatten(0, 1);
+  const torch::Tensor log_probs = rollout.log_probs.reshape(-1);
+  const torch::Tensor values = rollout.values.reshape(-1);
+  const torch::Tensor advantages = torch::randn({512});
+  const torch::Tensor returns = torch::randn({512});
+  const torch::Tensor mb_inds = torch::randperm(512, torch::kLong).narrow(0, 0, 128);
+
+  std::vector<OpCounter> counts(kPhases);
+  const at::CallbackHandle handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (active_counter != nullptr) {
+          ++active_counter->total;
+          ++active_counter->by_name[fn.name()];
+        }
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+
+  std::vector<double> seconds(kPhases, 0.0);
+  bool counting = true;  // the first iteration counts operations; the rest are timed without it
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    auto phase_done = [&](Phase phase) {
+      const auto now = std::chrono::steady_clock::now();
+      seconds[phase] += std::chrono::duration<double>(now - start).count();
+      start = now;
+      active_counter = counting && phase + 1 < kPhases ? &counts[phase + 1] : nullptr;
+    };
+    active_counter = counting ? &counts[kGather] : nullptr;
+    const torch::Tensor mb_obs = observations.index_select(0, mb_inds);
+    const torch::Tensor mb_actions = actions.index_select(0, mb_inds);
+    torch::Tensor mb_advantages = advantages.index_select(0, mb_inds);
+    const torch::Tensor mb_log_probs = log_probs.index_select(0, mb_inds);
+    const torch::Tensor mb_values = values.index_select(0, mb_inds);
+    const torch::Tensor mb_returns = returns.index_select(0, mb_inds);
+    phase_done(kGather);
+    const concord::nn::ActionEvaluation eval = ppo.model()->evaluate(mb_obs, mb_actions);
+    phase_done(kForward);
+    const auto [std, mean] = at::std_mean(mb_advantages);
+    mb_advantages = (mb_advantages - mean).div_(std.add(1e-8));
+    const auto loss_fn = state.range(0) != 0 ? concord::algos::fused_ppo_loss : concord::algos::ppo_loss;
+    const concord::algos::PpoLoss loss =
+        loss_fn(eval.log_prob, mb_log_probs, mb_advantages, eval.value, mb_values, mb_returns, eval.entropy,
+                config.clip_coef, config.clip_vloss, config.ent_coef, config.vf_coef);
+    phase_done(kLoss);
+    parameters.zero_grad();
+    loss.loss.backward();
+    phase_done(kBackward);
+    torch::nn::utils::clip_grad_norm_(parameters.values(), config.max_grad_norm);
+    phase_done(kClip);
+    adam.step();
+    phase_done(kAdam);
+    benchmark::DoNotOptimize(loss.clipfrac.item<double>());
+    phase_done(kRead);
+    if (counting) at::removeCallback(handle);
+    counting = false;
+  }
+
+  int64_t total_ops = 0;
+  for (int phase = 0; phase < kPhases; ++phase) {
+    state.counters[std::string(kPhaseNames[phase]) + "_us"] =
+        benchmark::Counter(seconds[phase] * 1e6 / static_cast<double>(state.iterations()));
+    state.counters[std::string(kPhaseNames[phase]) + "_ops"] = static_cast<double>(counts[phase].total);
+    total_ops += counts[phase].total;
+  }
+  state.counters["ops"] = static_cast<double>(total_ops);
+  // The operations themselves, once, for reading beside the table.
+  static std::map<int64_t, bool> printed;
+  if (!printed[state.range(0)]) {
+    printed[state.range(0)] = true;
+    for (int phase = 0; phase < kPhases; ++phase) {
+      std::printf("%-8s %3lld ops:", kPhaseNames[phase], static_cast<long long>(counts[phase].total));
+      for (const auto& [name, n] : counts[phase].by_name)
+        std::printf(" %s x%lld", name.c_str(), static_cast<long long>(n));
+      std::printf("\n");
+    }
+  }
+}
+// Arg: 0 composes ppo_loss from autograd operations, 1 uses fused_ppo_loss as Ppo::update does.
+BENCHMARK(BM_PpoMinibatchBreakdown)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_Gae(benchmark::State& state) {
   const Rollout rollout = random_rollout(128, 4);

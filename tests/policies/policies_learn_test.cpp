@@ -114,6 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"sync_vector", "ppo", 8, 2, 100'000, kTunedPpo},
                     Case{"single", "a2c", 8, 1, 200'000, kTunedA2c},
                     Case{"sync_vector", "a2c", 8, 2, 200'000, kTunedA2c},
+                    // One update of lag: PPO's ratio corrects it, A2C needs V-trace.
+                    Case{"async_learner", "ppo", 8, 1, 100'000, kTunedPpo},
+                    Case{"async_learner", "a2c", 8, 1, 200'000, {"algo.a2c.ent_coef=0.0", "algo.a2c.vtrace=true"}},
                     Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}},
                     Case{"hogwild",
                          "ppo",
@@ -159,19 +162,22 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
 
 TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
   EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
-            "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, multi_learner, "
-            "actor_processes)");
+            "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, async_learner, "
+            "multi_learner, actor_processes)");
   EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
   // PPO's default update is 4 epochs x 4 minibatches: not one lock-free step.
   EXPECT_NE(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}).find("takes 16 per update"),
             std::string::npos);
   EXPECT_NE(refusal("hogwild", "a2c", cartpole(5, 1)).find("must be divisible"), std::string::npos);
   EXPECT_EQ(refusal("hogwild", "a2c", cartpole(4, 1)), "");
+  EXPECT_NE(refusal("async_learner", "a2c", cartpole(4, 1)).find("set algo.a2c.vtrace = true"), std::string::npos);
+  EXPECT_EQ(refusal("async_learner", "a2c", cartpole(4, 1), {"algo.a2c.vtrace=true"}), "");
+  EXPECT_EQ(refusal("async_learner", "a2c", cartpole(4, 1), {"policy.async_learner.max_policy_lag=0"}), "");
 }
 
 TEST(PolicyRegistry, NamesAreTheRegistryLines) {
   EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference",
-                                                      "multi_learner", "actor_processes"}));
+                                                      "async_learner", "multi_learner", "actor_processes"}));
 }
 
 }  // namespace

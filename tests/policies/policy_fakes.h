@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -55,8 +56,8 @@ class CountingEnv final : public envs::FloatEnv {
 
 // Records every rollout it is given (a deep copy: RolloutCollector refills the same tensors for
 // the next rollout) and every progress; can sleep to play a slow learner, and report a nan loss
-// at one update. Never changes its model. Not thread-safe: policies call update() one at a time
-// (central_inference under its lock).
+// at one update. Changes its model only when asked to stamp versions into it. Not thread-safe: policies call update()
+// one at a time (central_inference under its lock).
 class RecordingLearner final : public algos::Learner {
  public:
   // The default network suits CountingEnv without an instance: 1-dim observations, 2 actions.
@@ -72,9 +73,11 @@ class RecordingLearner final : public algos::Learner {
 
   algos::Metrics update(const algos::Rollout& rollout, double progress) override {
     ++updates_;
-    if (record) rollouts.push_back(deep_copy(rollout));
+    if (record) rollouts.push_back(rollout.clone());
     progresses.push_back(progress);
     if (update_sleep.count() > 0) std::this_thread::sleep_for(update_sleep);
+    if (on_update) on_update();
+    if (stamp_version) stamp(updates_);
     return {{"losses/fake", updates_ == nan_at_update ? std::nan("") : 1.0}};
   }
   nn::ActorCritic model() override { return model_; }
@@ -82,31 +85,28 @@ class RecordingLearner final : public algos::Learner {
   nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override { return 1; }
   std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
+  bool corrects_policy_lag() const override { return corrects_lag; }
   void save(core::Checkpoint&) const override {}
   void load(const core::Checkpoint&) override {}
 
   bool record = true;  // false: keep no rollouts (long runs), only progresses.
   std::chrono::milliseconds update_sleep{0};
   int nan_at_update = -1;  // The 1-based update whose "losses/fake" is nan; -1: none.
+  bool corrects_lag = true;
+  std::function<void()> on_update;  // called inside every update, after the sleep
+  // Sets every parameter to 0 but the critic head's bias, which becomes the number of updates
+  // done, so that V(o) = that number: a rollout's values then name the version that acted. Call
+  // stamp(0) before training to start from version 0.
+  bool stamp_version = false;
+  void stamp(int version) {
+    torch::NoGradGuard no_grad;
+    parameters_.values().zero_();
+    model_->named_parameters()["critic_head.bias"].fill_(static_cast<float>(version));
+  }
   std::vector<algos::Rollout> rollouts;
   std::vector<double> progresses;
 
  private:
-  static torch::Tensor copy_of(const torch::Tensor& tensor) { return tensor.defined() ? tensor.clone() : tensor; }
-  static algos::Rollout deep_copy(const algos::Rollout& rollout) {
-    algos::Rollout copy;
-    copy.observations = copy_of(rollout.observations);
-    copy.actions = copy_of(rollout.actions);
-    copy.log_probs = copy_of(rollout.log_probs);
-    copy.values = copy_of(rollout.values);
-    copy.rewards = copy_of(rollout.rewards);
-    copy.terminated = copy_of(rollout.terminated);
-    copy.truncated = copy_of(rollout.truncated);
-    copy.truncation_values = copy_of(rollout.truncation_values);
-    copy.bootstrap_value = copy_of(rollout.bootstrap_value);
-    return copy;
-  }
-
   int64_t rollout_length_;
   nn::ActorCritic model_;
   nn::FlatParameters parameters_{*model_};

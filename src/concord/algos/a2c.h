@@ -96,6 +96,8 @@ class A2c : public ActorCriticLearner {
   Metrics update(const Rollout& rollout, double progress) override;
   int64_t rollout_length() const override { return config_.num_steps; }
   int64_t gradient_steps_per_update() const override { return 1; }
+  // Only V-trace's truncated importance weights correct targets for a lagging behaviour policy.
+  bool corrects_policy_lag() const override { return config_.vtrace; }
   std::unique_ptr<Learner> make_shared_replica() override;
 
   const A2cConfig& config() const { return config_; }

@@ -38,6 +38,10 @@ class Learner {
   // to shared parameters (hogwild) need exactly 1; replicas in lockstep (multi_learner) need a
   // fixed number.
   virtual int64_t gradient_steps_per_update() const = 0;
+  // Whether update() corrects for rollouts acted by older parameters than its own (PPO's
+  // importance ratio against the behaviour log-probabilities; A2C only with V-trace). Policies
+  // that overlap acting with learning, and so always lag, refuse a learner without it.
+  virtual bool corrects_policy_lag() const { return false; }
 
   // How this learner's replica agrees with replicas on other ranks (sync/sync_strategy.h): the
   // learner calls its hooks around every optimiser step (see gradient_step.h) and nothing else.

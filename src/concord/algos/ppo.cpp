@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "concord/algos/fused_ppo_loss.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/statistics.h"
 #include "concord/algos/tensor_checks.h"
@@ -155,9 +156,11 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const at::Tensor b_returns = gae_result.returns.reshape(-1);
   const at::Tensor b_values = b.values.reshape(-1);
 
-  // Optimizing the policy and value network.
+  // Optimizing the policy and value network. The loss is ppo_loss as one autograd node
+  // (fused_ppo_loss.h); diagnostics stay tensors until the update ends, so that no minibatch
+  // waits on a read.
   PpoLoss last;
-  double clipfrac_sum = 0.0;
+  at::Tensor clipfrac_sum = at::zeros({}, b.rewards.options());
   int64_t minibatches_run = 0;
   int64_t epochs_run = 0;
   for (int64_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
@@ -168,16 +171,17 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
 
       at::Tensor mb_advantages = b_advantages.index_select(0, mb_inds);
       if (config_.norm_adv) {
-        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8);
+        const auto [std, mean] = at::std_mean(mb_advantages);
+        mb_advantages = (mb_advantages - mean).div_(std.add(1e-8));
       }
 
-      last = ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
-                      b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
-                      config_.clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
+      last = fused_ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
+                            b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
+                            config_.clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
 
       step(last.loss, config_.max_grad_norm);
 
-      clipfrac_sum += last.clipfrac.item<double>();
+      clipfrac_sum.add_(last.clipfrac);
       ++minibatches_run;
     }
     ++epochs_run;
@@ -195,7 +199,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
       {"losses/entropy", last.entropy.item<double>()},
       {"losses/old_approx_kl", last.old_approx_kl.item<double>()},
       {"losses/approx_kl", last.approx_kl.item<double>()},
-      {"losses/clipfrac", clipfrac_sum / static_cast<double>(minibatches_run)},
+      {"losses/clipfrac", clipfrac_sum.item<double>() / static_cast<double>(minibatches_run)},
   };
   if (const auto explained = explained_variance(b_values, b_returns)) {
     metrics["losses/explained_variance"] = *explained;

@@ -103,6 +103,8 @@ class Ppo : public ActorCriticLearner {
   int64_t gradient_steps_per_update() const override {
     return config_.target_kl > 0.0 ? 0 : config_.update_epochs * config_.num_minibatches;
   }
+  // The clipped ratio pi / pi_behaviour is computed against the rollout's own log-probabilities.
+  bool corrects_policy_lag() const override { return true; }
   std::unique_ptr<Learner> make_shared_replica() override;
 
   const PpoConfig& config() const { return config_; }

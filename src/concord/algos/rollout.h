@@ -1,5 +1,7 @@
 #pragma once
 
+#include <array>
+
 #include <torch/types.h>
 
 namespace concord::algos {
@@ -24,6 +26,21 @@ struct Rollout {
 
   int64_t num_steps() const { return rewards.size(0); }
   int64_t num_envs() const { return rewards.size(1); }
+
+  // Every field, in the order above, for code that treats them alike (copies, wire formats).
+  std::array<torch::Tensor*, 9> fields() {
+    return {&observations, &actions,   &log_probs,         &values,         &rewards,
+            &terminated,   &truncated, &truncation_values, &bootstrap_value};
+  }
+  // A deep copy: what a thread hands on when its own buffers will be reused (fields left
+  // undefined stay undefined).
+  Rollout clone() const {
+    Rollout copy = *this;
+    for (torch::Tensor* field : copy.fields()) {
+      if (field->defined()) *field = field->clone();
+    }
+    return copy;
+  }
 };
 
 }  // namespace concord::algos

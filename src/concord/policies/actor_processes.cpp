@@ -26,16 +26,10 @@ constexpr int kBuffersTag = 50;  // + buffer index
 constexpr int kFields = 9;
 constexpr int kMaxDims = 6;  // [T, B, H, W, C] grid observations need 5
 
-std::vector<torch::Tensor*> fields(algos::Rollout& rollout) {
-  return {&rollout.observations, &rollout.actions,           &rollout.log_probs,
-          &rollout.values,       &rollout.rewards,           &rollout.terminated,
-          &rollout.truncated,    &rollout.truncation_values, &rollout.bootstrap_value};
-}
-
 // Per field: dtype, number of dims, then the sizes (-1 padded), so the learner can allocate.
 torch::Tensor describe(algos::Rollout& rollout) {
   torch::Tensor shapes = torch::full({kFields, 2 + kMaxDims}, -1, torch::kInt64);
-  const auto tensors = fields(rollout);
+  const auto tensors = rollout.fields();
   for (int field = 0; field < kFields; ++field) {
     const torch::Tensor& tensor = *tensors[static_cast<size_t>(field)];
     if (tensor.dim() > kMaxDims) throw std::invalid_argument("actor_processes: rollout field with more than 6 dims");
@@ -48,7 +42,7 @@ torch::Tensor describe(algos::Rollout& rollout) {
 
 algos::Rollout allocate(const torch::Tensor& shapes) {
   algos::Rollout rollout;
-  const auto tensors = fields(rollout);
+  const auto tensors = rollout.fields();
   for (int field = 0; field < kFields; ++field) {
     const auto dtype = static_cast<c10::ScalarType>(shapes[field][0].item<int64_t>());
     std::vector<int64_t> sizes;
@@ -62,10 +56,10 @@ algos::Rollout allocate(const torch::Tensor& shapes) {
 // Joins the actors' rollouts along the env dimension (dim 1; dim 0 for bootstrap_value).
 algos::Rollout concatenate(std::vector<algos::Rollout*> parts) {
   algos::Rollout joined;
-  const auto joined_fields = fields(joined);
+  const auto joined_fields = joined.fields();
   for (int field = 0; field < kFields; ++field) {
     std::vector<torch::Tensor> pieces;
-    for (algos::Rollout* part : parts) pieces.push_back(*fields(*part)[static_cast<size_t>(field)]);
+    for (algos::Rollout* part : parts) pieces.push_back(*part->fields()[static_cast<size_t>(field)]);
     *joined_fields[static_cast<size_t>(field)] = torch::cat(pieces, field == kFields - 1 ? 0 : 1);
   }
   return joined;
@@ -182,7 +176,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       try {
         std::vector<std::unique_ptr<comm::Request>> pending;
         for (int field = 0; field < kFields; ++field) {
-          pending.push_back(communicator_.recv_async(*fields(link->rollout)[static_cast<size_t>(field)], link->rank,
+          pending.push_back(communicator_.recv_async(*link->rollout.fields()[static_cast<size_t>(field)], link->rank,
                                                      kRolloutTag + field));
         }
         pending.push_back(communicator_.recv_async(link->episodes, link->rank, kEpisodesTag));
@@ -273,7 +267,7 @@ void ActorProcessesPolicy::act() {
     Outgoing outgoing{collector.collect(model, on_episode), torch::zeros({1 + 2 * max_episodes}, torch::kFloat64),
                       torch::tensor({version})};
     // Owned copies: the collector reuses its buffers for the next rollout while these are sent.
-    for (torch::Tensor* field : fields(outgoing.rollout)) *field = field->to(torch::kCPU).contiguous().clone();
+    for (torch::Tensor* field : outgoing.rollout.fields()) *field = field->to(torch::kCPU).contiguous().clone();
     double* episodes = outgoing.episodes.data_ptr<double>();
     episodes[0] = static_cast<double>(finished.size());
     for (size_t i = 0; i < finished.size(); ++i) {
@@ -288,7 +282,7 @@ void ActorProcessesPolicy::act() {
     for (auto& request : sending) request->wait();
     sending.clear();
     in_flight = std::move(outgoing);
-    auto rollout_fields = fields(in_flight->rollout);
+    auto rollout_fields = in_flight->rollout.fields();
     for (int field = 0; field < kFields; ++field) {
       sending.push_back(communicator_.send_async(*rollout_fields[static_cast<size_t>(field)], 0, kRolloutTag + field));
     }

@@ -23,6 +23,7 @@
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/nn/flat_parameters.h"
+#include "concord/policies/actor_copy.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
 #include "concord/policies/exploration_bonus.h"
@@ -109,47 +110,6 @@ struct Segment {
   int64_t version = 0;                               // parameter version of its first action
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
   algos::Metrics bonus_metrics;                      // the exploration bonus's, if any
-};
-
-// The predictors' copy of the learner's parameters: a separate network whose flat buffer a
-// trainer overwrites after each update, never while a predictor reads it.
-class ActorParameters {
- public:
-  explicit ActorParameters(algos::Learner& learner)
-      : model_(std::dynamic_pointer_cast<nn::ActorCriticImpl>(learner.model()->clone())), parameters_(*model_) {
-    if (parameters_.numel() != learner.flat_parameters().numel()) {
-      throw std::logic_error("central_inference: the actor copy has " + std::to_string(parameters_.numel()) +
-                             " parameters but the learner " + std::to_string(learner.flat_parameters().numel()));
-    }
-  }
-
-  // Parameters as one flat copy, plus the model's buffers (observation statistics, when the
-  // learner normalises observations), which live outside the flat buffer.
-  void publish(algos::Learner& learner, int64_t version) {
-    std::unique_lock<std::shared_mutex> writing(mutex_);
-    torch::NoGradGuard no_grad;
-    parameters_.values().copy_(learner.flat_parameters().values());
-    const auto source_buffers = learner.model()->named_buffers();
-    for (auto& buffer : model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
-    version_.store(version);
-  }
-
-  // The version a forward pass started now would act with.
-  int64_t version() const { return version_.load(); }
-
-  Prediction act(const torch::Tensor& observations, torch::Device device) {
-    std::shared_lock<std::shared_mutex> reading(mutex_);
-    c10::InferenceMode inference;
-    const nn::ActResult result = model_->act(observations.to(device));
-    return Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU), result.value.to(torch::kCPU),
-                      version_.load()};
-  }
-
- private:
-  std::shared_mutex mutex_;  // shared: a forward pass; exclusive: a publish
-  nn::ActorCritic model_;
-  nn::FlatParameters parameters_;
-  std::atomic<int64_t> version_{0};
 };
 
 torch::Tensor concat(const std::vector<Segment>& segments, torch::Tensor algos::Rollout::*field, int64_t dim) {
@@ -459,7 +419,13 @@ class Run {
       if (status == QueueStatus::kTimedOut) continue;  // an idle spare predictor is fine
       rows.clear();
       for (const PredictionRequest& request : requests) rows.push_back(request.observations);
-      const Prediction all = actor_.act(torch::cat(rows), device_);
+      const torch::Tensor observations = torch::cat(rows);
+      const Prediction all = actor_.read([&](nn::ActorCritic& model, int64_t version) {
+        c10::InferenceMode inference;
+        const nn::ActResult result = model->act(observations.to(device_));
+        return Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU), result.value.to(torch::kCPU),
+                          version};
+      });
       int64_t offset = 0;
       for (const PredictionRequest& request : requests) {
         const int64_t count = request.observations.size(0);
@@ -551,7 +517,7 @@ class Run {
   const TrainingCallbacks& callbacks_;
   const SteadyClock::duration timeout_;
 
-  ActorParameters actor_;
+  ActorCopy actor_;  // the predictors' network
   BoundedQueue<PredictionRequest> predictions_;
   BoundedQueue<Segment> training_;
   BoundedQueue<char> slots_;  // one token per segment an agent may collect before it is trained

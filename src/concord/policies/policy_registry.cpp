@@ -7,6 +7,7 @@
 #include "concord/core/config_fields.h"
 #include "concord/core/registry.h"
 #include "concord/policies/actor_processes.h"
+#include "concord/policies/async_learner.h"
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
 #include "concord/policies/multi_learner.h"
@@ -51,6 +52,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread));
   registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads));
   registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads));
+  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses));
   return registry;

@@ -1,0 +1,112 @@
+#include "concord/algos/fused_ppo_loss.h"
+
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "concord/algos/tensor_checks.h"
+
+namespace concord::algos {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr const char* kLossFn = "fused_ppo_loss";
+
+struct PpoLossFunction : public torch::autograd::Function<PpoLossFunction> {
+  // Returns {loss, policy_loss, value_loss, entropy, old_approx_kl, approx_kl, clipfrac}; only the
+  // loss is differentiable. Runs without recording (custom functions' forward always does), and
+  // saves d loss / d input for the three differentiable inputs.
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& new_log_probs, const at::Tensor& new_values,
+                               const at::Tensor& entropy, const at::Tensor& old_log_probs, const at::Tensor& advantages,
+                               const at::Tensor& old_values, const at::Tensor& returns, double clip_coef,
+                               bool clip_vloss, double ent_coef, double vf_coef) {
+    const double inv_n = 1.0 / static_cast<double>(new_log_probs.size(0));
+    const at::Tensor logratio = new_log_probs - old_log_probs;
+    const at::Tensor ratio = logratio.exp();
+
+    // Policy loss mean(max(-A r, -A clip(r))) = -mean(min(A r, A clip(r))). Its derivative in
+    // r is -A where A r is the smaller side, and 0 where the clipped side is smaller, since
+    // clip(r) is then constant. The sides tie exactly where r lies inside the clip range (or
+    // A = 0), and there maximum()'s half-and-half split and clamp()'s pass-through add up to -A
+    // too. Through r = exp(log pi - log pi_old), d/d log pi = r * d/d r = -(A r) * [A r <= A clip(r)].
+    const at::Tensor surrogate = advantages * ratio;
+    const at::Tensor clipped_surrogate = advantages * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef);
+    const at::Tensor pg_loss = surrogate.minimum(clipped_surrogate).sum().mul_(-inv_n);
+    const at::Tensor d_log_probs = surrogate.masked_fill(surrogate.gt(clipped_surrogate), 0.0).mul_(-inv_n);
+
+    // Value loss 0.5 * mean((v - R)^2), or with clip_vloss 0.5 * mean(max((v - R)^2, (v_clip - R)^2))
+    // where v_clip = v_old + clip(v - v_old). v_clip moves with v only inside the clip range, and
+    // there the two errors are equal: the derivative is (v - R) wherever the unclipped error is
+    // not the smaller, else 0. (Where they tie outside the range, a set of measure zero,
+    // LibTorch's maximum() would give half of that; both are subgradients.)
+    const at::Tensor error = new_values - returns;
+    const at::Tensor v_loss_unclipped = error.square();
+    at::Tensor v_loss, d_values;
+    if (clip_vloss) {
+      const at::Tensor clipped_error =
+          (new_values - old_values).clamp_(-clip_coef, clip_coef).add_(old_values).sub_(returns);
+      const at::Tensor v_loss_clipped = clipped_error.square();
+      v_loss = v_loss_unclipped.maximum(v_loss_clipped).sum().mul_(0.5 * inv_n);
+      d_values = error.masked_fill(v_loss_unclipped.lt(v_loss_clipped), 0.0).mul_(vf_coef * inv_n);
+    } else {
+      v_loss = v_loss_unclipped.sum().mul_(0.5 * inv_n);
+      d_values = error.mul(vf_coef * inv_n);
+    }
+
+    const at::Tensor entropy_mean = entropy.sum().mul_(inv_n);
+    const at::Tensor loss = pg_loss.sub(entropy_mean, ent_coef).add_(v_loss, vf_coef);
+
+    ctx->save_for_backward({d_log_probs, d_values});
+    ctx->saved_data["d_entropy"] = -ent_coef * inv_n;
+
+    // Means as sum * (1 / N): LibTorch's mean() dispatches several times more operations.
+    // Diagnostics: how far the policy moved (http://joschu.net/blog/kl-approx.html).
+    const at::Tensor ratio_minus_one = ratio - 1.0;
+    const at::Tensor old_approx_kl = logratio.sum().mul_(-inv_n);
+    const at::Tensor approx_kl = (ratio_minus_one - logratio).sum().mul_(inv_n);
+    const at::Tensor clipfrac = ratio_minus_one.abs().gt_(clip_coef).sum().mul_(inv_n);
+    variable_list out = {loss, pg_loss, v_loss, entropy_mean, old_approx_kl, approx_kl, clipfrac};
+    ctx->mark_non_differentiable({out.begin() + 1, out.end()});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& grad = grad_outputs[0];
+    const at::Tensor d_log_probs = saved[0] * grad;
+    const at::Tensor d_values = saved[1] * grad;
+    const at::Tensor d_entropy = (grad * ctx->saved_data["d_entropy"].toDouble()).expand_as(saved[0]);
+    // One gradient per forward() argument: the three differentiable inputs, then none for the rest.
+    return {d_log_probs,  d_values,     d_entropy,    at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+PpoLoss fused_ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs, const at::Tensor& advantages,
+                       const at::Tensor& new_values, const at::Tensor& old_values, const at::Tensor& returns,
+                       const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
+  const int64_t n = new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
+  tensor_checks::check_1d(kLossFn, "new_log_probs", new_log_probs, n);
+  tensor_checks::check_1d(kLossFn, "old_log_probs", old_log_probs, n);
+  tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
+  tensor_checks::check_1d(kLossFn, "new_values", new_values, n);
+  tensor_checks::check_1d(kLossFn, "old_values", old_values, n);
+  tensor_checks::check_1d(kLossFn, "returns", returns, n);
+  tensor_checks::check_1d(kLossFn, "entropy", entropy, n);
+
+  const variable_list out = PpoLossFunction::apply(new_log_probs, new_values, entropy, old_log_probs, advantages,
+                                                   old_values, returns, clip_coef, clip_vloss, ent_coef, vf_coef);
+  PpoLoss loss;
+  loss.loss = out[0];
+  loss.policy_loss = out[1];
+  loss.value_loss = out[2];
+  loss.entropy = out[3];
+  loss.old_approx_kl = out[4];
+  loss.approx_kl = out[5];
+  loss.clipfrac = out[6];
+  return loss;
+}
+
+}  // namespace concord::algos

@@ -1,0 +1,40 @@
+#include "concord/policies/actor_copy.h"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <torch/torch.h>
+
+namespace concord::policies {
+
+ActorCopy::ActorCopy(algos::Learner& learner)
+    : model_(std::dynamic_pointer_cast<nn::ActorCriticImpl>(learner.model()->clone())), parameters_(*model_) {
+  if (parameters_.numel() != learner.flat_parameters().numel()) {
+    throw std::logic_error("actor copy: the clone has " + std::to_string(parameters_.numel()) +
+                           " parameters but the learner " + std::to_string(learner.flat_parameters().numel()));
+  }
+}
+
+void ActorCopy::publish(algos::Learner& learner, int64_t version) {
+  std::unique_lock<std::shared_mutex> writing(mutex_);
+  torch::NoGradGuard no_grad;
+  parameters_.values().copy_(learner.flat_parameters().values());
+  // Buffers (observation statistics, when the learner normalises observations) live outside the
+  // flat parameter buffer.
+  const auto source_buffers = learner.model()->named_buffers();
+  for (auto& buffer : model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
+  version_.store(version);
+}
+
+void ActorCopy::copy_to(ActorCopy& target) {
+  std::shared_lock<std::shared_mutex> reading(mutex_);
+  std::unique_lock<std::shared_mutex> writing(target.mutex_);
+  torch::NoGradGuard no_grad;
+  target.parameters_.values().copy_(parameters_.values());
+  const auto source_buffers = model_->named_buffers();
+  for (auto& buffer : target.model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
+  target.version_.store(version_.load());
+}
+
+}  // namespace concord::policies

@@ -1,0 +1,227 @@
+#include "concord/policies/async_learner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "concord/core/bounded_queue.h"
+#include "concord/core/config_problems.h"
+#include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
+#include "concord/policies/actor_copy.h"
+#include "concord/policies/exploration_bonus.h"
+#include "concord/policies/rollout_collector.h"
+
+namespace concord::policies {
+namespace {
+
+// A rollout on its way from the collector to the learner.
+struct Collected {
+  algos::Rollout rollout;                            // a deep copy: the collector reuses its buffers
+  int64_t version = 0;                               // the parameter version that acted
+  std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
+  int64_t env_steps = 0;
+  double seconds = 0.0;  // collecting it
+};
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+void AsyncLearnerConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(max_policy_lag >= 0, "max_policy_lag", max_policy_lag, ">= 0");
+  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
+  problems.throw_if_any("policy.async_learner config");
+}
+
+const core::ConfigFields<AsyncLearnerConfig>& AsyncLearnerConfig::fields() {
+  using C = AsyncLearnerConfig;
+  static const core::ConfigFields<C> kFields = {
+      {"max_policy_lag", &C::max_policy_lag,
+       "Updates a rollout's acting parameters may be behind the learner (1: collect the next rollout while learning "
+       "from this one; 0: take turns, on-policy)"},
+      {"wait_timeout_seconds", &C::wait_timeout_seconds,
+       "A wait between the collector and the learner longer than this is an error naming it"},
+  };
+  return kFields;
+}
+
+AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
+                                       algos::Learner& learner, torch::Device device, uint64_t seed,
+                                       explore::Bonus* bonus)
+    : config_(core::validated(config)),
+      env_(std::move(env)),
+      learner_(learner),
+      device_(device),
+      seed_(seed),
+      bonus_(bonus) {
+  if (env_->is_async()) {
+    throw std::invalid_argument("policy 'async_learner' steps all environments together: set env.batch_size = 0 (got " +
+                                std::to_string(env_->batch_size()) + ")");
+  }
+}
+
+void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                               const TrainingCallbacks& callbacks) {
+  if (state.global_step >= total_steps) return;
+  const int64_t steps_per_rollout = learner_.rollout_length() * env_->num_envs();
+  const int64_t rollouts_wanted = (total_steps - state.global_step + steps_per_rollout - 1) / steps_per_rollout;
+  const int64_t first_version = state.updates;
+  const auto timeout = seconds(config_.wait_timeout_seconds);
+  const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
+
+  ActorCopy published(learner_);  // what the learner publishes after each update
+  published.publish(learner_, first_version);
+  core::BoundedQueue<Collected> rollouts(static_cast<size_t>(config_.max_policy_lag) + 1, "async_learner rollouts");
+  std::mutex version_mutex;
+  std::condition_variable version_published;
+  std::atomic<bool> stopping{false};
+  std::timed_mutex collecting;  // held by the collector over each rollout; a checkpoint takes it
+  std::exception_ptr collector_error;
+
+  const auto collect_loop = [&] {
+    ActorCopy acting(learner_);  // the collector's own network, refreshed between rollouts
+    RolloutCollector collector(*env_, learner_.rollout_length(), device_);
+    for (int64_t k = 0; k < rollouts_wanted; ++k) {
+      // The lag bound: rollout k acts with the parameters of at least update k - max_policy_lag.
+      const int64_t needed = first_version + k - config_.max_policy_lag;
+      {
+        std::unique_lock<std::mutex> lock(version_mutex);
+        if (!version_published.wait_for(lock, timeout,
+                                        [&] { return stopping.load() || published.version() >= needed; })) {
+          throw std::runtime_error("async_learner: the learner published no parameters of update " +
+                                   std::to_string(needed) + " within " + timeout_text);
+        }
+      }
+      if (stopping.load()) return;
+      Collected item;
+      {
+        std::lock_guard<std::timed_mutex> collecting_now(collecting);
+        core::Stopwatch clock;
+        published.copy_to(acting);
+        item.version = acting.version();
+        acting.read([&](nn::ActorCritic& model, int64_t) {
+          item.rollout = collector
+                             .collect(model,
+                                      [&](double episode_return, int64_t episode_length) {
+                                        item.episodes.emplace_back(episode_return, episode_length);
+                                      })
+                             .clone();
+        });
+        item.env_steps = collector.env_steps_per_rollout();
+        item.seconds = clock.elapsed_seconds();
+      }
+      const core::QueueStatus status = rollouts.push(std::move(item), timeout);
+      if (status == core::QueueStatus::kClosed) return;
+      if (status == core::QueueStatus::kTimedOut) {
+        throw std::runtime_error("async_learner: the learner took no rollout within " + timeout_text);
+      }
+    }
+  };
+  std::thread collector_thread = core::torch_thread(core::thread_seed(seed_, 0), [&] {
+    try {
+      collect_loop();
+    } catch (...) {
+      collector_error = std::current_exception();
+    }
+    rollouts.close();
+  });
+  // Stops and joins the collector however the learner's loop ends.
+  const auto stop_collector = [&] {
+    {
+      std::lock_guard<std::mutex> lock(version_mutex);
+      stopping.store(true);
+    }
+    version_published.notify_all();
+    rollouts.close();
+    if (collector_thread.joinable()) collector_thread.join();
+  };
+
+  TrainingCallbacks pausing = callbacks;
+  if (callbacks.on_checkpoint) {
+    pausing.on_checkpoint = [&](const TrainingState& at) {
+      std::unique_lock<std::timed_mutex> paused(collecting, timeout);
+      if (!paused.owns_lock()) {
+        throw std::runtime_error("async_learner: the collector did not pause for a checkpoint within " + timeout_text);
+      }
+      callbacks.on_checkpoint(at);
+    };
+  }
+
+  try {
+    int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
+    core::Stopwatch clock;
+    const int64_t steps_at_start = state.global_step;
+    double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
+    while (state.global_step < total_steps) {
+      if (callbacks.should_stop && callbacks.should_stop()) break;
+      Collected item;
+      core::Stopwatch wait_clock;
+      const core::QueueStatus status = rollouts.pop(item, timeout);
+      wait_seconds += wait_clock.elapsed_seconds();
+      if (status == core::QueueStatus::kTimedOut) {
+        throw std::runtime_error("async_learner: the collector delivered no rollout within " + timeout_text);
+      }
+      if (status == core::QueueStatus::kClosed) break;  // the collector failed: rethrown below
+
+      for (const auto& [episode_return, episode_length] : item.episodes) {
+        episodes_.add(episode_return, episode_length);
+        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+      }
+      state.global_step += item.env_steps;
+      rollout_seconds += item.seconds;
+
+      core::Stopwatch update_clock;
+      algos::Metrics bonus_metrics;
+      const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, item.rollout, bonus_metrics) : item.rollout;
+      const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
+      algos::Metrics metrics = learner_.update(rollout, progress);
+      const int64_t lag = state.updates - item.version;
+      ++state.updates;
+      published.publish(learner_, state.updates);
+      version_published.notify_all();
+      update_seconds += update_clock.elapsed_seconds();
+      check_finite(metrics, state);
+
+      metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
+      metrics["charts/policy_lag"] = static_cast<double>(lag);
+      metrics["charts/SPS"] =
+          static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+      metrics["time/rollout_seconds"] = rollout_seconds;
+      metrics["time/update_seconds"] = update_seconds;
+      metrics["time/learner_wait_seconds"] = wait_seconds;
+      report_update(state, metrics, episodes_, pausing, checkpoint_interval_steps, next_checkpoint_step);
+    }
+  } catch (...) {
+    stop_collector();
+    throw;
+  }
+  stop_collector();
+  if (collector_error) std::rethrow_exception(collector_error);
+}
+
+std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {
+  if (config.max_policy_lag > 0 && !context.learner.corrects_policy_lag()) {
+    throw std::invalid_argument(
+        "policy 'async_learner' acts with parameters up to max_policy_lag = " + std::to_string(config.max_policy_lag) +
+        " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; or set "
+        "policy.async_learner.max_policy_lag = 0)");
+  }
+  return std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
+                                              context.learner, context.device, context.env_config.seed, context.bonus);
+}
+
+}  // namespace concord::policies

@@ -1,0 +1,220 @@
+// The `async_learner` policy against a tiny env that counts its steps and a learner that stamps
+// its update count into its critic, so that every rollout names the parameter version that acted.
+#include "concord/policies/async_learner.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "concord/core/config.h"
+#include "concord/policies/policy_registry.h"
+#include "hang_guard.h"
+#include "policies/policy_fakes.h"
+
+namespace concord::policies {
+namespace {
+
+using testing::RecordingLearner;
+
+constexpr int kEnvs = 2;
+constexpr int kSteps = 5;
+constexpr int64_t kRolloutSteps = kEnvs * kSteps;
+
+// Observation [steps into the episode], truncated after 4 steps; counts every step of every
+// instance in `ticks`, and throws at step `fail_at` (0: never).
+class TickingEnv final : public envs::FloatEnv {
+ public:
+  TickingEnv(std::shared_ptr<std::atomic<int64_t>> ticks, int64_t fail_at)
+      : envs::FloatEnv(envs::EnvSpec{"Ticking", envs::Space::box({1}, -100.0f, 100.0f), envs::Space::discrete(2), 4,
+                                     std::nullopt}),
+        ticks_(std::move(ticks)),
+        fail_at_(fail_at) {}
+
+ private:
+  void reset_state(float* observation) override {
+    step_ = 0;
+    observation[0] = 0.0f;
+  }
+  envs::StepResult step_state(const envs::Action&, float* observation) override {
+    if (ticks_->fetch_add(1) + 1 == fail_at_)
+      throw std::runtime_error("ticking env broke at step " + std::to_string(fail_at_));
+    observation[0] = static_cast<float>(++step_);
+    return {1.0f, false, false};
+  }
+  std::shared_ptr<std::atomic<int64_t>> ticks_;
+  int64_t fail_at_;
+  int step_ = 0;
+};
+
+struct Fixture {
+  explicit Fixture(int max_policy_lag, int64_t fail_at = 0) : learner(kSteps) {
+    envs::Registry registry;
+    registry.add("Ticking", [ticks = ticks, fail_at] { return std::make_unique<TickingEnv>(ticks, fail_at); });
+    envs::VectorEnvConfig env_config;
+    env_config.env_id = "Ticking";
+    env_config.num_envs = kEnvs;
+    AsyncLearnerConfig config;
+    config.max_policy_lag = max_policy_lag;
+    config.wait_timeout_seconds = 20.0;
+    learner.stamp_version = true;
+    learner.stamp(0);
+    policy = std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(env_config, registry),
+                                                  learner, torch::kCPU, /*seed=*/5);
+  }
+  // The version that acted in rollout k: every value of it (V = the stamped critic bias).
+  int version_of(size_t k) const {
+    const torch::Tensor values = learner.rollouts.at(k).values;
+    EXPECT_TRUE(torch::all(values == values.flatten()[0]).item<bool>()) << "rollout " << k << " mixes versions";
+    return static_cast<int>(values.flatten()[0].item<float>());
+  }
+  // Every env acted on 0 1 2 3 0 1 ...: no step lost or repeated between rollouts.
+  void expect_continuous_observations() const {
+    for (size_t k = 0; k < learner.rollouts.size(); ++k) {
+      for (int t = 0; t < kSteps; ++t) {
+        const float expected = static_cast<float>((static_cast<int>(k) * kSteps + t) % 4);
+        EXPECT_EQ(learner.rollouts[k].observations[t][0][0].item<float>(), expected) << "rollout " << k << " t " << t;
+      }
+    }
+  }
+
+  std::shared_ptr<std::atomic<int64_t>> ticks = std::make_shared<std::atomic<int64_t>>(0);
+  RecordingLearner learner;
+  std::unique_ptr<AsyncLearnerPolicy> policy;
+};
+
+TEST(AsyncLearner, LagZeroTakesTurnsAndActsWithTheLatestParameters) {
+  Fixture f(/*max_policy_lag=*/0);
+  std::vector<int64_t> ticks_at_update;
+  std::vector<double> lags;
+  TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+    ticks_at_update.push_back(f.ticks->load());
+    lags.push_back(metrics.at("charts/policy_lag"));
+  };
+  TrainingState state;
+  test::ends_within(std::chrono::seconds(60), "async_learner lag 0",
+                    [&] { f.policy->train(state, 6 * kRolloutSteps, 1'000'000, callbacks); });
+  EXPECT_EQ(state.global_step, 6 * kRolloutSteps);
+  EXPECT_EQ(state.updates, 6);
+  ASSERT_EQ(f.learner.rollouts.size(), 6u);
+  for (size_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(f.version_of(k), static_cast<int>(k));
+    // The collector waits while the learner learns: after update k it has stepped k + 1 rollouts.
+    EXPECT_EQ(ticks_at_update[k], static_cast<int64_t>(k + 1) * kRolloutSteps);
+    EXPECT_EQ(lags[k], 0.0);
+  }
+  f.expect_continuous_observations();
+}
+
+TEST(AsyncLearner, LagOneCollectsWhileTheLearnerLearns) {
+  Fixture f(/*max_policy_lag=*/1);
+  // The first update returns only once the collector has stepped a second rollout meanwhile,
+  // which it can do only while this update runs (with lag 0 this would time out).
+  bool overlapped = false;
+  f.learner.on_update = [&] {
+    if (overlapped) return;
+    for (int i = 0; i < 20'000 && f.ticks->load() < 2 * kRolloutSteps; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    overlapped = f.ticks->load() >= 2 * kRolloutSteps;
+  };
+  std::vector<double> lags;
+  TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+    lags.push_back(metrics.at("charts/policy_lag"));
+  };
+  TrainingState state;
+  test::ends_within(std::chrono::seconds(60), "async_learner lag 1",
+                    [&] { f.policy->train(state, 8 * kRolloutSteps, 1'000'000, callbacks); });
+  EXPECT_TRUE(overlapped);
+  EXPECT_EQ(state.global_step, 8 * kRolloutSteps);
+  ASSERT_EQ(f.learner.rollouts.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) {
+    const int version = f.version_of(k);
+    // At most one update behind the one that learns from it, never ahead of it.
+    EXPECT_GE(version, static_cast<int>(k) - 1) << "rollout " << k;
+    EXPECT_LE(version, static_cast<int>(k)) << "rollout " << k;
+    EXPECT_EQ(lags[k], static_cast<double>(static_cast<int>(k) - version));
+  }
+  EXPECT_EQ(f.version_of(1), 0);  // collected during the first update
+  f.expect_continuous_observations();
+}
+
+TEST(AsyncLearner, CheckpointsPauseTheCollector) {
+  Fixture f(/*max_policy_lag=*/1);
+  int checkpoints = 0;
+  int64_t stepped_during_checkpoints = 0;
+  TrainingCallbacks callbacks;
+  callbacks.on_checkpoint = [&](const TrainingState&) {
+    ++checkpoints;
+    const int64_t before = f.ticks->load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow save
+    stepped_during_checkpoints += f.ticks->load() - before;
+  };
+  TrainingState state;
+  test::ends_within(std::chrono::seconds(60), "async_learner checkpoints",
+                    [&] { f.policy->train(state, 10 * kRolloutSteps, kRolloutSteps, callbacks); });
+  EXPECT_EQ(checkpoints, 10);
+  EXPECT_EQ(stepped_during_checkpoints, 0);
+}
+
+TEST(AsyncLearner, ErrorsOnEitherThreadStopBothAndReachTheCaller) {
+  {
+    Fixture f(/*max_policy_lag=*/1, /*fail_at=*/3 * kRolloutSteps + 4);
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner with a failing env", [&] {
+      EXPECT_THAT([&] { f.policy->train(state, 10 * kRolloutSteps, 1'000'000, {}); },
+                  ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("ticking env broke at step 34")));
+    });
+    EXPECT_LE(state.updates, 3);
+  }
+  {
+    Fixture f(/*max_policy_lag=*/1);
+    f.learner.nan_at_update = 2;
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner with a nan loss", [&] {
+      EXPECT_THAT([&] { f.policy->train(state, 10 * kRolloutSteps, 1'000'000, {}); },
+                  ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("losses/fake")));
+    });
+    EXPECT_EQ(state.updates, 2);
+  }
+}
+
+TEST(AsyncLearner, RefusesALearnerThatCannotTakeTheLag) {
+  core::ConfigSchema schema;
+  declare_policy_keys(schema);
+  core::Config config(schema);
+  RecordingLearner learner(kSteps);
+  learner.corrects_lag = false;
+  envs::VectorEnvConfig env_config;
+  env_config.env_id = "CartPole-v1";
+  env_config.num_envs = 2;
+  try {
+    make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU});
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("which this algorithm does not correct"));
+  }
+  config.set("policy.async_learner.max_policy_lag", int64_t{0}, "test");
+  EXPECT_NO_THROW(make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU}));
+  config.set("policy.async_learner.max_policy_lag", int64_t{-1}, "test");
+  EXPECT_THAT(
+      [&] {
+        make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("max_policy_lag=-1 must be >= 0")));
+}
+
+}  // namespace
+}  // namespace concord::policies
