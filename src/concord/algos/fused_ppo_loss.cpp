@@ -35,19 +35,24 @@ struct PpoLossFunction : public torch::autograd::Function<PpoLossFunction> {
     const at::Tensor d_log_probs = surrogate.masked_fill(surrogate.gt(clipped_surrogate), 0.0).mul_(-inv_n);
 
     // Value loss 0.5 * mean((v - R)^2), or with clip_vloss 0.5 * mean(max((v - R)^2, (v_clip - R)^2))
-    // where v_clip = v_old + clip(v - v_old). v_clip moves with v only inside the clip range, and
-    // there the two errors are equal: the derivative is (v - R) wherever the unclipped error is
-    // not the smaller, else 0. (Where they tie outside the range, a set of measure zero,
-    // LibTorch's maximum() would give half of that; both are subgradients.)
+    // where v_clip = v_old + clip(v - v_old). The derivative follows the larger error: (v - R)
+    // from the unclipped side; from the clipped side (v_clip - R) where v - v_old lies inside the
+    // clip range (clamp() passes the gradient there), else 0. Inside the range the two errors are
+    // equal but for rounding (v_old + (v - v_old) need not be v), so the side is chosen by the
+    // same comparison LibTorch's maximum() makes. (Where they tie exactly, maximum() would give
+    // half of each side's, which is the same value inside the range; outside it, a set of measure
+    // zero, this takes the unclipped side's.)
     const at::Tensor error = new_values - returns;
     const at::Tensor v_loss_unclipped = error.square();
     at::Tensor v_loss, d_values;
     if (clip_vloss) {
-      const at::Tensor clipped_error =
-          (new_values - old_values).clamp_(-clip_coef, clip_coef).add_(old_values).sub_(returns);
+      const at::Tensor delta = new_values - old_values;
+      const at::Tensor clipped_error = delta.clamp(-clip_coef, clip_coef).add_(old_values).sub_(returns);
       const at::Tensor v_loss_clipped = clipped_error.square();
       v_loss = v_loss_unclipped.maximum(v_loss_clipped).sum().mul_(0.5 * inv_n);
-      d_values = error.masked_fill(v_loss_unclipped.lt(v_loss_clipped), 0.0).mul_(vf_coef * inv_n);
+      d_values = at::where(v_loss_unclipped.lt(v_loss_clipped),
+                           clipped_error.masked_fill(delta.abs().gt(clip_coef), 0.0), error)
+                     .mul_(vf_coef * inv_n);
     } else {
       v_loss = v_loss_unclipped.sum().mul_(0.5 * inv_n);
       d_values = error.mul(vf_coef * inv_n);
