@@ -43,6 +43,7 @@ core::ConfigSchema concord_schema() {
   schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
   schema.declare("train.policy", std::string("single"),
                  "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
+                 "async_learner (collect while learning), "
                  "multi_learner (one learner per process), actor_processes (actor processes, one learner)");
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
