@@ -4,12 +4,12 @@
 //
 // BM_PpoMinibatchBreakdown splits one minibatch gradient step into its phases and reports, for
 // each, the microseconds it takes and the LibTorch operations it dispatches (counted with
-// RecordFunction: ATen operators, nested ones included, and autograd nodes in backward). At this
-// network size the step is bound by per-operation cost, so the counts say where time can go.
+// RecordFunction: ATen operators, nested ones included, and autograd nodes in backward), for
+// CartPole's MLPs and for MinAtar's grid CNN. At CartPole's size the step is bound by
+// per-operation cost, so the counts say where time can go.
 #include <benchmark/benchmark.h>
 
 #include <ATen/record_function.h>
-#include <torch/nn/utils/clip_grad.h>
 
 #include <chrono>
 #include <cstdio>
@@ -24,6 +24,7 @@
 
 #include "concord/algos/fused_ppo_loss.h"
 #include "concord/algos/gae.h"
+#include "concord/algos/gradient_step.h"
 #include "concord/algos/ppo.h"
 
 namespace {
@@ -83,20 +84,52 @@ struct OpCounter {
 };
 thread_local OpCounter* active_counter = nullptr;
 
+// The workloads of the breakdown: CleanRL's CartPole defaults (64-64 tanh MLPs, separate torsos,
+// 512-step rollouts in minibatches of 128) and configs/ppo_minatar_breakout.toml (MinAtar's
+// grid CNN as a shared torso, uint8 [10, 10, 4] observations, 2048-step rollouts in minibatches
+// of 512).
+struct Workload {
+  PpoConfig config;
+  torch::Tensor observations;  // [N, ...]
+  torch::Tensor actions;       // [N]
+  int64_t minibatch = 0;
+};
+
+Workload workload(int64_t which) {
+  Workload w;
+  if (which == 0) {
+    w.config = cartpole_config();
+    w.observations = torch::randn({512, 4});
+    w.actions = torch::randint(0, 2, {512}, torch::kLong);
+    w.minibatch = 128;
+  } else {
+    w.config.network.obs_shape = {10, 10, 4};
+    w.config.network.action_dim = 3;
+    w.config.network.torso = "grid_cnn";
+    w.config.network.shared_torso = true;
+    w.config.learning_rate = 5e-4;
+    w.observations = torch::randint(0, 2, {2048, 10, 10, 4}, torch::kUInt8);
+    w.actions = torch::randint(0, 3, {2048}, torch::kLong);
+    w.minibatch = 512;
+  }
+  return w;
+}
+
 void BM_PpoMinibatchBreakdown(benchmark::State& state) {
   torch::manual_seed(1);
-  const PpoConfig config = cartpole_config();
+  const Workload w = workload(state.range(1));
+  const PpoConfig& config = w.config;
   Ppo ppo(config);
   auto& parameters = ppo.flat_parameters();
   torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
-  const Rollout rollout = random_rollout(128, 4);
-  const torch::Tensor observations = rollout.observations.flatten(0, 1);
-  const torch::Tensor actions = rollout.actions.flatten(0, 1);
-  const torch::Tensor log_probs = rollout.log_probs.reshape(-1);
-  const torch::Tensor values = rollout.values.reshape(-1);
-  const torch::Tensor advantages = torch::randn({512});
-  const torch::Tensor returns = torch::randn({512});
-  const torch::Tensor mb_inds = torch::randperm(512, torch::kLong).narrow(0, 0, 128);
+  const int64_t n = w.observations.size(0);
+  const torch::Tensor& observations = w.observations;
+  const torch::Tensor& actions = w.actions;
+  const torch::Tensor log_probs = torch::full({n}, -0.69);
+  const torch::Tensor values = torch::randn({n});
+  const torch::Tensor advantages = torch::randn({n});
+  const torch::Tensor returns = torch::randn({n});
+  const torch::Tensor mb_inds = torch::randperm(n, torch::kLong).narrow(0, 0, w.minibatch);
 
   std::vector<OpCounter> counts(kPhases);
   const at::CallbackHandle handle = at::addThreadLocalCallback(
@@ -138,7 +171,7 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
     parameters.zero_grad();
     loss.loss.backward();
     phase_done(kBackward);
-    torch::nn::utils::clip_grad_norm_(parameters.values(), config.max_grad_norm);
+    concord::algos::clip_gradient_norm(parameters.gradient(), config.max_grad_norm);
     phase_done(kClip);
     adam.step();
     phase_done(kAdam);
@@ -157,19 +190,25 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
   }
   state.counters["ops"] = static_cast<double>(total_ops);
   // The operations themselves, once, for reading beside the table.
-  static std::map<int64_t, bool> printed;
-  if (!printed[state.range(0)]) {
-    printed[state.range(0)] = true;
+  static std::map<std::pair<int64_t, int64_t>, bool> printed;
+  if (!printed[{state.range(0), state.range(1)}]) {
+    printed[{state.range(0), state.range(1)}] = true;
+    std::printf("%s, %s:\n", state.range(1) ? "MinAtar grid CNN" : "CartPole MLP",
+                state.range(0) ? "fused_ppo_loss" : "ppo_loss");
     for (int phase = 0; phase < kPhases; ++phase) {
       std::printf("%-8s %3lld ops:", kPhaseNames[phase], static_cast<long long>(counts[phase].total));
-      for (const auto& [name, n] : counts[phase].by_name)
-        std::printf(" %s x%lld", name.c_str(), static_cast<long long>(n));
+      for (const auto& [name, calls] : counts[phase].by_name)
+        std::printf(" %s x%lld", name.c_str(), static_cast<long long>(calls));
       std::printf("\n");
     }
   }
 }
-// Arg: 0 composes ppo_loss from autograd operations, 1 uses fused_ppo_loss as Ppo::update does.
-BENCHMARK(BM_PpoMinibatchBreakdown)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+// Args: {0: ppo_loss composed of autograd operations, 1: fused_ppo_loss as Ppo::update runs it},
+// {0: CartPole MLP, 1: MinAtar grid CNN}.
+BENCHMARK(BM_PpoMinibatchBreakdown)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"fused", "minatar"})
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_Gae(benchmark::State& state) {
   const Rollout rollout = random_rollout(128, 4);

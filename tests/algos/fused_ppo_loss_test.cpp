@@ -76,7 +76,9 @@ TEST(FusedPpoLoss, MatchesTheComposedLossAndItsGradients) {
       EXPECT_GT(reference.loss.clipfrac.item<double>(), 0.3);
       EXPECT_GT((reference.d_log_probs == 0).sum().item<int64_t>(), 10);
       EXPECT_GT((reference.d_log_probs != 0).sum().item<int64_t>(), 10);
-      if (clip_vloss) EXPECT_GT((reference.d_values == 0).sum().item<int64_t>(), 10);
+      if (clip_vloss) {
+        EXPECT_GT((reference.d_values == 0).sum().item<int64_t>(), 10);
+      }
     }
   }
 }

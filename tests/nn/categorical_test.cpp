@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -121,6 +123,46 @@ TEST(CategoricalTest, RejectsLogitsWithoutCategories) {
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("[3, 0]"), std::string::npos) << error.what();
   }
+}
+
+// The fused log_prob and entropy against the composed ones: values, and gradients for any
+// weighting of the two outputs, with one impossible category (-inf logit) in the batch.
+TEST(CategoricalTest, FusedLogProbAndEntropyMatchTheComposedOnes) {
+  at::manual_seed(3);
+  const at::Tensor base = at::randn({64, 5}, at::kFloat) * 2.0;
+  base[7][2] = -std::numeric_limits<float>::infinity();
+  const at::Tensor actions = at::randint(0, 5, {64}, at::kLong);
+  actions[7] = 1;
+  const at::Tensor w_log_prob = at::randn({64}), w_entropy = at::randn({64});
+  const auto gradient = [&](bool fused, double a, double b) {
+    const at::Tensor logits = base.clone().requires_grad_();
+    at::Tensor log_prob, entropy;
+    if (fused) {
+      const LogProbAndEntropy out = categorical_log_prob_and_entropy(logits, actions);
+      log_prob = out.log_prob;
+      entropy = out.entropy;
+    } else {
+      const Categorical dist(logits);
+      log_prob = dist.log_prob(actions);
+      entropy = dist.entropy();
+    }
+    ((log_prob * w_log_prob).sum() * a + (entropy * w_entropy).sum() * b).backward();
+    return std::make_tuple(log_prob.detach(), entropy.detach(), logits.grad());
+  };
+  for (const auto& [a, b] : {std::pair{1.0, 1.0}, std::pair{1.0, 0.0}, std::pair{0.0, 1.0}}) {
+    const auto [fused_lp, fused_h, fused_grad] = gradient(true, a, b);
+    const auto [lp, h, grad] = gradient(false, a, b);
+    EXPECT_TRUE(at::equal(fused_lp, lp));
+    EXPECT_TRUE(at::equal(fused_h, h));
+    EXPECT_TRUE(at::allclose(fused_grad, grad, 1e-5, 1e-6))
+        << "weights " << a << ", " << b << ": max difference " << (fused_grad - grad).abs().max().item<double>();
+    EXPECT_TRUE(at::isfinite(fused_grad).all().item<bool>());
+  }
+  // Only log_prob in the loss: the other output's gradient is simply absent.
+  const at::Tensor logits = base.clone().requires_grad_();
+  categorical_log_prob_and_entropy(logits, actions).log_prob.sum().backward();
+  EXPECT_TRUE(at::isfinite(logits.grad()).all().item<bool>());
+  EXPECT_THROW(categorical_log_prob_and_entropy(base, actions.narrow(0, 0, 3)), std::invalid_argument);
 }
 
 }  // namespace

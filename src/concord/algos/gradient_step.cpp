@@ -1,15 +1,20 @@
 #include "concord/algos/gradient_step.h"
 
-#include <torch/nn/utils/clip_grad.h>
+#include <ATen/ops/clamp.h>
 
 namespace concord::algos {
+
+void clip_gradient_norm(const torch::Tensor& gradient, double max_norm) {
+  const torch::Tensor coefficient = at::clamp(max_norm / (gradient.norm() + 1e-6), c10::nullopt, 1.0);
+  gradient.mul_(coefficient);
+}
 
 void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer,
                    double max_grad_norm, sync::SyncStrategy& sync) {
   parameters.zero_grad();
   loss.backward();
   sync.synchronize_gradients();
-  torch::nn::utils::clip_grad_norm_(parameters.values(), max_grad_norm);
+  clip_gradient_norm(parameters.gradient(), max_grad_norm);
   optimizer.step();
   sync.after_step();
 }

@@ -236,6 +236,11 @@ ActResult ActorCriticImpl::act(const torch::Tensor& obs, bool deterministic) {
 
 ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs, const torch::Tensor& actions) {
   const PolicyOutput out = forward(obs);
+  if (out.logits.defined() && out.logits.dim() == 2 && actions.dim() == 1) {
+    // The discrete case as one autograd node (categorical.h): the same values and gradients.
+    const LogProbAndEntropy fused = categorical_log_prob_and_entropy(out.logits, actions);
+    return ActionEvaluation{fused.log_prob, fused.entropy, out.value};
+  }
   const ActionDistribution dist = make_distribution(out.logits.defined() ? out.logits : out.mean);
   ActionEvaluation result;
   result.log_prob = dist.log_prob(actions);

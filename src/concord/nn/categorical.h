@@ -38,4 +38,17 @@ class Categorical {
   at::Tensor probs_;
 };
 
+// log p(actions) and the entropy of Categorical(logits), as one autograd node: what a
+// policy-gradient loss needs of a batch, with the same values and (to rounding) the same
+// gradients as Categorical(logits).log_prob(actions) and .entropy(). Why: on small networks a
+// gradient step is bound by per-operation cost, and the composed form records nine autograd
+// nodes for what is one log-softmax. The backward pass forms d/d log_softmax for both outputs and
+// hands it to log-softmax's own backward; zero-probability categories contribute nothing, as in
+// entropy(). logits [B, n], int64 actions [B]; either result may be left out of the loss.
+struct LogProbAndEntropy {
+  at::Tensor log_prob;  // [B]
+  at::Tensor entropy;   // [B]
+};
+LogProbAndEntropy categorical_log_prob_and_entropy(const at::Tensor& logits, const at::Tensor& actions);
+
 }  // namespace concord::nn
