@@ -34,6 +34,14 @@ const OneBlasThreadPerCaller one_blas_thread_per_caller;
 
 }  // namespace
 
+// A symbol every program is linked with (CMakeLists.txt: --undefined on concord_core), so that
+// this object and the initialiser above are kept even in a program that never asks about the
+// BLAS: from a static library the linker keeps only objects something refers to.
+extern "C" {
+extern const int concord_blas_threads_anchor;
+const int concord_blas_threads_anchor = 1;
+}
+
 std::string loaded_blas() {
   const GetParallel get_parallel = openblas_get_parallel();
   if (get_parallel == nullptr) return "unknown BLAS";
