@@ -1,6 +1,6 @@
 #pragma once
 
-// Shared by the binding sources of the `concord` Python module. Torch-free on purpose: the module
+// Shared by the binding sources of the extension module concord._envs. Torch-free on purpose: it
 // sits on the envs layer alone, so importing it does not load LibTorch.
 
 #include <pybind11/numpy.h>

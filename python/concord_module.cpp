@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "bindings.h"
+#include "python_env.h"
 
 namespace py = pybind11;
 
@@ -50,7 +51,7 @@ their envs. reset() and step(actions, env_id) are async_reset()/send() followed 
 
 }  // namespace
 
-PYBIND11_MODULE(concord, module) {
+PYBIND11_MODULE(_envs, module) {
   module.doc() = kDoc;
   // The engine reports a bad action or env id as std::out_of_range, which pybind11 would raise as
   // IndexError; to Python callers it is a bad argument like the others.
@@ -63,4 +64,5 @@ PYBIND11_MODULE(concord, module) {
   });
   concord::python::bind_spaces(module);
   concord::python::bind_vector_env(module);
+  concord::python::bind_env_registration(module);
 }

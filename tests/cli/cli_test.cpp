@@ -72,6 +72,20 @@ TEST(Cli, BadInputGetsOneClearLine) {
   EXPECT_TRUE(std::filesystem::is_empty(fresh_dir("bad_input")));
 }
 
+// Sizes no machine can hold are refused before anything is allocated, in one line: counts beyond
+// what the engine indexes, and buffers larger than the memory available (1e9 CartPole envs x 128
+// steps need terabytes, and so do 8 envs x 1e11 steps).
+TEST(Cli, AbsurdSizesAreRefusedUpFront) {
+  const auto dir = fresh_dir("absurd_sizes");
+  const std::string root = "--run-root " + dir.string();
+  expect_one_line_error("train --set env.num_envs=99999999999 " + root, "env.num_envs=99999999999 is too large", 1);
+  expect_one_line_error("rollout --set env.num_envs=99999999999 " + root, "env.num_envs=99999999999 is too large", 1);
+  expect_one_line_error("train --set env.num_envs=1000000000 " + root, "of memory available; lower env.num_envs", 1);
+  expect_one_line_error("train --set env.num_envs=8 --set algo.ppo.num_steps=100000000000 " + root,
+                        "with algo.ppo.num_steps=100000000000 needs at least", 1);
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
 // MinAtar's settings and networks are checked before any training starts.
 TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
   const std::string root = "--run-root " + fresh_dir("bad_minatar").string();

@@ -18,12 +18,9 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `concord <arguments>` through the shell (so `arguments` is split and quoted as a shell
-// would) and waits for it to exit.
-// `environment` ("NAME=value ...") is set for this command only.
-inline CommandResult run_concord(const std::string& arguments, const std::string& environment = "") {
-  const std::string command =
-      (environment.empty() ? "" : "env " + environment + " ") + std::string(CONCORD_BINARY) + " " + arguments + " 2>&1";
+// Runs a shell command line (add 2>&1 to capture stderr) and waits for it to exit; exit_code is
+// -1 when it was ended by a signal.
+inline CommandResult run_shell(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;
@@ -32,6 +29,14 @@ inline CommandResult run_concord(const std::string& arguments, const std::string
   while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// Runs `concord <arguments>` through the shell (so `arguments` is split and quoted as a shell
+// would) and waits for it to exit.
+// `environment` ("NAME=value ...") is set for this command only.
+inline CommandResult run_concord(const std::string& arguments, const std::string& environment = "") {
+  return run_shell((environment.empty() ? "" : "env " + environment + " ") + std::string(CONCORD_BINARY) + " " +
+                   arguments + " 2>&1");
 }
 
 // An empty directory <tmp>/concord_<suite>_<name>, emptied first if it exists. `suite` keeps the

@@ -1,10 +1,14 @@
 // `concord fit` end to end, as a user runs it.
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "cli/concord_process.h"
+#include "concord/core/checkpoint.h"
 
 namespace concord::test {
 namespace {
@@ -81,6 +85,46 @@ TEST(FitCommandTest, BadKeysAndMissingDataAreOneLineErrors) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.output.find("alpha"), std::string::npos) << result.output;
   EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+// SIGTERM (as Ctrl-C's SIGINT) ends a fit at its next evaluation step with a checkpoint there, and
+// the exit status is 128 + 15, as for `concord train`. The signal goes once the fit is running
+// (its first evaluation is in metrics.csv); every wait in the script is bounded.
+TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
+  const auto root = fresh_dir("fit", "sigterm");
+  const std::string script = std::string(CONCORD_BINARY) +
+                             " fit --strategy allreduce --workers 2 --steps 1000000 --set fit.eval_interval=20 "
+                             "--progress off --run-root " +
+                             root.string() + " > " + (root / "out.txt").string() +
+                             " 2>&1 & pid=$!; i=0; "
+                             "until [ -n \"$(cat " +
+                             root.string() +
+                             "/*/metrics.csv 2>/dev/null | sed -n 2p)\" ] || "
+                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
+                             "i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                             "kill -KILL $pid 2>/dev/null; wait $pid; echo \"exit $?\"";
+  FILE* pipe = popen(script.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string status;
+  char buffer[256];
+  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) status.append(buffer, read);
+  pclose(pipe);
+  std::ifstream out_file(root / "out.txt");
+  const std::string output((std::istreambuf_iterator<char>(out_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(status, "exit 143\n") << output;
+  EXPECT_NE(output.find("stopped by signal at steps"), std::string::npos) << output;
+  int runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (!entry.is_directory()) continue;
+    ++runs;
+    ASSERT_TRUE(std::filesystem::exists(entry.path() / "checkpoint.ckpt")) << output;
+    const int64_t steps =
+        core::read_checkpoint_header(entry.path() / "checkpoint.ckpt").at("metadata").at("steps").get<int64_t>();
+    EXPECT_GT(steps, 0);
+    EXPECT_LT(steps, 1000000);
+    EXPECT_EQ(steps % 20, 0) << "an evaluation step";
+  }
+  EXPECT_EQ(runs, 1);
 }
 
 }  // namespace

@@ -303,22 +303,51 @@ TEST(Launch, SigtermToTheLauncherIsForwarded) {
   EXPECT_THAT(output, HasSubstr("concord: error: interrupted by SIGTERM; rank 1 (pid "));
 }
 
-TEST(Launch, CtrlCReachesEveryRankOnceAndCleanExitsSucceed) {
+TEST(Launch, CtrlCReachesEveryRankOnceAndCleanStopsExit130) {
   const auto dir = fresh_dir("sigint");
   const std::string d = dir.string();
-  // Each rank notes every SIGINT it gets, lingers long enough to get a second one, then exits 0.
-  BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
-                             "trap \"echo int >> " + d + "/int$RANK; stop=1\" INT; touch " + d +
-                                 "/ready$RANK; while [ -z \"$stop\" ]; do sleep 0.1; done; sleep 0.5; exit 0"},
-                            dir / "log");
+  // Each rank notes every SIGINT it gets, lingers long enough to get a second one, then exits 0
+  // (rank 0) or 130 (rank 1, as `concord train` after its checkpoint): both are clean stops, and
+  // the launcher reports the interruption as 130 too.
+  BackgroundLaunch launcher(
+      {"-n", "2", "--", "sh", "-c",
+       "trap \"echo int >> " + d + "/int$RANK; stop=1\" INT; touch " + d +
+           "/ready$RANK; while [ -z \"$stop\" ]; do sleep 0.1; done; sleep 0.5; exit $((RANK * 130))"},
+      dir / "log");
   ASSERT_GT(launcher.pid(), 0);
   ASSERT_TRUE(wait_for_files({dir / "ready0", dir / "ready1"}, std::chrono::seconds(10))) << launcher.output();
   kill(-launcher.pid(), SIGINT);  // the whole foreground group, as the terminal's Ctrl-C
-  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 0) << launcher.output();
+  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(10)), 128 + SIGINT) << launcher.output();
   // The ranks are outside the launcher's group, so only the launcher's forwarded copy reached them.
   EXPECT_EQ(read_file(dir / "int0"), "int\n");
   EXPECT_EQ(read_file(dir / "int1"), "int\n");
   EXPECT_THAT(launcher.output(), HasSubstr("stopped by SIGINT; every rank exited cleanly"));
+}
+
+// Rank 0 declares (as actor_processes with on_actor_failure = "continue" does) that its run goes on
+// when another rank fails: the launcher then only warns, and the run succeeds on rank 0's word.
+TEST(Launch, AFailureRank0DeclaredSurvivableDoesNotStopTheRun) {
+  const auto dir = fresh_dir("survivable");
+  const std::string d = dir.string();
+  BackgroundLaunch launcher({"-n", "2", "--", "sh", "-c",
+                             "i=0; if [ $RANK = 0 ]; then echo other-ranks-may-fail > \"$CONCORD_LAUNCH_CONTROL\"; "
+                             "touch " +
+                                 d +
+                                 "/declared; "
+                                 "until [ -e " +
+                                 d +
+                                 "/gone1 ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                                 "sleep 0.5; echo rank0 finished; exit 0; fi; "
+                                 "until [ -e " +
+                                 d +
+                                 "/declared ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                                 "touch " +
+                                 d + "/gone1; exit 3"},
+                            dir / "log");
+  ASSERT_GT(launcher.pid(), 0);
+  EXPECT_EQ(launcher.wait_for_exit(std::chrono::seconds(30)), 0) << launcher.output();
+  EXPECT_THAT(launcher.output(), HasSubstr("exited with status 3; the run goes on without it"));
+  EXPECT_THAT(launcher.output(), HasSubstr("[rank 0] rank0 finished"));
 }
 
 TEST(Launch, SecondSignalKillsAtOnce) {

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -14,6 +15,7 @@
 
 #include "cli/concord_process.h"
 #include "comm/rank_processes.h"
+#include "concord/core/checkpoint.h"
 #include "learning_outcome.h"
 
 namespace {
@@ -178,6 +180,30 @@ TEST(MultiProcess, ActorProcessesSurviveAnActorKilledMidRun) {
   ASSERT_EQ(dirs.size(), 1u);
   const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 3");
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
+}
+
+// Under `concord launch`, an actor killed with SIGKILL is dropped by rank 0 (on_actor_failure =
+// "continue", the default) and the launcher lets the run go on to its end. Rank 2's shell kills
+// its own `concord` once rank 0 has logged two updates.
+TEST(MultiProcess, ConcordLaunchLetsActorProcessesSurviveAKilledActor) {
+  const auto root = concord::test::fresh_dir("multi_process", "launch_actor_killed");
+  const std::string r = root.string();
+  const std::string train = std::string(CONCORD_BINARY) + " train --config " + kCartPoleConfig +
+                            " --policy actor_processes --total-timesteps 30000 --set comm.timeout_seconds=20 "
+                            "--progress off --run-root " +
+                            r;
+  const std::string script = "if [ $RANK = 2 ]; then (i=0; until [ \"$(cat " + r +
+                             "/*/metrics.csv 2>/dev/null | wc -l)\" -ge 3 ] || "
+                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL $$) & fi; exec " +
+                             train;
+  const concord::test::CommandResult launched = concord::test::run_concord("launch -n 3 -- sh -c '" + script + "'");
+  EXPECT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_THAT(launched.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left)"));
+  EXPECT_THAT(launched.output, HasSubstr("was killed by signal 9 (SIGKILL); the run goes on without it"));
+  const auto dirs = run_dirs(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
+  EXPECT_GE(header.at("metadata").at("global_step").get<int64_t>(), 30000);
 }
 
 TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {

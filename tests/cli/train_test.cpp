@@ -1,9 +1,13 @@
 // `concord train` and `concord eval` end to end: learning, checkpoints, resume, bad checkpoints.
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -13,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "concord/core/checkpoint.h"
+#include "concord/core/tensorboard_reader.h"
 
 #include "cli/concord_process.h"
 #include "learning_outcome.h"
@@ -21,6 +26,7 @@ namespace {
 
 using concord::test::CommandResult;
 using concord::test::run_concord;
+using concord::test::run_shell;
 
 constexpr const char* kSuite = "train_test";
 
@@ -159,23 +165,143 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("eval " + checkpoint.string(), "not a Concord checkpoint");
 }
 
-// SIGTERM (as Ctrl-C's SIGINT) ends a threaded run cleanly: every thread joins, the exit status
-// is 0 and the checkpoint holds the step reached, which eval and --resume accept.
+// Checkpoint headers are verified: an edited step (the header's CRC), counters no run could reach
+// (re-saved with a valid CRC), a checkpoint trained with another seed than its run directory's
+// config, and a checkpoint missing a learner's tensor are each refused by eval and --resume in
+// one line naming the file.
+TEST(Train, EditedOrInconsistentCheckpointsAreRefused) {
+  const auto root = fresh_dir("edited");
+  ASSERT_EQ(
+      run_concord("train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off --run-root " +
+                  root.string())
+          .exit_code,
+      0);
+  const auto run_dir = only_run_dir(root);
+  const auto file = run_dir / "checkpoint.ckpt";
+  const std::string original = [&] {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  auto restore = [&] { std::ofstream(file, std::ios::binary) << original; };
+  auto expect_refused = [&](const std::string& needle) {
+    for (const std::string& command :
+         {"eval " + run_dir.string() + " --episodes 1", "train --resume " + run_dir.string()}) {
+      const CommandResult result = run_concord(command);
+      EXPECT_NE(result.exit_code, 0) << command << "\n" << result.output;
+      EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << command << "\n" << result.output;
+      EXPECT_THAT(result.output, ::testing::StartsWith("concord: error: checkpoint '" + file.string() + "': "))
+          << command;
+      EXPECT_THAT(result.output, ::testing::HasSubstr(needle)) << command;
+    }
+  };
+
+  // "global_step":64 -> 96 in place: the same length, so only the header's CRC can tell.
+  std::string edited = original;
+  const std::size_t at = edited.find("\"global_step\":64");
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 16, "\"global_step\":96");
+  std::ofstream(file, std::ios::binary) << edited;
+  expect_refused("header CRC-32C");
+
+  // Re-saved with valid CRCs: 4 updates of 2 envs x 16 steps cannot make 9000 steps.
+  restore();
+  concord::core::Checkpoint checkpoint = concord::core::load_checkpoint(file);
+  checkpoint.metadata["global_step"] = 9000;
+  concord::core::save_checkpoint(file, checkpoint);
+  expect_refused("inconsistent metadata: global_step 9000 with updates 2");
+
+  // A different seed in the checkpoint than in the run's config.toml.
+  restore();
+  checkpoint = concord::core::load_checkpoint(file);
+  std::string config = checkpoint.metadata["config"].get<std::string>();
+  const std::size_t seed = config.find("\nseed = ", config.find("[run]")) + 1;
+  ASSERT_NE(seed, 0U) << config;
+  config.replace(seed, config.find('\n', seed) - seed, "seed = 12345");
+  checkpoint.metadata["config"] = config;
+  concord::core::save_checkpoint(file, checkpoint);
+  const CommandResult resumed = run_concord("train --resume " + run_dir.string());
+  EXPECT_NE(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, ::testing::HasSubstr("different run.seed")) << resumed.output;
+
+  // A learner's tensor missing: found after the file loaded, still reported with its path.
+  restore();
+  checkpoint = concord::core::load_checkpoint(file);
+  checkpoint.tensors.erase("optimizer");
+  concord::core::save_checkpoint(file, checkpoint);
+  expect_refused("optimizer");
+  restore();
+  EXPECT_EQ(run_concord("eval " + run_dir.string() + " --episodes 1").exit_code, 0);
+}
+
+// The metrics of steps after the checkpoint (logged before a crash the checkpoint did not see) are
+// logged again on resume; metrics.csv then drops the old rows and TensorBoard is told to, so the
+// step count never goes backwards. The crash is simulated by putting back an earlier checkpoint
+// and the temporary a writer killed mid-write leaves, which the resume removes.
+TEST(Train, ResumeDropsTheMetricsBeyondTheCheckpoint) {
+  const auto root = fresh_dir("resume_metrics");
+  const std::string flags = "--num-envs 4 --set algo.ppo.num_steps=32 --progress off --run-root " + root.string();
+  // 128 steps per update: 5 updates, then 5 more.
+  ASSERT_EQ(run_concord("train " + flags + " --total-timesteps 640").exit_code, 0);
+  const auto run_dir = only_run_dir(root);
+  std::filesystem::copy_file(run_dir / "checkpoint.ckpt", root / "at_640.ckpt");
+  ASSERT_EQ(run_concord("train --resume " + run_dir.string() + " --total-timesteps 1280 --progress off").exit_code, 0);
+  std::filesystem::copy_file(root / "at_640.ckpt", run_dir / "checkpoint.ckpt",
+                             std::filesystem::copy_options::overwrite_existing);
+  // What a writer killed mid-checkpoint leaves: a temporary named after its pid, now dead.
+  const pid_t dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const auto stale = run_dir / (".checkpoint.ckpt." + std::to_string(dead) + ".0.tmp");
+  std::ofstream(stale) << "partial";
+  const CommandResult resumed =
+      run_concord("train --resume " + run_dir.string() + " --total-timesteps 1280 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, ::testing::HasSubstr("resumed at step 640 (update 5)"));
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the resume removes a killed writer's temporary";
+
+  std::ifstream csv(run_dir / "metrics.csv");
+  std::vector<int64_t> steps;
+  std::string line;
+  std::getline(csv, line);  // the header
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  std::vector<int64_t> expected;
+  for (int64_t step = 128; step <= 1280; step += 128) expected.push_back(step);
+  EXPECT_EQ(steps, expected);
+
+  // The last event file starts by telling TensorBoard to drop the older files' steps after 640.
+  std::filesystem::path newest;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("events.out.tfevents.", 0) == 0 && (newest.empty() || entry.path() > newest)) newest = entry.path();
+  }
+  ASSERT_FALSE(newest.empty());
+  bool purges = false;
+  for (const auto& event : concord::core::read_event_file(newest)) {
+    if (event.has_session_log() && event.session_log().status() == tensorboard::SessionLog::START) {
+      purges = event.step() == 641;
+      break;
+    }
+    EXPECT_FALSE(event.has_summary()) << "a scalar before the session start, at step " << event.step();
+  }
+  EXPECT_TRUE(purges);
+}
+
+// SIGTERM (as Ctrl-C's SIGINT) ends a threaded run cleanly: every thread joins, the checkpoint
+// holds the step reached, which eval and --resume accept, and the exit status is 128 + 15, so that
+// an interrupted run cannot pass for a finished one.
 TEST(Train, SigtermStopsAThreadedRunAndLeavesAValidCheckpoint) {
   const auto root = fresh_dir("sigterm");
   const std::string command = "timeout --preserve-status -s TERM 4 " + std::string(CONCORD_BINARY) +
                               " train --algo a2c --policy hogwild --num-envs 8 --total-timesteps 100000000 "
                               "--progress off --run-root " +
                               root.string() + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, read);
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+  const CommandResult result = run_shell(command);
+  const std::string& output = result.output;
+  ASSERT_NE(result.exit_code, -1) << "ended by a signal: " << output;
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << output;
   EXPECT_THAT(output, ::testing::HasSubstr("stopped by signal"));
+  EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr("concord: error")));
   const auto run_dir = only_run_dir(root);
   const auto header = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
   const int64_t step = header.at("metadata").at("global_step").get<int64_t>();
@@ -183,6 +309,28 @@ TEST(Train, SigtermStopsAThreadedRunAndLeavesAValidCheckpoint) {
   EXPECT_LT(step, 100000000);
   const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 3");
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
+}
+
+// Past `ulimit -f` a checkpoint write fails with EFBIG (SIGXFSZ is ignored): one error line naming
+// the file and the problem, a non-zero exit, and no temporary left behind. The limit lets the
+// config, log and metrics through but not the checkpoint (about 110 KB of parameters and Adam
+// state).
+TEST(Train, FileSizeLimitFailsWithOneLineAndLeavesNoTemporary) {
+  const auto root = fresh_dir("file_size_limit");
+  const std::string command = "ulimit -f 40 && exec " + std::string(CONCORD_BINARY) +
+                              " train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --progress off "
+                              "--run-root " +
+                              root.string() + " 2>&1";
+  const CommandResult result = run_shell(command);
+  const std::string& output = result.output;
+  ASSERT_NE(result.exit_code, -1) << "ended by a signal: " << output;
+  EXPECT_EQ(result.exit_code, 1) << output;
+  EXPECT_THAT(output, ::testing::HasSubstr("concord: error: cannot write temporary file"));
+  EXPECT_THAT(output, ::testing::HasSubstr("File too large"));
+  EXPECT_EQ(output.find("concord: error:"), output.rfind("concord: error:")) << "one error line: " << output;
+  for (const auto& entry : std::filesystem::directory_iterator(only_run_dir(root))) {
+    EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+  }
 }
 
 }  // namespace

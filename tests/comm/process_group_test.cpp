@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -93,6 +95,39 @@ int peer_dies(Communicator& comm) {
   return 0;
 }
 
+// The addresses (hex, as /proc/net/tcp and tcp6 write them) of this network namespace's TCP
+// sockets listening on `port`, one "listen <address>" line each.
+std::string listening_on(int port) {
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof(port_hex), "%04X", port);
+  std::string lines;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const std::size_t colon = local.find(':');
+      if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == port_hex) {
+        lines += "listen " + local.substr(0, colon) + "\n";
+      }
+    }
+  }
+  return lines;
+}
+
+// Rank 0 reports where the store it serves listens, while both ranks are connected.
+int report_listening(Communicator& comm) {
+  if (comm.rank() == 0) {
+    const std::string lines = listening_on(std::atoi(std::getenv("MASTER_PORT")));
+    std::fprintf(stderr, "%s", lines.c_str());
+  }
+  comm.barrier();
+  return 0;
+}
+
 int worker_main(const std::string& scenario) {
   try {
     const LaunchEnvironment environment = LaunchEnvironment::from_environment();
@@ -100,6 +135,7 @@ int worker_main(const std::string& scenario) {
     if (scenario == "collectives") return collectives(*comm);
     if (scenario == "peer_dies") return peer_dies(*comm);
     if (scenario == "join") return 0;
+    if (scenario == "listening") return report_listening(*comm);
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
     return 2;
   } catch (const std::exception& error) {
@@ -197,6 +233,19 @@ TEST_F(ProcessGroup, APortInUseIsNamed) {
   ::close(fd);
   EXPECT_EQ(rank0.exit_code, 4);
   EXPECT_THAT(rank0.output, HasSubstr("port " + port + " is already in use"));
+}
+
+// The rendezvous store has no authentication, so on loopback it must listen on loopback only,
+// never on every interface (0.0.0.0 or ::), where anyone reaching the machine could join the run.
+TEST_F(ProcessGroup, ALoopbackRendezvousListensOnLoopbackOnly) {
+  const auto ranks = test::run_ranks("listening", 2, dir_);
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  // 127.0.0.1, in /proc/net/tcp or, from c10d's dual-stack IPv6 socket, as ::ffff:127.0.0.1.
+  EXPECT_THAT(ranks[0].output,
+              ::testing::AnyOf(HasSubstr("listen 0100007F\n"), HasSubstr("listen 0000000000000000FFFF00000100007F\n")));
+  EXPECT_THAT(ranks[0].output, ::testing::Not(HasSubstr("listen 00000000\n"))) << "0.0.0.0";
+  EXPECT_THAT(ranks[0].output, ::testing::Not(HasSubstr("listen 00000000000000000000000000000000\n"))) << "::";
 }
 
 // Rank 0 would wait forever on its dead peer without its 5 s timeout; exit code 3 is its timeout.

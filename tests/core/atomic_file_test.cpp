@@ -1,7 +1,9 @@
 #include "concord/core/atomic_file.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,33 @@ TEST_F(AtomicFileTest, ConcurrentWritersEachLandWhole) {
   }
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(entries(), std::vector<std::string>{"contended"});
+}
+
+// A killed writer (SIGKILL, or SIGXFSZ past `ulimit -f`) leaves its temporary behind; the next
+// start removes it, but never a temporary whose writer is still running.
+TEST_F(AtomicFileTest, RemovesOnlyTheTemporariesOfDeadWriters) {
+  // A child that has exited and been reaped: its pid names no process now.
+  const pid_t dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) ::_exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(dead, &status, 0), dead);
+  const std::string dead_tmp = ".checkpoint.ckpt." + std::to_string(dead) + ".0.tmp";
+  const std::string dead_config_tmp = ".config.toml." + std::to_string(dead) + ".3.tmp";
+  const std::string own_tmp = ".checkpoint.ckpt." + std::to_string(::getpid()) + ".7.tmp";
+  const std::string parent_tmp = ".checkpoint.ckpt." + std::to_string(::getppid()) + ".1.tmp";
+  const std::vector<std::string> kept = {"checkpoint.ckpt", own_tmp, parent_tmp, ".hidden.tmp", "notes.1.2.tmp"};
+  for (const std::string& name : kept) std::ofstream(dir_ / name) << "x";
+  std::ofstream(dir_ / dead_tmp) << "partial";
+  std::ofstream(dir_ / dead_config_tmp) << "partial";
+
+  EXPECT_EQ(remove_stale_temporaries(dir_), 2);
+  std::vector<std::string> left = entries();
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected = kept;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(left, expected);
+  EXPECT_EQ(remove_stale_temporaries(dir_ / "missing"), 0);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 using Kind = CheckpointError::Kind;
 using nlohmann::json;
 
-constexpr std::size_t kPreamble = 24;
+constexpr std::size_t kPreambleV1 = 24;
+constexpr std::size_t kPreambleV2 = 28;  // version 2 adds the header's CRC
 
 class CheckpointTest : public test::TempDirTest {
  protected:
@@ -27,13 +28,15 @@ class CheckpointTest : public test::TempDirTest {
 
   // Splits a checkpoint file into its JSON header and payload.
   static std::pair<json, std::string> split(const std::string& bytes) {
+    const std::size_t preamble = get_le(bytes, 12, 4) >= 2 ? kPreambleV2 : kPreambleV1;
     const uint64_t header_size = get_le(bytes, 16, 8);
-    return {json::parse(bytes.substr(kPreamble, header_size)), bytes.substr(kPreamble + header_size)};
+    return {json::parse(bytes.substr(preamble, header_size)), bytes.substr(preamble + header_size)};
   }
-  // Reassembles a version-1 file around a (possibly edited) header.
-  static std::string assemble(const json& header, const std::string& payload) {
+  // Reassembles a version-1 file (no header CRC) around a (possibly edited) header.
+  static std::string assemble(json header, const std::string& payload) {
     std::string bytes(std::string("CONCORDCKPT\0", 12) + std::string(12, '\0'));
     put_le(bytes, 12, 1, 4);
+    header["format_version"] = 1;
     const std::string text = header.dump();
     put_le(bytes, 16, text.size(), 8);
     return bytes + text + payload;
@@ -135,9 +138,10 @@ TEST_F(CheckpointTest, FileIsSelfDescribing) {
   save_checkpoint(dir_ / "a.ckpt", sample());
   const std::string bytes = read_bytes(dir_ / "a.ckpt");
   EXPECT_EQ(bytes.substr(0, 12), std::string("CONCORDCKPT\0", 12));
-  EXPECT_EQ(get_le(bytes, 12, 4), 1U);
+  EXPECT_EQ(get_le(bytes, 12, 4), 2U);
   const auto [header, payload] = split(bytes);
-  EXPECT_EQ(header["format_version"], 1);
+  EXPECT_EQ(header["format_version"], 2);
+  EXPECT_EQ(get_le(bytes, 24, 4), crc32c(bytes.substr(kPreambleV2, get_le(bytes, 16, 8))));
   EXPECT_TRUE(header["created"].is_string());
   EXPECT_EQ(header["metadata"]["algorithm"], "ppo");
   EXPECT_EQ(header["payload_size"], payload.size());
@@ -181,10 +185,10 @@ TEST_F(CheckpointTest, NotACheckpoint) {
 TEST_F(CheckpointTest, NewerVersionIsUnsupported) {
   save_checkpoint(dir_ / "a.ckpt", sample());
   std::string bytes = read_bytes(dir_ / "a.ckpt");
-  put_le(bytes, 12, 2, 4);
+  put_le(bytes, 12, 3, 4);
   write_bytes(dir_ / "a.ckpt", bytes);
   const std::string message = expect_error(dir_ / "a.ckpt", Kind::kUnsupportedVersion);
-  EXPECT_NE(message.find("version 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("version 3"), std::string::npos) << message;
 }
 
 TEST_F(CheckpointTest, EveryTruncationIsReportedAsTruncated) {
@@ -302,15 +306,52 @@ TEST_F(CheckpointTest, EveryFlippedByteLoadsOrThrowsCheckpointError) {
     write_bytes(path, flipped);
     try {
       load_checkpoint(path);
-      ++loaded;  // e.g. a flipped digit inside the metadata, which is not CRC-protected
+      ++loaded;
     } catch (const CheckpointError&) {
     } catch (const std::exception& error) {
       ADD_FAILURE() << "byte " << i << ": unexpected exception " << error.what();
     }
     fs::remove(path);
   }
-  // Every payload byte is covered by the CRC, so only header bytes may slip through.
-  EXPECT_LT(loaded, 40);
+  // Every byte is covered: the preamble by its own checks, the header and payload by their CRCs.
+  EXPECT_EQ(loaded, 0);
+}
+
+// A hand-edited step (the same number of digits, so every size still agrees) fails the header's
+// CRC, in load_checkpoint and in the cheap read_checkpoint_header alike.
+TEST_F(CheckpointTest, EditedMetadataFailsTheHeaderCrc) {
+  save_checkpoint(dir_ / "a.ckpt", sample());
+  std::string bytes = read_bytes(dir_ / "a.ckpt");
+  const std::size_t at = bytes.find("\"global_step\":12345");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 19, "\"global_step\":99999");
+  write_bytes(dir_ / "a.ckpt", bytes);
+  const std::string message = expect_error(dir_ / "a.ckpt", Kind::kCorrupt);
+  EXPECT_NE(message.find("header CRC-32C"), std::string::npos) << message;
+  EXPECT_THROW(read_checkpoint_header(dir_ / "a.ckpt"), CheckpointError);
+}
+
+// Files of format version 1, which have no header CRC, still load.
+TEST_F(CheckpointTest, VersionOneFilesStillLoad) {
+  save_checkpoint(dir_ / "a.ckpt", sample());
+  const auto [header, payload] = split(read_bytes(dir_ / "a.ckpt"));
+  write_bytes(dir_ / "v1.ckpt", assemble(header, payload));
+  const Checkpoint loaded = load_checkpoint(dir_ / "v1.ckpt");
+  EXPECT_EQ(loaded.metadata, sample().metadata);
+  expect_same_tensors(sample(), loaded);
+  EXPECT_EQ(read_checkpoint_header(dir_ / "v1.ckpt")["format_version"], 1);
+}
+
+// A component restoring itself from a checkpoint in memory does not know the file; whoever does
+// names it, so no message reads "checkpoint '': ...".
+TEST_F(CheckpointTest, ErrorsWithoutAPathGetOneLater) {
+  const CheckpointError anonymous(Kind::kTensorMissing, "", "tensor 'optimizer' is missing");
+  EXPECT_STREQ(anonymous.what(), "checkpoint: tensor 'optimizer' is missing");
+  const CheckpointError named = anonymous.with_path(dir_ / "a.ckpt");
+  EXPECT_EQ(named.kind(), Kind::kTensorMissing);
+  EXPECT_EQ(std::string(named.what()),
+            "checkpoint '" + (dir_ / "a.ckpt").string() + "': tensor 'optimizer' is missing");
+  EXPECT_EQ(named.with_path(dir_ / "b.ckpt").path(), dir_ / "a.ckpt");
 }
 
 TEST_F(CheckpointTest, SaveRejectsUndefinedTensorsAndUnencodableMetadata) {

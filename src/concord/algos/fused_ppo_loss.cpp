@@ -2,8 +2,6 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "concord/algos/tensor_checks.h"
-
 namespace concord::algos {
 namespace {
 
@@ -92,15 +90,7 @@ struct PpoLossFunction : public torch::autograd::Function<PpoLossFunction> {
 PpoLoss fused_ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs, const at::Tensor& advantages,
                        const at::Tensor& new_values, const at::Tensor& old_values, const at::Tensor& returns,
                        const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
-  const int64_t n = new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
-  tensor_checks::check_1d(kLossFn, "new_log_probs", new_log_probs, n);
-  tensor_checks::check_1d(kLossFn, "old_log_probs", old_log_probs, n);
-  tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
-  tensor_checks::check_1d(kLossFn, "new_values", new_values, n);
-  tensor_checks::check_1d(kLossFn, "old_values", old_values, n);
-  tensor_checks::check_1d(kLossFn, "returns", returns, n);
-  tensor_checks::check_1d(kLossFn, "entropy", entropy, n);
-
+  check_ppo_loss_inputs(kLossFn, new_log_probs, old_log_probs, advantages, new_values, old_values, returns, entropy);
   const variable_list out = PpoLossFunction::apply(new_log_probs, new_values, entropy, old_log_probs, advantages,
                                                    old_values, returns, clip_coef, clip_vloss, ent_coef, vf_coef);
   PpoLoss loss;

@@ -69,17 +69,23 @@ void PpoConfig::validate() const {
   problems.throw_if_any("PpoConfig");
 }
 
+void check_ppo_loss_inputs(const char* fn, const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
+                           const at::Tensor& advantages, const at::Tensor& new_values, const at::Tensor& old_values,
+                           const at::Tensor& returns, const at::Tensor& entropy) {
+  const int64_t n = new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
+  tensor_checks::check_1d(fn, "new_log_probs", new_log_probs, n);
+  tensor_checks::check_1d(fn, "old_log_probs", old_log_probs, n);
+  tensor_checks::check_1d(fn, "advantages", advantages, n);
+  tensor_checks::check_1d(fn, "new_values", new_values, n);
+  tensor_checks::check_1d(fn, "old_values", old_values, n);
+  tensor_checks::check_1d(fn, "returns", returns, n);
+  tensor_checks::check_1d(fn, "entropy", entropy, n);
+}
+
 PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs, const at::Tensor& advantages,
                  const at::Tensor& new_values, const at::Tensor& old_values, const at::Tensor& returns,
                  const at::Tensor& entropy, double clip_coef, bool clip_vloss, double ent_coef, double vf_coef) {
-  const int64_t n = new_log_probs.defined() && new_log_probs.dim() == 1 ? new_log_probs.size(0) : -1;
-  tensor_checks::check_1d(kLossFn, "new_log_probs", new_log_probs, n);
-  tensor_checks::check_1d(kLossFn, "old_log_probs", old_log_probs, n);
-  tensor_checks::check_1d(kLossFn, "advantages", advantages, n);
-  tensor_checks::check_1d(kLossFn, "new_values", new_values, n);
-  tensor_checks::check_1d(kLossFn, "old_values", old_values, n);
-  tensor_checks::check_1d(kLossFn, "returns", returns, n);
-  tensor_checks::check_1d(kLossFn, "entropy", entropy, n);
+  check_ppo_loss_inputs(kLossFn, new_log_probs, old_log_probs, advantages, new_values, old_values, returns, entropy);
 
   const at::Tensor logratio = new_log_probs - old_log_probs;
   const at::Tensor ratio = logratio.exp();

@@ -56,6 +56,12 @@ struct PpoLoss {
   at::Tensor clipfrac;       // fraction of samples with |ratio - 1| > clip_coef
 };
 
+// Throws std::invalid_argument, naming `fn` and the argument, unless every argument of a PPO
+// loss is a 1-D tensor of the same length N.
+void check_ppo_loss_inputs(const char* fn, const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
+                           const at::Tensor& advantages, const at::Tensor& new_values, const at::Tensor& old_values,
+                           const at::Tensor& returns, const at::Tensor& entropy);
+
 // PPO's loss, as in CleanRL's ppo.py, on one minibatch of N samples; every argument is [N].
 // `advantages` are used as given (normalise them before, if wanted). With clip_vloss the value
 // error is max((v - R)^2, (old_v + clip(v - old_v, -eps, eps) - R)^2), else (v - R)^2.

@@ -16,4 +16,15 @@ void add_eval_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 
+// Thrown by a command that did its work but must not report success: a run that a signal stopped
+// (its checkpoint written) ends with 128 + the signal's number, as a shell reports a process the
+// signal killed, so a script or scheduler can tell an interrupted run from a finished one.
+// main() returns `status` without printing an error line.
+struct ExitStatus {
+  int status;
+};
+
+// The exit status of a command that signal `signal_number` stopped.
+inline int signal_exit_status(int signal_number) { return 128 + signal_number; }
+
 }  // namespace concord::cli

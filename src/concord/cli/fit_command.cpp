@@ -15,6 +15,7 @@
 #include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
+#include "concord/cli/signal_stop.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
@@ -144,11 +145,23 @@ void run_fit(const FitFlags& flags) {
     core::save_checkpoint(run->run_dir / "checkpoint.ckpt", checkpoint);
   };
 
-  const supervised::FitResult result = communicator
-                                           ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
-                                           : supervised::fit_with_threads(fit, run_config, data, callbacks);
-  if (!leader) return;
+  // SIGINT/SIGTERM end the fit at its next evaluation step, checkpointed, as they end `concord train`.
+  std::optional<supervised::FitResult> fitted;
+  int stop_signal = 0;
+  {
+    SignalStop signals;
+    callbacks.should_stop = [&signals] { return signals.requested(); };
+    fitted.emplace(communicator ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
+                                : supervised::fit_with_threads(fit, run_config, data, callbacks));
+    stop_signal = signals.signal();
+  }
+  const supervised::FitResult& result = *fitted;
+  if (!leader) {
+    if (stop_signal != 0) throw ExitStatus{signal_exit_status(stop_signal)};
+    return;
+  }
   if (progress) progress->finish();
+  if (stop_signal != 0) spdlog::warn("stopped by signal at {} {}; checkpoint saved", steps_name, result.final.step);
 
   const supervised::FitRecord& last = result.final;
   std::printf("\n%-20s %s %s on %s, %d workers\n", "fitted", fit.model.c_str(), fit.strategy.c_str(),
@@ -166,6 +179,10 @@ void run_fit(const FitFlags& flags) {
               core::format_count(last.sync.bytes).c_str());
   std::printf("%-20s %.1f s\n", "wall time", last.seconds);
   std::printf("%-20s %s\n", "run directory", run->run_dir.string().c_str());
+  if (stop_signal != 0) {
+    std::fflush(stdout);
+    throw ExitStatus{signal_exit_status(stop_signal)};
+  }
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 // environment variables and supervises them (process_supervisor.h).
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +19,7 @@
 #include "concord/cli/commands.h"
 #include "concord/core/logging.h"
 #include "concord/launch/free_port.h"
+#include "concord/launch/launch_control.h"
 #include "concord/launch/process_supervisor.h"
 #include "concord/launch/torchrun_environment.h"
 
@@ -103,11 +107,37 @@ void run_launch(LaunchFlags flags) {
                first_rank + topology.nproc_per_node - 1, topology.world_size(), topology.node_rank, topology.nnodes,
                topology.master_addr, topology.master_port);
 
+  // Rank 0 may declare, through a file only this user can reach, that its run survives the
+  // failure of other ranks; until it does, any failure stops the run.
+  std::string control_template = (std::filesystem::temp_directory_path() / "concord-launch-XXXXXX").string();
+  if (mkdtemp(control_template.data()) == nullptr) {
+    throw std::runtime_error("cannot create a directory like '" + control_template + "': " + std::strerror(errno));
+  }
+  const std::filesystem::path control_dir = control_template;
+  const std::filesystem::path control_file = control_dir / "control";
+  for (launch::ChildSpec& child : children) {
+    child.environment.emplace_back(launch::kLaunchControlVariable, control_file.string());
+  }
+
   launch::SupervisorOptions options;
   options.grace_period = std::chrono::milliseconds(static_cast<long long>(flags.grace_seconds * 1000.0));
   options.prefix_output = !flags.raw_output;
-  const launch::SupervisionResult result = launch::supervise(children, options);
+  options.tolerates_failure = [&](std::size_t index) {
+    return topology.global_rank(static_cast<int>(index)) != 0 && launch::other_ranks_may_fail(control_file);
+  };
+  launch::SupervisionResult result;
+  try {
+    result = launch::supervise(children, options);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(control_dir, ignored);
+    throw;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(control_dir, ignored);
   if (!result.success) throw std::runtime_error(result.failure);
+  // Stopped cleanly by a signal is still not finished: exit as a stopped `concord train` does.
+  if (result.stop_signal != 0) throw ExitStatus{signal_exit_status(result.stop_signal)};
 }
 
 }  // namespace
@@ -122,8 +152,11 @@ void add_launch_command(CLI::App& app) {
       "LOCAL_RANK, LOCAL_WORLD_SIZE (N), GROUP_RANK (R), MASTER_ADDR, MASTER_PORT, and\n"
       "OMP_NUM_THREADS=1 when N > 1 unless already set. Output lines are prefixed '[rank i] '.\n"
       "When a process fails (non-zero status or a signal), the launcher names its rank and cause,\n"
-      "stops the others (SIGTERM, then SIGKILL after --grace-seconds) and exits with status 1.\n"
-      "SIGINT/SIGTERM/SIGHUP/SIGQUIT to the launcher are forwarded to every process.");
+      "stops the others (SIGTERM, then SIGKILL after --grace-seconds) and exits with status 1;\n"
+      "unless rank 0 declared that its run goes on without it (actor_processes, on_actor_failure =\n"
+      "\"continue\"): then the launcher only warns.\n"
+      "SIGINT/SIGTERM/SIGHUP/SIGQUIT to the launcher are forwarded to every process; when each then\n"
+      "exits with 0 or 128 + the signal's number, the launcher exits with 128 + that number.");
   command->add_option("-n,--nproc-per-node", flags->topology.nproc_per_node, "Processes to start on this node")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();

@@ -1,5 +1,6 @@
 // concord: the command-line front end. Every failure ends in one line on stderr,
 // "concord: error: <what went wrong>", and a non-zero exit status (2 for bad usage).
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -10,6 +11,9 @@
 #include "concord/core/blas.h"
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write must fail with EFBIG, which the writer reports in
+  // one line and cleans up after, instead of SIGXFSZ ending the process silently mid-checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"Concord: parallel and distributed deep reinforcement learning"};
   app.require_subcommand(1);
   // The numerics a run depends on: OpenBLAS's kernel set differs by CPU, and with it every
@@ -47,6 +51,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
+  } catch (const concord::cli::ExitStatus& stopped) {
+    return stopped.status;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "concord: error: %s (see --help)\n", error.what());
     return 2;

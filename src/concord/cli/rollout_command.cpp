@@ -17,6 +17,7 @@
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/envs/random_actions.h"
+#include "concord/envs/registry.h"
 #include "concord/envs/vector_env.h"
 
 namespace concord::cli {
@@ -79,7 +80,9 @@ void run_rollout(const RolloutFlags& flags) {
   if (total_steps < 1) throw core::ConfigError("rollout.steps must be at least 1, got " + std::to_string(total_steps));
 
   // The engine validates its config before any run directory is created.
-  envs::VectorEnv env(vector_env_config(config));
+  const envs::VectorEnvConfig env_config = vector_env_config(config);
+  check_memory_estimate(config, envs::make_env(env_config.env_id, env_config.options)->spec(), 1, "");
+  envs::VectorEnv env(env_config);
   RunContext run = start_run(std::move(config), "rollout");
   const envs::Space& action_space = env.spec().action_space;
   RandomActionSource actions(action_space, env.num_envs(),

@@ -29,7 +29,16 @@ struct RunContext {
 RunContext start_run(core::Config config, const std::string& command_name,
                      const std::filesystem::path& existing_run_dir = {}, const std::string& subject = "");
 
-// The environment engine's settings from the [env] section and run.seed.
+// The environment engine's settings from the [env] section and run.seed. Throws core::ConfigError
+// for an env.num_envs, env.num_threads or env.batch_size beyond what the engine can index.
 envs::VectorEnvConfig vector_env_config(const core::Config& config);
+
+// Refuses, in one line, a run whose env.num_envs envs with rollouts of `rollout_steps` steps each
+// would need more memory for their buffers alone than this machine has available (MemAvailable),
+// before anything is allocated: a typo'd size must not grow the process into the OOM killer.
+// The estimate is a lower bound (observations, actions and the rollout's per-step scalars).
+// `rollout_key` names the setting behind `rollout_steps` ("" where nothing is stored per step).
+void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec, int64_t rollout_steps,
+                           const std::string& rollout_key);
 
 }  // namespace concord::cli

@@ -1,5 +1,9 @@
 #include "concord/cli/training_checkpoint.h"
 
+#include <algorithm>
+#include <string>
+
+#include "concord/cli/run_config.h"
 #include "concord/core/checkpoint.h"
 
 namespace concord::cli {
@@ -17,6 +21,68 @@ void save_training_checkpoint(const std::filesystem::path& run_dir, const algos:
   checkpoint.metadata["env_id"] = config.get_string("env.id");
   checkpoint.metadata["config"] = config.to_toml();
   core::save_checkpoint(checkpoint_path(run_dir), checkpoint);
+}
+
+namespace {
+
+int64_t counter(const core::Checkpoint& checkpoint, const char* name, const std::filesystem::path& file) {
+  const auto found = checkpoint.metadata.find(name);
+  if (found == checkpoint.metadata.end() || !found->is_number_integer() || found->get<int64_t>() < 0) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
+                                std::string("metadata '") + name + "' is missing or not a non-negative integer");
+  }
+  return found->get<int64_t>();
+}
+
+int64_t get_int_or(const core::Config& config, const std::string& key, int64_t fallback) {
+  return config.schema().contains(key) ? config.get_int(key) : fallback;
+}
+
+}  // namespace
+
+policies::TrainingState checked_training_state(const core::Checkpoint& checkpoint, const core::Config& config,
+                                               const std::filesystem::path& file) {
+  policies::TrainingState state;
+  state.global_step = counter(checkpoint, "global_step", file);
+  state.updates = counter(checkpoint, "updates", file);
+  auto fail = [&](const std::string& problem) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
+                                "inconsistent metadata: global_step " + std::to_string(state.global_step) +
+                                    " with updates " + std::to_string(state.updates) + " " + problem);
+  };
+  // Every update trains on at least one step.
+  if (state.updates > state.global_step) fail("(more updates than steps)");
+  // A round (every env stepping one rollout) is what one update trains on under every policy but
+  // central_inference, whose update takes training_batch segments of num_envs / agents envs. A
+  // stop may count the steps of one round collected but not yet trained.
+  const int64_t num_envs = get_int_or(config, "env.num_envs", 0);
+  const int64_t rollout = get_int_or(config, "algo." + config.get_string("train.algo") + ".num_steps", 0);
+  if (num_envs < 1 || rollout < 1) return state;
+  int64_t rounds_per_update = 1;
+  if (config.get_string("train.policy") == "central_inference") {
+    const int64_t agents = std::max<int64_t>(1, get_int_or(config, "policy.central_inference.agents", 1));
+    const int64_t batch = get_int_or(config, "policy.central_inference.training_batch", 0);
+    rounds_per_update = std::max<int64_t>(1, (batch + agents - 1) / agents);
+  }
+  const long double most = static_cast<long double>(state.updates + 1) * static_cast<long double>(rounds_per_update) *
+                           static_cast<long double>(num_envs) * static_cast<long double>(rollout);
+  if (static_cast<long double>(state.global_step) > most) {
+    fail("(at most " + std::to_string(static_cast<int64_t>(std::min<long double>(most, 9.2e18L))) +
+         " steps with env.num_envs " + std::to_string(num_envs) + " and rollouts of " + std::to_string(rollout) +
+         " steps)");
+  }
+  return state;
+}
+
+core::Config checkpoint_config(const core::Checkpoint& checkpoint, const std::filesystem::path& file) {
+  const auto found = checkpoint.metadata.find("config");
+  if (found == checkpoint.metadata.end() || !found->is_string()) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
+                                "holds no training config (not written by concord train)");
+  }
+  core::Config config(concord_schema());
+  config.merge_toml(found->get<std::string>(), "'" + file.string() + "'");
+  return config;
 }
 
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& run_dir_or_file) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "concord/algos/learner.h"
+#include "concord/core/checkpoint.h"
 #include "concord/core/config.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/single.h"
@@ -20,6 +21,17 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir);
 void save_training_checkpoint(const std::filesystem::path& run_dir, const algos::Learner& learner,
                               const policies::TrainingState& state, const core::Config& config,
                               const explore::Bonus* bonus = nullptr);
+
+// The training loop's counters (global_step, updates) of a checkpoint `concord train` wrote, checked
+// against each other and against `config`, the config saved in it: 0 <= updates <= global_step,
+// and no more steps than `updates` + 1 rounds of every env's rollout can hold. Throws
+// CheckpointError naming `file` for counters no run could have reached (a hand-edited step).
+policies::TrainingState checked_training_state(const core::Checkpoint& checkpoint, const core::Config& config,
+                                               const std::filesystem::path& file);
+
+// The config a checkpoint `concord train` wrote was trained with; throws CheckpointError naming
+// `file` if it holds none, and core::ConfigError if it does not parse.
+core::Config checkpoint_config(const core::Checkpoint& checkpoint, const std::filesystem::path& file);
 
 // A checkpoint file, or a run directory holding one, resolved to the file.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& run_dir_or_file);

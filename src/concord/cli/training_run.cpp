@@ -11,6 +11,7 @@
 #include "concord/core/rng.h"
 #include "concord/envs/registry.h"
 #include "concord/explore/bonus_registry.h"
+#include "concord/launch/launch_control.h"
 #include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
@@ -59,6 +60,10 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
       policy_name_(config.get_string("train.policy")),
       env_config_(vector_env_config(config)),
       env_spec_(envs::make_env(env_config_.env_id, env_config_.options)->spec()) {
+  const std::string rollout_key = "algo." + algo_ + ".num_steps";
+  if (config.schema().contains(rollout_key)) {
+    check_memory_estimate(config, env_spec_, config.get_int(rollout_key), rollout_key);
+  }
   communicator_ = join_ranks(config, policy_name_);
   // Rank 0 keeps the run's seed, so one rank reproduces a single-process run; the others draw
   // their envs and samples from streams of their own.
@@ -75,6 +80,11 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   }
   policy_ = policies::make_policy(policy_name_, policies::PolicyContext{config, env_config_, *learner_, device_,
                                                                         communicator_.get(), bonus_.get()});
+  // The policy drops a dead actor and goes on: `concord launch` must not stop the run for it.
+  if (rank() == 0 && policy_name_ == "actor_processes" &&
+      config.get_string("policy.actor_processes.on_actor_failure") == "continue") {
+    launch::declare_other_ranks_may_fail();
+  }
 }
 
 void TrainingRun::train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks) {

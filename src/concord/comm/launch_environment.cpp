@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "concord/comm/loopback_listen.h"
 #include "concord/comm/torchrun_variables.h"
 #include "concord/core/registry.h"
 
@@ -102,7 +105,17 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
   store_options.timeout = options.timeout;
   const std::string where = environment.master_addr + ":" + std::to_string(environment.master_port);
   try {
-    return c10::make_intrusive<c10d::TCPStore>(environment.master_addr, store_options);
+    // Every rank of a loopback rendezvous is on this machine: the store listens on loopback only.
+    std::optional<ListenOnLoopback> loopback;
+    if (store_options.isServer && is_loopback(environment.master_addr)) {
+      loopback.emplace(store_options.port, environment.master_addr == "::1");
+    }
+    auto store = c10::make_intrusive<c10d::TCPStore>(environment.master_addr, store_options);
+    if (loopback && !loopback->redirected()) {
+      spdlog::warn("the rendezvous store at {} listens on every interface: this process's bind() is not Concord's",
+                   where);
+    }
+    return store;
   } catch (const std::exception& error) {
     const std::string cause = first_line(error);
     if (environment.rank == 0) {

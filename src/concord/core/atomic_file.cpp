@@ -1,6 +1,7 @@
 #include "concord/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +97,36 @@ void sync_directory(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+int remove_stale_temporaries(const std::filesystem::path& dir) {
+  int removed = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    const std::string suffix = ".tmp";
+    if (name.size() < 2 || name[0] != '.' || name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    // ".<name>.<pid>.<counter>.tmp": the two dot-separated numbers before ".tmp".
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    const std::size_t counter_dot = stem.rfind('.');
+    const std::size_t pid_dot = counter_dot == 0 ? std::string::npos : stem.rfind('.', counter_dot - 1);
+    if (pid_dot == std::string::npos || pid_dot == 0) continue;
+    const std::string pid_text = stem.substr(pid_dot + 1, counter_dot - pid_dot - 1);
+    const std::string counter_text = stem.substr(counter_dot + 1);
+    auto is_number = [](const std::string& text, std::size_t max_digits) {
+      return !text.empty() && text.size() <= max_digits && text.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!is_number(pid_text, 9) || !is_number(counter_text, 20)) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    // kill(pid, 0) fails with ESRCH only when no such process exists; EPERM means it is alive.
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    if (std::filesystem::remove(it->path(), ignored)) ++removed;
+  }
+  return removed;
+}
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   write_file_atomically(path, std::vector<std::string_view>{bytes});

@@ -18,4 +18,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 // As above, with the file contents given as consecutive pieces (saves joining large buffers).
 void write_file_atomically(const std::filesystem::path& path, const std::vector<std::string_view>& pieces);
 
+// Removes from `dir` the temporaries that write_file_atomically left behind in a process that died
+// mid-write (SIGKILL, SIGXFSZ, a power cut): ".<name>.<pid>.<counter>.tmp" files whose pid is no
+// longer a running process. A live writer's temporary, of this process or another, is left
+// alone. Returns how many were removed; never throws (a leftover only wastes space).
+int remove_stale_temporaries(const std::filesystem::path& dir);
+
 }  // namespace concord::core

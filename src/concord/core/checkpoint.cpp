@@ -30,7 +30,12 @@ using nlohmann::json;
 
 constexpr char kMagic[] = "CONCORDCKPT";  // with its terminating '\0': 12 bytes
 constexpr std::size_t kMagicSize = sizeof(kMagic);
-constexpr std::size_t kPreambleSize = kMagicSize + 4 + 8;  // magic, u32 version, u64 header length
+// Version 1: magic, u32 version, u64 header length. Version 2 adds a u32 CRC-32C of the header
+// text, so that an edited step, seed or config in the metadata is caught like a corrupt payload.
+constexpr std::size_t kPreambleSizeV1 = kMagicSize + 4 + 8;
+constexpr std::size_t kPreambleSizeV2 = kPreambleSizeV1 + 4;
+
+std::size_t preamble_size(uint32_t version) { return version >= 2 ? kPreambleSizeV2 : kPreambleSizeV1; }
 
 static_assert(kMagicSize == 12, "the magic is 12 bytes, NUL included");
 
@@ -184,16 +189,14 @@ std::vector<TocEntry> parse_toc(const CheckpointFile& file, const json& tensors)
 // Reads and validates everything up to the payload, and checks the file size the header implies.
 Header read_header(CheckpointFile& file) {
   const uint64_t size = file.size();
-  const std::string preamble = file.read(0, std::min<uint64_t>(size, kPreambleSize));
+  const std::string preamble = file.read(0, std::min<uint64_t>(size, kPreambleSizeV2));
   if (preamble.compare(0, std::min<std::size_t>(preamble.size(), kMagicSize), std::string_view(kMagic, kMagicSize), 0,
                        std::min<std::size_t>(preamble.size(), kMagicSize)) != 0) {
     file.fail(Kind::kNotACheckpoint, "not a Concord checkpoint (bad magic bytes)");
   }
-  if (size < kPreambleSize) {
-    file.fail(Kind::kTruncated, "truncated: expected at least " + std::to_string(kPreambleSize) + " bytes, found " +
-                                    std::to_string(size));
-  }
-  const auto version = static_cast<uint32_t>(get_le(preamble.data() + kMagicSize, 4));
+  // Until the version is readable, expect the preamble this build writes.
+  const uint32_t version = size >= kMagicSize + 4 ? static_cast<uint32_t>(get_le(preamble.data() + kMagicSize, 4))
+                                                  : kCheckpointFormatVersion;
   if (version > kCheckpointFormatVersion) {
     file.fail(Kind::kUnsupportedVersion, "unsupported format version " + std::to_string(version) +
                                              " (this build reads versions up to " +
@@ -202,17 +205,30 @@ Header read_header(CheckpointFile& file) {
   if (version == 0) {
     file.fail(Kind::kCorrupt, "corrupt: invalid format version 0");
   }
+  const std::size_t preamble_bytes = preamble_size(version);
+  if (size < preamble_bytes) {
+    file.fail(Kind::kTruncated, "truncated: expected at least " + std::to_string(preamble_bytes) + " bytes, found " +
+                                    std::to_string(size));
+  }
   const uint64_t header_size = get_le(preamble.data() + kMagicSize + 4, 8);
-  if (header_size > size - kPreambleSize) {
-    const std::string expected = header_size > std::numeric_limits<uint64_t>::max() - kPreambleSize
-                                     ? std::to_string(kPreambleSize) + " + " + std::to_string(header_size)
-                                     : std::to_string(kPreambleSize + header_size);
+  if (header_size > size - preamble_bytes) {
+    const std::string expected = header_size > std::numeric_limits<uint64_t>::max() - preamble_bytes
+                                     ? std::to_string(preamble_bytes) + " + " + std::to_string(header_size)
+                                     : std::to_string(preamble_bytes + header_size);
     file.fail(Kind::kTruncated,
               "truncated: expected at least " + expected + " bytes to hold the header, found " + std::to_string(size));
   }
 
   Header header;
-  const std::string text = file.read(kPreambleSize, header_size);
+  const std::string text = file.read(preamble_bytes, header_size);
+  if (version >= 2) {
+    const auto expected_crc = static_cast<uint32_t>(get_le(preamble.data() + kPreambleSizeV1, 4));
+    const uint32_t actual_crc = crc32c(text);
+    if (actual_crc != expected_crc) {
+      file.fail(Kind::kCorrupt, "corrupt: header CRC-32C is " + hex32(actual_crc) + " but the preamble says " +
+                                    hex32(expected_crc) + " (the metadata was changed or damaged)");
+    }
+  }
   try {
     header.document = json::parse(text);
   } catch (const json::exception& error) {
@@ -238,7 +254,7 @@ Header read_header(CheckpointFile& file) {
     file.fail(Kind::kCorrupt, "malformed header: " + one_line(error.what()));
   }
 
-  header.payload_offset = kPreambleSize + header_size;
+  header.payload_offset = preamble_bytes + header_size;
   const uint64_t available = size - header.payload_offset;
   if (header.payload_size > available) {
     const std::string expected =
@@ -276,7 +292,14 @@ at::Tensor storable(const std::filesystem::path& path, const std::string& name, 
 }  // namespace
 
 CheckpointError::CheckpointError(Kind kind, const std::filesystem::path& path, const std::string& problem)
-    : std::runtime_error("checkpoint '" + path.string() + "': " + problem), kind_(kind) {}
+    : std::runtime_error(path.empty() ? "checkpoint: " + problem : "checkpoint '" + path.string() + "': " + problem),
+      kind_(kind),
+      path_(path),
+      problem_(problem) {}
+
+CheckpointError CheckpointError::with_path(const std::filesystem::path& path) const {
+  return path_.empty() ? CheckpointError(kind_, path, problem_) : *this;
+}
 
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
   torch::serialize::OutputArchive archive;
@@ -310,6 +333,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   std::string preamble(kMagic, kMagicSize);
   put_le(preamble, kCheckpointFormatVersion, 4);
   put_le(preamble, header_text.size(), 8);
+  put_le(preamble, crc32c(header_text), 4);
   write_file_atomically(path, std::vector<std::string_view>{preamble, header_text, payload});
 }
 

@@ -19,8 +19,9 @@ struct Checkpoint {
   std::map<std::string, at::Tensor> tensors;
 };
 
-// The on-disk format this build writes, and the newest it reads.
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+// The on-disk format this build writes, and the newest it reads (it reads every older one too).
+// Version 2 added the header's CRC.
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
 
 // Why a checkpoint could not be read. The message is one line, "checkpoint '<path>': <problem>".
 class CheckpointError : public std::runtime_error {
@@ -35,17 +36,27 @@ class CheckpointError : public std::runtime_error {
     kTensorMissing,       // the header lists a tensor the payload lacks
   };
 
+  // An empty `path` is for code that restores a component from a checkpoint already in memory and
+  // does not know the file; whoever does names it with with_path().
   CheckpointError(Kind kind, const std::filesystem::path& path, const std::string& problem);
   Kind kind() const { return kind_; }
+  const std::filesystem::path& path() const { return path_; }
+  const std::string& problem() const { return problem_; }
+
+  // This error naming `path` if it named no file yet, else unchanged.
+  CheckpointError with_path(const std::filesystem::path& path) const;
 
  private:
   Kind kind_;
+  std::filesystem::path path_;
+  std::string problem_;
 };
 
 // File layout (integers little-endian):
 //
-//   "CONCORDCKPT\0" | u32 format version | u64 header length | JSON header | payload
+//   "CONCORDCKPT\0" | u32 format version | u64 header length | u32 header CRC-32C | JSON header | payload
 //
+// (version 1 files, which still load, lack the header CRC).
 // The JSON header holds format_version, created (UTC, ISO 8601), metadata, and the table of
 // contents: tensors [{name, dtype, shape}], payload_size, payload_crc32c. The payload is the
 // tensors serialised by LibTorch's OutputArchive (keyed by position in the table of contents).
@@ -57,9 +68,9 @@ class CheckpointError : public std::runtime_error {
 // for different paths are safe.
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
-// Reads and fully verifies a checkpoint: size, payload CRC, and that every tensor in the table of
-// contents is present with the listed dtype and shape. Throws CheckpointError on any problem, for
-// any input bytes. Stateless.
+// Reads and fully verifies a checkpoint: size, header CRC (version 2), payload CRC, and that every tensor in the table
+// of contents is present with the listed dtype and shape. Throws CheckpointError on any problem, for any input bytes.
+// Stateless.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
 
 // Reads only the JSON header (metadata and table of contents) and checks the file size it

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -120,6 +121,33 @@ void CsvWriter::write_row(int64_t step, double wall_time, const std::map<std::st
   }
   row += '\n';
   append_locked(row);
+}
+
+void CsvWriter::drop_rows_after(int64_t step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (file_ != nullptr && std::fclose(file_) != 0) {
+    file_ = nullptr;
+    throw std::runtime_error("cannot close CSV file '" + path_.string() + "': " + std::strerror(errno));
+  }
+  file_ = nullptr;
+  std::ifstream in(path_, std::ios::binary);
+  const std::string old_contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("cannot read back CSV file '" + path_.string() + "' to drop rows");
+  std::string contents;
+  contents.reserve(old_contents.size());
+  std::size_t line_start = 0;
+  while (line_start < old_contents.size()) {
+    std::size_t line_end = old_contents.find('\n', line_start);
+    line_end = line_end == std::string::npos ? old_contents.size() : line_end + 1;
+    const std::string_view line(old_contents.data() + line_start, line_end - line_start);
+    int64_t row_step = 0;
+    const auto parsed = std::from_chars(line.data(), line.data() + line.size(), row_step);
+    // The header (and anything else without a leading step) stays.
+    if (parsed.ec != std::errc() || row_step <= step) contents.append(line);
+    line_start = line_end;
+  }
+  if (contents.size() != old_contents.size()) write_file_atomically(path_, contents);
+  open_locked("ab");
 }
 
 std::vector<std::string> CsvWriter::metric_names() const {

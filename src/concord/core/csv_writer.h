@@ -33,6 +33,10 @@ class CsvWriter {
 
   void write_row(int64_t step, double wall_time, const std::map<std::string, double>& values);
 
+  // Removes the rows whose step is above `step`, keeping the header: a run resumed from a checkpoint
+  // at `step` logs those steps again. The file is rewritten atomically.
+  void drop_rows_after(int64_t step);
+
   // The metric columns so far (without step and wall_time).
   std::vector<std::string> metric_names() const;
 

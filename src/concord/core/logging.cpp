@@ -24,7 +24,9 @@ void init_logging(const std::string& level, const std::string& log_file) {
   auto logger = std::make_shared<spdlog::logger>("concord", sinks.begin(), sinks.end());
   logger->set_level(parsed);
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
-  logger->flush_on(spdlog::level::warn);
+  // Every line reaches the OS as it is logged: a run killed with SIGKILL keeps its log up to that
+  // moment. Lines are few (no per-step logging), so this costs nothing measurable.
+  logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
 }
 

@@ -19,6 +19,17 @@ MetricsLogger::MetricsLogger(const std::filesystem::path& run_dir, bool csv, boo
   }
 }
 
+void MetricsLogger::resume_at(int64_t step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (csv_) {
+    csv_->drop_rows_after(step);
+  }
+  if (tensorboard_) {
+    tensorboard_->add_session_start(step + 1);
+    tensorboard_->flush();
+  }
+}
+
 void MetricsLogger::log(int64_t step, const std::map<std::string, double>& values) {
   const double wall_time = unix_time_now();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -29,6 +29,11 @@ class MetricsLogger {
 
   void log(int64_t step, const std::map<std::string, double>& values);
 
+  // A run resumed from a checkpoint at `step` logs the steps after it again: the CSV loses its
+  // rows beyond `step`, and TensorBoard is told (a SessionLog START) to drop them from the older
+  // event files, so that neither shows the step count going backwards.
+  void resume_at(int64_t step);
+
   // Null when that sink is disabled.
   const CsvWriter* csv_writer() const { return csv_.get(); }
   const TensorBoardWriter* tensorboard_writer() const { return tensorboard_.get(); }

@@ -112,6 +112,16 @@ void TensorBoardWriter::add_scalars(const std::map<std::string, double>& values,
   write_record_locked(data);
 }
 
+void TensorBoardWriter::add_session_start(int64_t step, std::optional<double> wall_time) {
+  tensorboard::Event event;
+  event.set_wall_time(wall_time.value_or(unix_time_now()));
+  event.set_step(step);
+  event.mutable_session_log()->set_status(tensorboard::SessionLog::START);
+  const std::string data = event.SerializeAsString();
+  std::lock_guard<std::mutex> lock(mutex_);
+  write_record_locked(data);
+}
+
 void TensorBoardWriter::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   flush_locked();

@@ -35,6 +35,10 @@ class TensorBoardWriter {
   void add_scalars(const std::map<std::string, double>& values, int64_t step,
                    std::optional<double> wall_time = std::nullopt);
 
+  // A SessionLog START at `step`: TensorBoard discards the events of this directory's earlier
+  // files at `step` or later, as it does for a TensorFlow job restarted from a checkpoint.
+  void add_session_start(int64_t step, std::optional<double> wall_time = std::nullopt);
+
   // Hands buffered records to the OS.
   void flush();
 

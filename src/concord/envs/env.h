@@ -19,6 +19,10 @@ struct EnvSpec {
   int max_episode_steps = 0;
   // The return at which Gymnasium calls the task solved; nullopt when it names none.
   std::optional<double> reward_threshold;
+  // The environment calls into an interpreter that one thread at a time may run (a Python env
+  // holds the GIL while it steps), and exists only in this process. Policies that step envs beside
+  // concurrent model work or in other processes refuse it (policy_registry.cpp).
+  bool calls_interpreter = false;
 };
 
 // One environment's action as the vector engine hands it over: an index for a Discrete action
@@ -58,6 +62,7 @@ class Env {
   // no seed continues the current one. `observation` holds one element of the observation space.
   void reset(std::optional<uint64_t> seed, void* observation) {
     if (seed) rng_.seed(*seed);
+    reset_seed_ = seed;
     elapsed_steps_ = 0;
     reset_observation(observation);
   }
@@ -79,6 +84,9 @@ class Env {
   explicit Env(EnvSpec spec) : spec_(std::move(spec)) {}
 
   core::Rng& rng() { return rng_; }
+  // The seed the current episode's reset() was given, if any: for an env that seeds a generator
+  // of its own (a Python env's) instead of drawing from rng().
+  std::optional<uint64_t> reset_seed() const { return reset_seed_; }
 
  private:
   // TypedEnv's bridge to the typed reset_state() and step_state().
@@ -87,6 +95,7 @@ class Env {
 
   EnvSpec spec_;
   core::Rng rng_{0};
+  std::optional<uint64_t> reset_seed_;
   int elapsed_steps_ = 0;
 };
 

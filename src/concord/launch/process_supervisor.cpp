@@ -347,7 +347,8 @@ class Supervisor {
   }
 
   void reap_exited() {
-    for (Child& child : children_) {
+    for (std::size_t index = 0; index < children_.size(); ++index) {
+      Child& child = children_[index];
       if (!child.running) continue;
       int status;
       const pid_t reaped = waitpid(child.pid, &status, WNOHANG);
@@ -356,10 +357,14 @@ class Supervisor {
       child.status = status;
       if (exited_cleanly(status)) {
         spdlog::debug("{} finished", child.label());
+      } else if (phase_ == Phase::kRunning && options_.tolerates_failure && options_.tolerates_failure(index)) {
+        spdlog::warn("{} {}; the run goes on without it", child.label(), describe_wait_status(status));
       } else if (phase_ == Phase::kRunning) {
         const std::string cause = child.label() + " " + describe_wait_status(status);
         spdlog::error("{}; stopping the other ranks", cause);
         begin_stop(cause, SIGTERM);
+      } else if (received_signal_ != 0 && stopped_as_asked(status)) {
+        spdlog::debug("{} stopped on {}", child.label(), signal_name(received_signal_));
       } else {
         spdlog::info("{} {}", child.label(), describe_wait_status(status));
         if (received_signal_ && first_child_failure_.empty()) {
@@ -368,6 +373,10 @@ class Supervisor {
       }
     }
   }
+
+  // A child that handles the forwarded signal by finishing its work and exiting with 128 + its
+  // number (as `concord train` does after writing its checkpoint) did what the signal asked.
+  bool stopped_as_asked(int status) const { return WIFEXITED(status) && WEXITSTATUS(status) == 128 + received_signal_; }
 
   // Starts stopping every running child with `signal_number`; `cause` (if any) is why the run
   // failed. Only the first stop counts; a run fails for its first reason.
@@ -456,6 +465,7 @@ class Supervisor {
         result.failure = "interrupted by " + signal_name(received_signal_) + "; " + first_child_failure_;
       } else {
         spdlog::warn("stopped by {}; every rank exited cleanly", signal_name(received_signal_));
+        result.stop_signal = received_signal_;
       }
     }
     result.success = result.failure.empty();

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +42,10 @@ struct SupervisorOptions {
   // Relay each child's stdout/stderr through pipes, every line prefixed "[<name>] ". When false,
   // children write straight to the supervisor's stdout and stderr (a terminal stays a terminal).
   bool prefix_output = true;
+  // Asked when child `index` (into the children given to supervise()) fails while the run is
+  // going: true lets the others go on, the failure logged as a warning and not failing the run
+  // (rank 0's policy drops a dead actor). Unset: every failure stops the run.
+  std::function<bool(std::size_t index)> tolerates_failure;
 };
 
 struct SupervisionResult {
@@ -47,6 +53,9 @@ struct SupervisionResult {
   // Why not, in one line: "rank 1 (pid 4242) exited with status 3", "cannot start 'foo': No such
   // file or directory", "interrupted by SIGINT; rank 0 (pid 4241) was killed by signal 2 (SIGINT)".
   std::string failure;
+  // The signal forwarded to the children when one stopped a run whose every child then exited
+  // with status 0 or 128 + that signal (a clean stop), else 0; `success` is then true.
+  int stop_signal = 0;
 };
 
 // Runs `children` to completion as described above and reports how they ended. Failures of

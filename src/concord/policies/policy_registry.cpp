@@ -6,6 +6,7 @@
 #include "concord/core/blas.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/registry.h"
+#include "concord/envs/registry.h"
 #include "concord/policies/actor_processes.h"
 #include "concord/policies/async_learner.h"
 #include "concord/policies/central_inference.h"
@@ -65,6 +66,21 @@ const core::Registry<PolicyEntry>& policies() {
 
 std::string prefix_of(const std::string& name) { return "policy." + name + "."; }
 
+// An env that calls an interpreter (EnvSpec::calls_interpreter) runs only under the policies whose
+// model runs on one thread: the others would step it beside concurrent model work, serialised on
+// the interpreter's lock, or in processes that do not have it.
+void refuse_interpreter_env(const std::string& name, const envs::VectorEnvConfig& env_config) {
+  if (!envs::make_env(env_config.env_id, env_config.options)->spec().calls_interpreter) return;
+  std::string able;
+  for (const auto& [other, entry] : policies().entries()) {
+    if (entry.placement == Placement::kOneThread) able += (able.empty() ? "" : " or ") + other;
+  }
+  throw std::invalid_argument("policy '" + name + "' cannot train " + env_config.env_id +
+                              ", an environment that calls Python (it steps envs from concurrent threads or other "
+                              "processes); use train.policy " +
+                              able);
+}
+
 }  // namespace
 
 void declare_policy_keys(core::ConfigSchema& schema) {
@@ -79,6 +95,7 @@ bool policy_spans_processes(const std::string& name) { return policies().at(name
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
   const PolicyEntry& entry = policies().at(name);
+  if (entry.placement != Placement::kOneThread) refuse_interpreter_env(name, context.env_config);
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }

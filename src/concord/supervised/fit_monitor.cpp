@@ -36,7 +36,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
       result_.seconds_to_target = record.seconds;
     }
     if (callbacks_.on_evaluation) callbacks_.on_evaluation(record);
-    const bool finished = reached || step == last_step_;
+    const bool finished = reached || step == last_step_ || (callbacks_.should_stop && callbacks_.should_stop());
     const bool checkpoint_due = fit_.checkpoint_interval > 0 && step - last_checkpoint_ >= fit_.checkpoint_interval;
     if (callbacks_.on_checkpoint && (checkpoint_due || finished)) {
       callbacks_.on_checkpoint(step, result_.parameters);

@@ -40,6 +40,10 @@ struct FitCallbacks {
   std::function<void(int64_t step)> on_step;
   std::function<void(const FitRecord&)> on_evaluation;
   std::function<void(int64_t step, const torch::Tensor& parameters)> on_checkpoint;
+  // Polled by rank 0 at every evaluation step; true makes that step the last one, checkpointed
+  // (a signal asking the fit to stop). Only evaluation steps broadcast rank 0's decision, so the
+  // stop waits for the next one: at most fit.eval_interval steps.
+  std::function<bool()> should_stop;
 };
 
 // The bookkeeping a fit loop shares with every other: after each step (or round) it collects

@@ -1,0 +1,146 @@
+#include "concord/cli/training_session.h"
+
+#include <memory>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "concord/cli/run_context.h"
+#include "concord/cli/signal_stop.h"
+#include "concord/cli/training_checkpoint.h"
+#include "concord/cli/training_run.h"
+#include "concord/core/checkpoint.h"
+#include "concord/core/progress_bar.h"
+#include "concord/core/timer.h"
+
+namespace concord::cli {
+
+core::Config training_config(const TrainFlags& flags) {
+  if (flags.resume.empty()) {
+    core::Config config = resolve_config(flags.run);
+    if (!flags.algo.empty()) config.set("train.algo", flags.algo, "--algo");
+    if (!flags.policy.empty()) config.set("train.policy", flags.policy, "--policy");
+    if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
+    return config;
+  }
+  // A resumed run keeps its own config; only the length of training may change.
+  if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || !flags.algo.empty() || !flags.policy.empty() ||
+      !flags.run.env_id.empty()) {
+    throw core::ConfigError("--resume continues a run with its own config.toml; only --total-timesteps may change");
+  }
+  core::Config config(concord_schema());
+  config.merge_file((std::filesystem::path(flags.resume) / "config.toml").string());
+  if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
+  if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  return config;
+}
+
+namespace {
+
+// The checkpoint must be the one this run directory's config.toml trained: a different seed, env
+// or any other key (but the two a resume may change) means a file from elsewhere or edited.
+void check_resumable(const core::Config& trained_with, const core::Config& config, const std::filesystem::path& file) {
+  for (const auto& [key, entry] : config.schema().entries()) {
+    if (key == "train.total_timesteps" || key == "run.progress") continue;
+    if (trained_with.get(key) != config.get(key)) {
+      throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
+                                  "was trained with a different " + key + " than the run's config.toml says");
+    }
+  }
+}
+
+std::function<bool()> stop_condition(const SignalStop& signals, const TrainingHooks& hooks) {
+  return [&signals, &hooks] { return signals.requested() || (hooks.should_stop && hooks.should_stop()); };
+}
+
+// Ranks other than 0 of a multi-process run train in lockstep with rank 0 but write nothing: rank 0
+// owns the run directory, metrics, progress and checkpoints.
+TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingState& state,
+                                     const TrainingHooks& hooks) {
+  spdlog::info("rank {} of {}: training {} on {}", training.rank(), training.world_size(), training.algo(),
+               training.env_spec().id);
+  TrainingOutcome outcome{{}, training.algo(), training.env_spec().id, state, 0.0, 0};
+  core::Stopwatch clock;
+  {
+    SignalStop signals;
+    policies::TrainingCallbacks callbacks;
+    callbacks.should_stop = stop_condition(signals, hooks);
+    training.train(state, callbacks);
+    outcome.stop_signal = signals.signal();
+  }
+  spdlog::info("rank {} done at step {}", training.rank(), state.global_step);
+  outcome.state = state;
+  outcome.wall_seconds = clock.elapsed_seconds();
+  return outcome;
+}
+
+}  // namespace
+
+TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHooks& hooks) {
+  if (!flags.resume.empty() && !std::filesystem::is_directory(flags.resume)) {
+    throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
+  }
+  core::Config config = training_config(flags);
+  // Everything that can reject the config (or the checkpoint) is built before the run
+  // directory exists.
+  policies::TrainingState state;
+  std::optional<core::Checkpoint> checkpoint;
+  const std::filesystem::path resume_file = flags.resume.empty() ? "" : checkpoint_path(flags.resume);
+  if (!flags.resume.empty()) {
+    checkpoint = core::load_checkpoint(resume_file);
+    const core::Config trained_with = checkpoint_config(*checkpoint, resume_file);
+    state = checked_training_state(*checkpoint, trained_with, resume_file);
+    check_resumable(trained_with, config, resume_file);
+  }
+  std::optional<TrainingRun> restored;
+  try {
+    restored.emplace(config, checkpoint ? &*checkpoint : nullptr);
+  } catch (const core::CheckpointError& error) {
+    throw error.with_path(resume_file);
+  }
+  TrainingRun& training = *restored;
+  if (training.rank() != 0) return train_secondary_rank(training, state, hooks);
+  algos::Learner& learner = training.learner();
+  const std::string& algo = training.algo();
+  const std::string& env_id = training.env_spec().id;
+
+  RunContext run = start_run(std::move(config), "train", flags.resume);
+  if (!flags.resume.empty()) {
+    spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
+    run.metrics->resume_at(state.global_step);
+  }
+  // env.num_envs is the run's total, whatever the number of ranks sharing it.
+  spdlog::info("training {} on {} for {} steps ({} envs{}, policy {}, device {})", algo, env_id, training.total_steps(),
+               training.env_config().num_envs,
+               training.world_size() > 1 ? " in all, " + std::to_string(training.world_size()) + " ranks" : "",
+               training.policy_name(), training.device().str());
+
+  auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo);
+  TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0};
+  core::Stopwatch clock;
+  {
+    SignalStop signals;
+    policies::TrainingCallbacks callbacks;
+    callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
+                              const core::EpisodeStats& episodes) {
+      if (progress) progress->update(now.global_step, episodes.recent_mean_return());
+      run.metrics->log(now.global_step, metrics);
+      if (hooks.on_update) hooks.on_update(now, metrics, episodes);
+    };
+    callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
+      save_training_checkpoint(run.run_dir, learner, now, run.config, training.bonus());
+      spdlog::debug("checkpoint at step {}", now.global_step);
+    };
+    callbacks.should_stop = stop_condition(signals, hooks);
+    training.train(state, callbacks);
+    save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
+    if (progress) progress->finish();
+    outcome.stop_signal = signals.signal();
+  }
+  if (outcome.stop_signal != 0) spdlog::warn("stopped by signal at step {}; checkpoint saved", state.global_step);
+  outcome.state = state;
+  outcome.wall_seconds = clock.elapsed_seconds();
+  return outcome;
+}
+
+}  // namespace concord::cli

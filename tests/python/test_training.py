@@ -1,0 +1,305 @@
+"""concord.register_env, train, load and evaluate: Python envs under the C++ trainer."""
+
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import concord
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CARTPOLE_CONFIG = str(ROOT / "configs" / "ppo_cartpole.toml")
+# ctest names the CLI binary, so that errors and eval lines can be compared with it.
+CONCORD_EXECUTABLE = os.environ.get("CONCORD_EXECUTABLE")
+EPISODE_STEPS = 10
+
+
+class SignEnv:
+    """Each step shows +1 or -1; action 1 for +1 and 0 for -1 earns 1. A random policy averages
+    EPISODE_STEPS / 2 per episode, a trained one EPISODE_STEPS."""
+
+    def __init__(self):
+        self.observation_space = concord.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.action_space = concord.Discrete(2)
+        self._rng = random.Random()
+        self._sign = 1.0
+
+    def _observe(self):
+        self._sign = 1.0 if self._rng.random() < 0.5 else -1.0
+        return np.array([self._sign], dtype=np.float32)
+
+    def reset(self, seed=None):
+        if seed is not None:
+            self._rng = random.Random(seed)
+        return self._observe(), {}
+
+    def step(self, action):
+        reward = 1.0 if (int(action) == 1) == (self._sign > 0) else 0.0
+        return self._observe(), reward, False, False, {}
+
+
+class GridEnv:
+    """uint8 observations and a Box action space: the other space kinds a Python env may have."""
+
+    def __init__(self):
+        self.observation_space = concord.Box(0, 255, shape=(3, 3, 2), dtype=np.uint8)
+        self.action_space = concord.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self._t = 0
+
+    def reset(self, seed=None):
+        self._t = 0
+        return np.full((3, 3, 2), 7, dtype=np.uint8), {}
+
+    def step(self, action):
+        assert action.shape == (2,) and action.dtype == np.float32
+        self._t += 1
+        reward = float(-np.abs(action - 0.5).sum())
+        return np.full((3, 3, 2), self._t % 255, dtype=np.uint8), reward, self._t >= 5, False, {}
+
+
+class FailingEnv(SignEnv):
+    def step(self, action):
+        raise ZeroDivisionError("no luck")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def python_envs():
+    # Registered when the tests run, not when the module is collected: test_vector_env.py's
+    # parametrisation over list_envs() must not pick these up.
+    for env_id, factory, steps in (
+        ("test/Sign-v0", SignEnv, EPISODE_STEPS),
+        ("test/Grid-v0", GridEnv, None),
+        ("test/Failing-v0", FailingEnv, None),
+    ):
+        if env_id not in concord.list_envs():
+            concord.register_env(env_id, factory, max_episode_steps=steps)
+
+
+def train_sign(tmp_path, **keywords):
+    options = dict(
+        config=CARTPOLE_CONFIG,
+        env="test/Sign-v0",
+        total_timesteps=8192,
+        seed=1,
+        progress=False,
+        run_root=tmp_path,
+        overrides={"run.log_level": "warn"},
+    )
+    options.update(keywords)
+    return concord.train(**options)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    started = time.perf_counter()
+    run = train_sign(root, policy="single")
+    return run, time.perf_counter() - started
+
+
+def test_python_env_is_a_vector_env():
+    assert "test/Sign-v0" in concord.list_envs()
+    for threads in (1, 2):
+        envs = concord.make("test/Sign-v0", num_envs=4, num_threads=threads)
+        obs, _ = envs.reset(seed=3)
+        assert obs.shape == (4, 1) and obs.dtype == np.float32
+        assert set(np.abs(obs).ravel()) == {1.0}
+        total = np.zeros(4)
+        for _ in range(EPISODE_STEPS):
+            obs, rewards, terminated, truncated, info = envs.step((obs[:, 0] > 0).astype(np.int64))
+            total += rewards
+        assert truncated.all() and not terminated.any()  # max_episode_steps is Gymnasium's TimeLimit
+        assert (info["episode"]["r"] == EPISODE_STEPS).all()
+        envs.close()
+
+
+def test_python_env_seeding_is_reproducible():
+    def first_obs():
+        envs = concord.make("test/Sign-v0", num_envs=8)
+        obs, _ = envs.reset(seed=11)
+        envs.close()
+        return obs
+
+    np.testing.assert_array_equal(first_obs(), first_obs())
+
+
+def test_training_beats_random_policy(trained):
+    run, seconds = trained
+    assert run.global_step >= 8192 and run.updates > 0
+    assert os.path.isfile(run.checkpoint) and os.path.isfile(os.path.join(run.run_dir, "config.toml"))
+    result = concord.evaluate(run.run_dir, episodes=20)
+    # A random policy earns EPISODE_STEPS / 2 on average.
+    assert result.mean >= 0.9 * EPISODE_STEPS, str(result)
+    assert seconds < 60
+
+
+def test_sync_vector_steps_python_envs_on_threads(tmp_path):
+    run = train_sign(tmp_path, policy="sync_vector", num_threads=2, total_timesteps=2048)
+    assert run.global_step >= 2048
+
+
+def test_load_and_act(trained):
+    run, _ = trained
+    policy = concord.load(run.run_dir)
+    assert policy.env_id == "test/Sign-v0" and policy.global_step == run.global_step
+    obs = np.array([[1.0], [-1.0], [1.0], [-1.0]], dtype=np.float32)
+    actions = policy.act(obs)
+    assert actions.shape == (4,) and actions.dtype == np.int64
+    np.testing.assert_array_equal(actions, [1, 0, 1, 0])
+    np.testing.assert_array_equal(policy.act(obs, deterministic=True), actions)
+    assert policy.act(np.array([1.0], dtype=np.float32)).shape == ()
+    assert concord.load(run.checkpoint).act(obs).tolist() == actions.tolist()
+    with pytest.raises(ValueError, match=r"act\(\): observations must be shaped"):
+        policy.act(np.zeros((4, 3), dtype=np.float32))
+
+
+def test_uint8_observations_and_box_actions(tmp_path):
+    run = concord.train(
+        env="test/Grid-v0",
+        total_timesteps=256,
+        overrides={"algo.ppo.num_steps": 32, "run.log_level": "warn"},
+        num_envs=4,
+        progress=False,
+        run_root=tmp_path,
+    )
+    policy = run.load()
+    actions = policy.act(np.zeros((5, 3, 3, 2), dtype=np.uint8))
+    assert actions.shape == (5, 2) and actions.dtype == np.float32
+    assert (actions >= -1).all() and (actions <= 1).all()
+
+
+def test_evaluate_is_deterministic(trained):
+    run, _ = trained
+    first = run.evaluate(episodes=5, seed=4)
+    second = concord.evaluate(run.run_dir, episodes=5, seed=4)
+    assert first.returns == second.returns and first.episodes == 5 and first.seed == 4
+    assert str(first).startswith("ppo test/Sign-v0 after ")
+
+
+@pytest.mark.skipif(CONCORD_EXECUTABLE is None, reason="CONCORD_EXECUTABLE names the CLI (set by ctest)")
+def test_evaluate_prints_what_concord_eval_prints(tmp_path):
+    run = concord.train(
+        config=CARTPOLE_CONFIG, total_timesteps=512, progress=False, run_root=tmp_path,
+        overrides={"run.log_level": "warn"},
+    )
+    cli = subprocess.run(
+        [CONCORD_EXECUTABLE, "eval", run.run_dir, "--episodes", "3", "--seed", "5"],
+        capture_output=True, text=True, check=True,
+    )
+    assert cli.stdout.strip() == str(concord.evaluate(run.run_dir, episodes=3, seed=5))
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [({"algo.ppo.no_such_key": 1}, "algo.ppo.no_such_key"), ({"env.num_envs": "many"}, "env.num_envs")],
+)
+def test_config_errors_are_value_errors_naming_the_key(tmp_path, overrides, key):
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")) as error:
+        concord.train(overrides=overrides, run_root=tmp_path, progress=False)
+    assert not any(tmp_path.iterdir())  # rejected before the run directory exists
+    if CONCORD_EXECUTABLE is not None:
+        assignment = concord._override_text(key, next(iter(overrides.values())))
+        cli = subprocess.run(
+            [CONCORD_EXECUTABLE, "train", "--set", f"{key}={assignment}", "--run-root", str(tmp_path)],
+            capture_output=True, text=True,
+        )
+        assert cli.stderr.strip() == f"concord: error: {error.value}"
+
+
+def test_policies_that_cannot_call_python_refuse_python_envs(tmp_path):
+    for policy in ("hogwild", "central_inference", "multi_learner"):
+        with pytest.raises(ValueError) as error:
+            train_sign(tmp_path, policy=policy)
+        message = str(error.value)
+        assert "\n" not in message
+        assert f"policy '{policy}' cannot train test/Sign-v0" in message
+        assert "single or sync_vector" in message
+
+
+def test_python_errors_in_envs_are_one_line(tmp_path):
+    with pytest.raises(RuntimeError, match=r"environment 'test/Failing-v0': step\(\) raised ZeroDivisionError: no luck"):
+        concord.train(env="test/Failing-v0", total_timesteps=256, progress=False, run_root=tmp_path,
+                      overrides={"run.log_level": "warn"})
+
+
+def test_register_env_refuses_bad_envs():
+    with pytest.raises(ValueError, match="already registered"):
+        concord.register_env("test/Sign-v0", SignEnv)
+    with pytest.raises(ValueError, match="callable"):
+        concord.register_env("test/NotCallable-v0", 3)
+
+    class TextSpace(SignEnv):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = "text"
+
+    with pytest.raises(ValueError, match="observation_space of 'test/Text-v0' must be a Box or a Discrete"):
+        concord.register_env("test/Text-v0", TextSpace)
+    assert "test/Text-v0" not in concord.list_envs()
+
+
+def test_callback_sees_metrics_and_can_stop(tmp_path):
+    records = []
+
+    def callback(record):
+        records.append(record)
+        return len(records) < 3
+
+    run = train_sign(tmp_path, callback=callback)
+    assert len(records) == 3 and run.stopped_early
+    assert records[-1]["global_step"] == run.global_step < 8192
+    assert "losses/value_loss" in records[0] and records[0]["updates"] == 1
+    assert os.path.isfile(run.checkpoint)
+
+
+def test_callback_exception_is_raised_after_the_checkpoint(tmp_path):
+    def callback(record):
+        raise LookupError("from the callback")
+
+    with pytest.raises(LookupError, match="from the callback"):
+        train_sign(tmp_path, callback=callback)
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "checkpoint.ckpt").is_file()
+
+
+def test_sigint_checkpoints_and_raises_keyboard_interrupt(tmp_path):
+    def callback(record):
+        if record["updates"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match="checkpoint saved"):
+        train_sign(tmp_path, callback=callback)
+    assert signal.getsignal(signal.SIGINT) is previous  # Python's handler is back
+    (run_dir,) = tmp_path.iterdir()
+    policy = concord.load(run_dir)
+    assert 0 < policy.global_step < 8192
+
+
+def test_resume_continues_the_run(tmp_path):
+    run = train_sign(tmp_path, total_timesteps=1024)
+    resumed = concord.train(resume=run.run_dir, total_timesteps=2048, progress=False)
+    assert resumed.run_dir == run.run_dir
+    assert resumed.global_step >= 2048 > run.global_step
+
+
+def test_spaces_for_python_envs():
+    box = concord.Box(-1.0, [1.0, 2.0])
+    assert box.shape == (2,) and box.dtype == np.float32 and box.high.tolist() == [1.0, 2.0]
+    assert concord.Box(0, 255, shape=(2, 2), dtype=np.uint8).dtype == np.uint8
+    with pytest.raises(ValueError, match="float32 or uint8"):
+        concord.Box(0, 1, shape=(2,), dtype=np.int64)
+    with pytest.raises(ValueError, match="n >= 1"):
+        concord.Discrete(0)
+
+
+def test_env_registered_after_training_started_is_trainable(trained, tmp_path):
+    # concord._train is loaded by now (the fixture trained): registration must reach it too.
+    concord.register_env("test/SignLate-v0", SignEnv, max_episode_steps=EPISODE_STEPS)
+    run = train_sign(tmp_path, env="test/SignLate-v0", total_timesteps=512)
+    assert run.env_id == "test/SignLate-v0" and run.global_step >= 512
