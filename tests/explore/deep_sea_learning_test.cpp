@@ -74,5 +74,11 @@ TEST(DeepSeaLearning, HogwildWorkersSharingOneCountTableFindItToo) {
                            test::LearningBar{0.9}));
 }
 
+// async_learner adds the bonus on the learner's thread, to rollouts acted one update late.
+TEST(DeepSeaLearning, AsyncLearnerAddsTheBonusAndFindsItToo) {
+  EXPECT_TRUE(test::learns([](uint64_t seed) { return train_and_evaluate("simhash", "async_learner", 60000, seed); },
+                           test::LearningBar{0.9}));
+}
+
 }  // namespace
 }  // namespace concord::explore
