@@ -16,15 +16,12 @@
 #include "bindings.h"
 #include "concord/envs/registry.h"
 #include "concord/envs/vector_env.h"
+#include "shape_text.h"
 
 namespace concord::python {
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
+using python::shape_text;  // shape_text.h's, beside the overload for arrays below
 
 std::string shape_text(const py::array& array) {
   return shape_text(std::vector<int64_t>(array.shape(), array.shape() + array.ndim()));

@@ -12,17 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "../shape_text.h"
 #include "concord/cli/trained_agent.h"
 #include "training_bindings.h"
 
 namespace concord::python {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
 
 class TrainedPolicy {
  public:

@@ -16,25 +16,26 @@ ActorCopy::ActorCopy(algos::Learner& learner)
   }
 }
 
-void ActorCopy::publish(algos::Learner& learner, int64_t version) {
-  std::unique_lock<std::shared_mutex> writing(mutex_);
+void ActorCopy::assign(const torch::Tensor& values, nn::ActorCritic& source, int64_t version) {
   torch::NoGradGuard no_grad;
-  parameters_.values().copy_(learner.flat_parameters().values());
+  parameters_.values().copy_(values);
   // Buffers (observation statistics, when the learner normalises observations) live outside the
   // flat parameter buffer.
-  const auto source_buffers = learner.model()->named_buffers();
+  const auto source_buffers = source->named_buffers();
   for (auto& buffer : model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
   version_.store(version);
+}
+
+void ActorCopy::publish(algos::Learner& learner, int64_t version) {
+  std::unique_lock<std::shared_mutex> writing(mutex_);
+  nn::ActorCritic source = learner.model();
+  assign(learner.flat_parameters().values(), source, version);
 }
 
 void ActorCopy::copy_to(ActorCopy& target) {
   std::shared_lock<std::shared_mutex> reading(mutex_);
   std::unique_lock<std::shared_mutex> writing(target.mutex_);
-  torch::NoGradGuard no_grad;
-  target.parameters_.values().copy_(parameters_.values());
-  const auto source_buffers = model_->named_buffers();
-  for (auto& buffer : target.model_->named_buffers()) buffer.value().copy_(source_buffers[buffer.key()]);
-  target.version_.store(version_.load());
+  target.assign(parameters_.values(), model_, version_.load());
 }
 
 }  // namespace concord::policies

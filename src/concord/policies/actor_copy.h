@@ -44,6 +44,10 @@ class ActorCopy {
   }
 
  private:
+  // Copies `values` (a flat parameter buffer) and source's buffers into this copy, as `version`;
+  // the caller holds mutex_ exclusively.
+  void assign(const torch::Tensor& values, nn::ActorCritic& source, int64_t version);
+
   std::shared_mutex mutex_;  // shared: readers; exclusive: a publish
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;

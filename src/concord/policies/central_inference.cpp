@@ -7,7 +7,6 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,7 +21,6 @@
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
-#include "concord/nn/flat_parameters.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/env_actions.h"
