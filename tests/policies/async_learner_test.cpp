@@ -95,11 +95,13 @@ struct Fixture {
 
 TEST(AsyncLearner, LagZeroTakesTurnsAndActsWithTheLatestParameters) {
   Fixture f(/*max_policy_lag=*/0);
+  // Read inside update(): once it returns and the parameters are published, the collector may
+  // start the next rollout, before on_update runs.
   std::vector<int64_t> ticks_at_update;
+  f.learner.on_update = [&] { ticks_at_update.push_back(f.ticks->load()); };
   std::vector<double> lags;
   TrainingCallbacks callbacks;
   callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
-    ticks_at_update.push_back(f.ticks->load());
     lags.push_back(metrics.at("charts/policy_lag"));
   };
   TrainingState state;
@@ -110,7 +112,7 @@ TEST(AsyncLearner, LagZeroTakesTurnsAndActsWithTheLatestParameters) {
   ASSERT_EQ(f.learner.rollouts.size(), 6u);
   for (size_t k = 0; k < 6; ++k) {
     EXPECT_EQ(f.version_of(k), static_cast<int>(k));
-    // The collector waits while the learner learns: after update k it has stepped k + 1 rollouts.
+    // The collector waits while the learner learns: during update k it has stepped k + 1 rollouts.
     EXPECT_EQ(ticks_at_update[k], static_cast<int64_t>(k + 1) * kRolloutSteps);
     EXPECT_EQ(lags[k], 0.0);
   }
