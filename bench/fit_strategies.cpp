@@ -59,11 +59,11 @@ Config base_config(const Options& options) {
   return config;
 }
 
-supervised::FitResult run(Config config, const concord::data::MnistSplit& data) {
+supervised::FitResult run(Config config, const concord::data::TrainTestSplit& data) {
   return supervised::fit_with_threads(supervised::fit_config_from(config), config, data, {});
 }
 
-void per_strategy_table(const Options& options, const concord::data::MnistSplit& data) {
+void per_strategy_table(const Options& options, const concord::data::TrainTestSplit& data) {
   const std::vector<Row> rows = {
       {"allreduce (synchronous SGD)", {"fit.strategy=allreduce"}},
       {"local_sgd H=8", {"fit.strategy=local_sgd", "sync.local_sgd.local_steps=8"}},
@@ -94,7 +94,7 @@ void per_strategy_table(const Options& options, const concord::data::MnistSplit&
   }
 }
 
-supervised::FitResult federated(const Options& options, const concord::data::MnistSplit& data,
+supervised::FitResult federated(const Options& options, const concord::data::TrainTestSplit& data,
                                 const std::string& strategy, const std::string& partition) {
   Config config = base_config(options);
   config.set("fit.strategy", strategy, "bench");
@@ -109,7 +109,7 @@ supervised::FitResult federated(const Options& options, const concord::data::Mni
   return run(config, data);
 }
 
-void fedavg_versus_fedsgd(const Options& options, const concord::data::MnistSplit& data) {
+void fedavg_versus_fedsgd(const Options& options, const concord::data::TrainTestSplit& data) {
   const int64_t fedsgd_rounds = options.fedsgd_max_rounds > 0 ? options.fedsgd_max_rounds : options.max_rounds;
   std::printf(
       "\nFederated: %s, K = 100 clients, C = 0.1, %lld worker threads; FedAvg E = 5, B = 10, lr %.3g, at most "

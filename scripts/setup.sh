@@ -16,6 +16,8 @@ packages=(
   libboost-dev
   # PNG image grids of GAN samples (concord fit --task gan).
   libpng-dev
+  # Fashion-MNIST for `concord fit --dataset fashion_mnist`: gzipped IDX files, read through zlib.
+  dataset-fashion-mnist zlib1g-dev
   openmpi-bin libopenmpi-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps

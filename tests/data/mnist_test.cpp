@@ -54,7 +54,7 @@ TEST_F(MnistFilesTest, MissingDataNamesTheSetupScript) {
 // The real digits, installed by scripts/setup.sh: 10,000 of them, the fixed 8,000 / 2,000 split,
 // every class present in both parts, the package's JSON and the cache agreeing.
 TEST(MnistTest, RealDigitsLoadWithTheFixedSplit) {
-  const MnistSplit split = load_mnist(default_data_dir());
+  const TrainTestSplit split = load_mnist(default_data_dir());
   ASSERT_EQ(split.train.size(), 8000);
   ASSERT_EQ(split.test.size(), 2000);
   EXPECT_EQ(split.train.images.sizes(), (std::vector<int64_t>{8000, 1, 28, 28}));
@@ -64,7 +64,7 @@ TEST(MnistTest, RealDigitsLoadWithTheFixedSplit) {
   const torch::Tensor test_counts = torch::bincount(split.test.labels, {}, 10);
   EXPECT_GT(train_counts.min().item<int64_t>(), 600);
   EXPECT_GT(test_counts.min().item<int64_t>(), 120);
-  const MnistSplit again = load_mnist(default_data_dir());
+  const TrainTestSplit again = load_mnist(default_data_dir());
   EXPECT_TRUE(torch::equal(again.test.labels, split.test.labels));
 
   const LabelledData converted =

@@ -43,6 +43,35 @@ TEST(PartitionTest, LabelSortedShardsGiveEachClientAtMostTwoLabels) {
   EXPECT_GT(clients_with_two_labels, 70);
 }
 
+// The paper's own setup on 60,000 balanced examples (Fashion-MNIST's training set): 200 shards of
+// 300, each one label, 2 per client. Every client's label counts are exactly 300 + 300 of two
+// labels or 600 of one, every label is spread over its 6,000 rows, and the draw is pinned.
+TEST(PartitionTest, PaperNonIidSplitHasExactLabelCounts) {
+  const torch::Tensor labels = torch::arange(60000, torch::kInt64).remainder(10);
+  const auto parts = label_sorted_shards(labels, 100, 2, 7);
+  ASSERT_EQ(parts.size(), 100u);
+  torch::Tensor totals = torch::zeros({10}, torch::kInt64);
+  int single_label_clients = 0;
+  for (const auto& part : parts) {
+    ASSERT_EQ(part.size(0), 600);
+    const torch::Tensor counts = torch::bincount(labels.index_select(0, part), {}, 10);
+    totals += counts;
+    const torch::Tensor present = counts.masked_select(counts.gt(0));
+    if (present.numel() == 1) {
+      EXPECT_EQ(present.item<int64_t>(), 600);
+      ++single_label_clients;
+    } else {
+      ASSERT_EQ(present.numel(), 2);
+      EXPECT_TRUE(torch::equal(present, torch::tensor({300, 300}, torch::kInt64))) << present;
+    }
+  }
+  EXPECT_TRUE(torch::equal(totals, torch::full({10}, 6000, torch::kInt64)));
+  EXPECT_EQ(single_label_clients, 12);
+  const torch::Tensor first = torch::bincount(labels.index_select(0, parts[0]), {}, 10);
+  EXPECT_EQ(first[1].item<int64_t>(), 300);
+  EXPECT_EQ(first[7].item<int64_t>(), 300);
+}
+
 TEST(ShuffledBatchesTest, EveryEpochVisitsEveryRowOnce) {
   ShuffledBatches batches(10, 4, 3);
   EXPECT_EQ(batches.batches_per_epoch(), 3);

@@ -145,7 +145,7 @@ uint32_t big_endian(const std::string& bytes, size_t offset) {
 // (mean ~0.13) with a wide spread. The score is how much of the way from 0.5 to the data's mean
 // the samples' mean has moved; they must also spread at least half as widely as the data.
 TEST(GanLearning, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
-  const data::MnistSplit data = data::load_mnist(data::default_data_dir());
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
   const auto train = [&data](uint64_t seed) {
     GanConfig gan;
     gan.seed = seed;
@@ -196,7 +196,7 @@ TEST(GanLearning, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
 }
 
 TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
-  const data::MnistSplit data = data::load_mnist(data::default_data_dir());
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
   GanConfig gan;
   gan.pairs = 2;
   gan.swap_every = 3;

@@ -46,7 +46,7 @@ TEST(SampleQualityTest, CoverageCountsOnlyClassesWithAtLeastHalfTheUniformShare)
 }
 
 TEST(DigitJudgeLearning, JudgesRealDigitsAsVariedAndRecognisable) {
-  const data::MnistSplit data = data::load_mnist(data::default_data_dir());
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
   // The judge is a classifier trained for 300 steps; a seed whose judge falls short gets one retry.
   std::unique_ptr<DigitJudge> good;
   EXPECT_TRUE(test::learns(

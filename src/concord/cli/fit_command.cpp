@@ -19,7 +19,7 @@
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
-#include "concord/data/mnist.h"
+#include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit.h"
 
@@ -98,8 +98,8 @@ void run_fit(const FitFlags& flags) {
   fit.workers = concord::launch::launched_ranks(launch, config, "fit.workers", fit.workers);
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
-  const data::MnistSplit data =
-      data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
+  const data::TrainTestSplit data =
+      data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
@@ -114,7 +114,7 @@ void run_fit(const FitFlags& flags) {
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
     run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-" + fit.model + "-" + fit.strategy));
-    spdlog::info("fitting {} on {} ({} train / {} test digits) with {} over {} {}, {} {}", fit.model, fit.dataset,
+    spdlog::info("fitting {} on {} ({} train / {} test images) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,
                  steps_name);
@@ -134,7 +134,7 @@ void run_fit(const FitFlags& flags) {
                                          : fmt::format(", batch {} x {}, lr {:.3g}, top eigenvalue {:.4g}", fit.workers,
                                                        record.batch_size, record.learning_rate, record.top_eigenvalue));
   };
-  callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters) {
+  callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters, const torch::Tensor& statistics) {
     core::Checkpoint checkpoint;
     checkpoint.metadata = {{"command", "fit"},
                            {steps_name, step},
@@ -142,6 +142,7 @@ void run_fit(const FitFlags& flags) {
                            {"strategy", fit.strategy},
                            {"config", run->config.to_toml()}};
     checkpoint.tensors["parameters"] = parameters;
+    if (statistics.numel() > 0) checkpoint.tensors["running_statistics"] = statistics;
     core::save_checkpoint(run->run_dir / "checkpoint.ckpt", checkpoint);
   };
 
@@ -200,7 +201,7 @@ void add_fit_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
   command->add_option("--task", flags->task, "What to train (fit.task): classifier or gan")
       ->check(CLI::IsMember({"classifier", "gan"}));
-  command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist");
+  command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist or fashion_mnist");
   command->add_option("--model", flags->model,
                       "Classifier (fit.model): mlp or cnn; --task gan: gan.model, mlp or conv");
   command->add_option("--strategy", flags->strategy,

@@ -13,7 +13,7 @@
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/image_grid.h"
-#include "concord/data/mnist.h"
+#include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit_config.h"
 #include "concord/supervised/gan_config.h"
@@ -54,8 +54,8 @@ void run_gan_fit(core::Config config) {
     supervised::validate(gan);
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.
-  const data::MnistSplit data =
-      data::load_mnist(fit.data_dir.empty() ? data::default_data_dir() : std::filesystem::path(fit.data_dir));
+  const data::TrainTestSplit data =
+      data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
@@ -68,7 +68,7 @@ void run_gan_fit(core::Config config) {
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", {}, "mnist-gan-" + gan.model + "-" + pairing));
+    run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-gan-" + gan.model + "-" + pairing));
     std::filesystem::create_directories(run->run_dir / "samples");
   }
   std::unique_ptr<supervised::DigitJudge> judge;
@@ -81,7 +81,7 @@ void run_gan_fit(core::Config config) {
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), gan.steps,
                  gan.swapping() ? "discriminators swapped every " + std::to_string(gan.swap_every) + " updates"
                                 : std::string("no swaps"));
-    progress = run->make_progress_bar(gan.steps, "mnist gan " + gan.model + " " + pairing);
+    progress = run->make_progress_bar(gan.steps, fit.dataset + " gan " + gan.model + " " + pairing);
   }
 
   supervised::GanCallbacks callbacks;

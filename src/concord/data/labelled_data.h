@@ -19,4 +19,10 @@ struct LabelledData {
   }
 };
 
+// A data set's fixed training and test parts.
+struct TrainTestSplit {
+  LabelledData train;
+  LabelledData test;
+};
+
 }  // namespace concord::data

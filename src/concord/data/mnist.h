@@ -16,10 +16,8 @@ namespace concord::data {
 // The split is fixed: the digits, in package order (class 0 first), are shuffled by a
 // Fisher-Yates permutation drawn from core::Rng seeded with kMnistSplitSeed; the first 8,000 are
 // the training set, the last 2,000 the test set. Every run and every rank sees the same split.
-struct MnistSplit {
-  LabelledData train;  // images [8000, 1, 28, 28] float32 in [0, 1], labels [8000] int64
-  LabelledData test;   // images [2000, 1, 28, 28], labels [2000]
-};
+//   train: images [8000, 1, 28, 28] float32 in [0, 1], labels [8000] int64
+//   test:  images [2000, 1, 28, 28], labels [2000]
 
 inline constexpr int64_t kMnistDigits = 10000;
 inline constexpr int64_t kMnistTrainSize = 8000;
@@ -38,9 +36,9 @@ LabelledData load_mnist_digits(const std::filesystem::path& data_dir);
 LabelledData convert_mnist_package(const std::filesystem::path& digits_dir);
 
 // The fixed train/test split described above.
-MnistSplit split_mnist(const LabelledData& digits);
+TrainTestSplit split_mnist(const LabelledData& digits);
 
 // load_mnist_digits + split_mnist.
-MnistSplit load_mnist(const std::filesystem::path& data_dir);
+TrainTestSplit load_mnist(const std::filesystem::path& data_dir);
 
 }  // namespace concord::data

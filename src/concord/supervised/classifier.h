@@ -14,12 +14,16 @@ namespace concord::supervised {
 //   cnn  conv 5x5 16 (pad 2) -> ReLU -> max-pool 2 -> conv 5x5 32 (pad 2) -> ReLU -> max-pool 2
 //        -> flatten 1568 -> Linear 128 -> ReLU -> Linear 10                            (215,370 parameters)
 //
-// The CNN is the paper's with 16/32 channels and 128 hidden units instead of 32/64 and 512, so
-// that it trains in seconds on a CPU. LibTorch's default initialisation, from its global
+//   fedavg_cnn  the paper's CNN at full size: conv 5x5 32 -> ReLU -> max-pool 2 -> conv 5x5 64
+//        -> ReLU -> max-pool 2 -> flatten 3136 -> Linear 512 -> ReLU -> Linear 10  (1,663,370 parameters)
+//   resnet20  He et al.'s CIFAR ResNet-20 with batch norm (residual_network.h)       (272,474 parameters)
+//
+// `cnn` is the paper's CNN narrowed to 16/32 channels and 128 hidden units, so that it trains in
+// seconds on a CPU. LibTorch's default initialisation (resnet20: He's), from its global
 // generator: seed it (torch::manual_seed) before building, on one thread.
 torch::nn::Sequential make_classifier(const std::string& name);
 
-// "mlp", "cnn".
+// "mlp", "cnn", "fedavg_cnn", "resnet20".
 std::vector<std::string> classifier_names();
 
 }  // namespace concord::supervised

@@ -8,6 +8,15 @@ namespace concord::supervised {
 
 Evaluation evaluate(torch::nn::Sequential& model, const data::LabelledData& data, int64_t batch_size) {
   torch::NoGradGuard no_grad;
+  // Batch norm normalises with its running statistics, not the test batch's; training resumes in
+  // training mode whatever happens here.
+  const bool was_training = model->is_training();
+  model->eval();
+  struct RestoreMode {
+    torch::nn::Sequential& model;
+    bool training;
+    ~RestoreMode() { model->train(training); }
+  } restore{model, was_training};
   double loss_sum = 0.0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < data.size(); begin += batch_size) {

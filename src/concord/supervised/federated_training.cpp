@@ -5,12 +5,13 @@
 #include "concord/core/rng.h"
 #include "concord/data/batch_sampler.h"
 #include "concord/data/partition.h"
+#include "concord/supervised/running_statistics.h"
 #include "concord/sync/federated_averaging.h"
 
 namespace concord::supervised {
 
 FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
-                          const data::MnistSplit& data, comm::Communicator& communicator,
+                          const data::TrainTestSplit& data, comm::Communicator& communicator,
                           const FitCallbacks& callbacks) {
   const uint64_t partition_seed = core::derive_seed(fit.seed, 2);
   const std::vector<torch::Tensor> client_rows =
@@ -18,11 +19,19 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
                              : data::label_sorted_shards(data.train.labels, fit.clients, 2, partition_seed);
   sync::FederatedAveraging server(communicator, {fit.clients, fit.client_fraction, core::derive_seed(fit.seed, 3)});
   torch::optim::SGD optimizer({parameters.values()}, torch::optim::SGDOptions(fit.learning_rate));
-  torch::Tensor global = parameters.values().detach().clone();
+  // The global model: its parameters, then its batch-norm statistics (if any), which the server
+  // averages with the same weights.
+  const int64_t parameter_count = parameters.numel();
+  torch::Tensor global = torch::cat({parameters.values().detach(), running_statistics(*model)});
   {
     torch::NoGradGuard no_grad;
     communicator.broadcast(global, 0);
   }
+  const auto load_global = [&] {
+    torch::NoGradGuard no_grad;
+    parameters.values().copy_(global.narrow(0, 0, parameter_count));
+    load_running_statistics(*model, global.narrow(0, parameter_count, global.numel() - parameter_count));
+  };
 
   FitMonitor monitor(fit, communicator, data.test, callbacks, fit.rounds);
   monitor.note_schedule(fit.local_batch, fit.learning_rate, 0.0);
@@ -39,10 +48,7 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
       const data::LabelledData local = data.train.select(client_rows[static_cast<size_t>(client)]);
       data::ShuffledBatches batches(local.size(), fit.local_batch,
                                     core::derive_seed(fit.seed, static_cast<uint64_t>(round * fit.clients + client)));
-      {
-        torch::NoGradGuard no_grad;
-        parameters.values().copy_(global);
-      }
+      load_global();
       for (int64_t step = 0; step < fit.local_epochs * batches.batches_per_epoch(); ++step) {
         const data::LabelledData batch = local.select(batches.next());
         parameters.zero_grad();
@@ -52,15 +58,13 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
         loss_sum += loss.item<double>();
         ++loss_count;
       }
-      weighted_sum.add_(parameters.values().detach(), static_cast<double>(local.size()));
+      weighted_sum.add_(torch::cat({parameters.values().detach(), running_statistics(*model)}),
+                        static_cast<double>(local.size()));
       weight += static_cast<double>(local.size());
     }
     server.average(weighted_sum, weight);
     global.copy_(weighted_sum);
-    {
-      torch::NoGradGuard no_grad;
-      parameters.values().copy_(global);
-    }
+    load_global();
     const double loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
     if (!monitor.after_step(round, samples, loss, model, parameters.values(), server.stats())) break;
   }

@@ -20,7 +20,7 @@ namespace concord::supervised {
 //
 // `model`/`parameters` is this rank's copy of the global model (parameters flattened from it).
 FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
-                          const data::MnistSplit& data, comm::Communicator& communicator,
+                          const data::TrainTestSplit& data, comm::Communicator& communicator,
                           const FitCallbacks& callbacks);
 
 }  // namespace concord::supervised

@@ -35,7 +35,7 @@ void check_strategy(const FitConfig& fit, const core::Config& config) {
   sync::make_sync_strategy(fit.strategy, config, *group.communicator(0));
 }
 
-FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
                       comm::Communicator& communicator, const FitCallbacks& callbacks) {
   torch::nn::Sequential model = build_seeded_classifier(fit);
   nn::FlatParameters parameters(*model);
@@ -44,7 +44,7 @@ FitResult fit_replica(const FitConfig& fit, const core::Config& config, const da
   return train_replica(fit, model, parameters, *strategy, data, communicator, callbacks);
 }
 
-FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
                            const FitCallbacks& callbacks) {
   comm::ThreadGroup group(fit.workers);
   std::vector<std::unique_ptr<comm::Communicator>> communicators;

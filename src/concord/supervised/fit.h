@@ -19,13 +19,13 @@ void check_strategy(const FitConfig& fit, const core::Config& config);
 // per-step loop with the named sync strategy (its keys sync.<name>.* read from `config`).
 // A collective over `communicator`; callbacks fire on rank 0. Throws std::invalid_argument for
 // an unknown strategy.
-FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
                       comm::Communicator& communicator, const FitCallbacks& callbacks);
 
 // fit_replica on fit.workers threads of this process joined by a comm::ThreadGroup; returns rank
 // 0's result. The first error of any worker is rethrown (preferring a cause over the timeouts it
 // leaves the other workers with).
-FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::MnistSplit& data,
+FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
                            const FitCallbacks& callbacks);
 
 }  // namespace concord::supervised

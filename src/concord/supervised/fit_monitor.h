@@ -33,13 +33,15 @@ struct FitResult {
   int64_t steps_to_target = -1;  // step (round) of the first evaluation reaching fit.target_accuracy
   double seconds_to_target = -1.0;
   torch::Tensor parameters;  // rank 0's final flat parameters
+  torch::Tensor running_statistics;  // and the replicas' mean batch-norm statistics (running_statistics.h)
 };
 
 // What the caller hears, on rank 0 only, from the training thread of rank 0.
 struct FitCallbacks {
   std::function<void(int64_t step)> on_step;
   std::function<void(const FitRecord&)> on_evaluation;
-  std::function<void(int64_t step, const torch::Tensor& parameters)> on_checkpoint;
+  std::function<void(int64_t step, const torch::Tensor& parameters, const torch::Tensor& running_statistics)>
+      on_checkpoint;
   // Polled by rank 0 at every evaluation step; true makes that step the last one, checkpointed
   // (a signal asking the fit to stop). Only evaluation steps broadcast rank 0's decision, so the
   // stop waits for the next one: at most fit.eval_interval steps.
@@ -47,7 +49,8 @@ struct FitCallbacks {
 };
 
 // The bookkeeping a fit loop shares with every other: after each step (or round) it collects
-// the loss, and every fit.eval_interval steps rank 0 evaluates its replica on the test set,
+// the loss, and every fit.eval_interval steps the replicas average their batch-norm statistics
+// (running_statistics.h) and rank 0 evaluates its replica on the test set,
 // reports the record, checkpoints when due and decides whether to stop (the last step, or the
 // target accuracy reached); the decision is broadcast so that every rank stops at the same step.
 class FitMonitor {

@@ -8,6 +8,7 @@
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/classifier.h"
 #include "concord/supervised/fit.h"
+#include "concord/supervised/running_statistics.h"
 #include "concord/sync/sync_registry.h"
 
 namespace concord::supervised {
@@ -43,7 +44,7 @@ SampleQuality sample_quality(const torch::Tensor& probabilities) {
   return {inception_score(probabilities), class_coverage(probabilities)};
 }
 
-DigitJudge::DigitJudge(const data::MnistSplit& data, int64_t steps, uint64_t seed) {
+DigitJudge::DigitJudge(const data::TrainTestSplit& data, int64_t steps, uint64_t seed) {
   FitConfig fit;
   fit.model = "mlp";
   fit.strategy = "allreduce";
@@ -61,6 +62,7 @@ DigitJudge::DigitJudge(const data::MnistSplit& data, int64_t steps, uint64_t see
   nn::FlatParameters parameters(*classifier_);
   torch::NoGradGuard no_grad;
   parameters.values().copy_(trained.parameters);
+  load_running_statistics(*classifier_, trained.running_statistics);
   classifier_->eval();
 }
 

@@ -33,7 +33,7 @@ SampleQuality sample_quality(const torch::Tensor& probabilities);
 // Thread-safe: ranks on threads share one.
 class DigitJudge {
  public:
-  DigitJudge(const data::MnistSplit& data, int64_t steps, uint64_t seed);
+  DigitJudge(const data::TrainTestSplit& data, int64_t steps, uint64_t seed);
 
   // p(y|x) of images [N, 1, 28, 28] in [0, 1]: [N, 10].
   torch::Tensor probabilities(const torch::Tensor& images) const;
