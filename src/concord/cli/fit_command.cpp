@@ -190,7 +190,7 @@ void run_fit(const FitFlags& flags) {
 
 void add_fit_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
-      "fit", "Supervised data-parallel training (MNIST) under a sync strategy, or GAP: GANs swapping discriminators");
+      "fit", "Supervised data-parallel training (MNIST, Fashion-MNIST) under a sync strategy, or GAP: GANs swapping discriminators");
   auto flags = std::make_shared<FitFlags>();
   command->add_option("-c,--config", flags->run.config_files, "TOML config file(s), merged in order")
       ->check(CLI::ExistingFile);
@@ -203,7 +203,7 @@ void add_fit_command(CLI::App& app) {
       ->check(CLI::IsMember({"classifier", "gan"}));
   command->add_option("--dataset", flags->dataset, "Data set (fit.dataset): mnist or fashion_mnist");
   command->add_option("--model", flags->model,
-                      "Classifier (fit.model): mlp or cnn; --task gan: gan.model, mlp or conv");
+                      "Classifier (fit.model): mlp, cnn, fedavg_cnn or resnet20; --task gan: gan.model, mlp or conv");
   command->add_option("--strategy", flags->strategy,
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
   command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")

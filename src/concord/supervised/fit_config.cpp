@@ -43,7 +43,9 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.task", d.task, "What `concord fit` trains: classifier, or gan (GAP, keys gan.*)");
   schema.declare("fit.dataset", d.dataset,
                  "Data set `concord fit` trains on: mnist (10,000 digits) or fashion_mnist (60,000 + 10,000 images)");
-  schema.declare("fit.model", d.model, "Classifier: mlp (784-200-200-10) or cnn (two 5x5 conv layers, 128 units)");
+  schema.declare("fit.model", d.model,
+                 "Classifier: mlp (784-200-200-10), cnn (two 5x5 conv layers, 128 units), fedavg_cnn (the FedAvg "
+                 "paper's CNN: 32/64 channels, 512 units) or resnet20 (batch norm)");
   schema.declare("fit.strategy", d.strategy,
                  "allreduce (synchronous SGD), local_sgd, easgd, gossip (sync.strategy's names; keys sync.<name>.* "
                  "tune them), fedavg or fedsgd");

@@ -11,8 +11,8 @@ namespace concord::supervised {
 // for the federated ones); the per-step strategies' own keys are sync.<name>.<key>.
 struct FitConfig {
   std::string task = "classifier";     // classifier, or gan (GAP: the keys gan.*, gan_config.h)
-  std::string dataset = "mnist";       // the only data set so far
-  std::string model = "mlp";           // mlp or cnn (classifier.h)
+  std::string dataset = "mnist";       // mnist or fashion_mnist (data/dataset_registry.h)
+  std::string model = "mlp";           // mlp, cnn, fedavg_cnn, resnet20 (classifier.h)
   std::string strategy = "allreduce";  // allreduce, local_sgd, easgd, gossip (per step: sync.strategy's names)
                                        // or fedavg, fedsgd (per round)
   int workers = 2;                     // replicas as threads of this process (ignored under `concord launch`)
