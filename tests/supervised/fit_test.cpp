@@ -106,6 +106,23 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(test_case.index);
     });
 
+// comm.timeout_seconds bounds every wait between replicas in fit, threads included (it was
+// ignored, and thread replicas waited 30 s: too short for a full-size model's evaluation on a
+// loaded machine).
+TEST(FitTest, ReplicaTimeoutComesFromCommTimeoutSeconds) {
+  core::ConfigSchema schema;
+  schema.declare("run.seed", int64_t{1}, "seed");
+  schema.declare("comm.timeout_seconds", 60.0, "timeout");
+  declare_fit_keys(schema);
+  sync::declare_sync_keys(schema);
+  core::Config config(schema);
+  EXPECT_EQ(fit_config_from(config).timeout().count(), 60000);
+  config.set("comm.timeout_seconds", 600.5, "test");
+  EXPECT_EQ(fit_config_from(config).timeout().count(), 600500);
+  config.set("comm.timeout_seconds", 0.0, "test");
+  EXPECT_THROW(fit_config_from(config), std::invalid_argument);
+}
+
 // Stopping at a target accuracy stops every worker at the same evaluation.
 TEST(FitTest, StopsAtTheTargetAccuracy) {
   core::Config config = fit_test_config();

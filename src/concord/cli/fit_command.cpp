@@ -104,6 +104,7 @@ void run_fit(const FitFlags& flags) {
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
     options.config_fingerprint = config.digest();
+    options.timeout = fit.timeout();
     communicator = comm::connect(launch, options);
   }
   const bool leader = launch.rank == 0;

@@ -60,6 +60,7 @@ void run_gan_fit(core::Config config) {
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
     options.config_fingerprint = config.digest();
+    options.timeout = fit.timeout();
     communicator = comm::connect(launch, options);
   }
   const bool leader = launch.rank == 0;

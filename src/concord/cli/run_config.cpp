@@ -55,7 +55,9 @@ core::ConfigSchema concord_schema() {
   schema.declare("comm.backend", std::string("gloo"),
                  "c10d backend between processes: gloo (CPU), nccl (CUDA builds), mpi (LibTorch built with MPI)");
   schema.declare("comm.timeout_seconds", 60.0,
-                 "Bound on the rendezvous and on every collective or message between processes");
+                 "Bound on the rendezvous and on every collective or message between processes (and, in `concord fit`, "
+                 "between thread replicas): it must cover what one rank does alone between two (an evaluation, a "
+                 "federated round's unequal share)");
   schema.declare("comm.interface", std::string(""),
                  "Network interface for Gloo (e.g. eth0); empty: GLOO_SOCKET_IFNAME, else the route to MASTER_ADDR");
 

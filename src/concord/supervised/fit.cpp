@@ -31,7 +31,7 @@ torch::nn::Sequential build_seeded_classifier(const FitConfig& fit) {
 
 void check_strategy(const FitConfig& fit, const core::Config& config) {
   if (fit.federated()) return;
-  comm::ThreadGroup group(fit.workers);
+  comm::ThreadGroup group(fit.workers, fit.timeout());
   sync::make_sync_strategy(fit.strategy, config, *group.communicator(0));
 }
 
@@ -46,7 +46,7 @@ FitResult fit_replica(const FitConfig& fit, const core::Config& config, const da
 
 FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
                            const FitCallbacks& callbacks) {
-  comm::ThreadGroup group(fit.workers);
+  comm::ThreadGroup group(fit.workers, fit.timeout());
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < fit.workers; ++rank) communicators.push_back(group.communicator(rank));
   check_strategy(fit, config);

@@ -122,6 +122,7 @@ FitConfig fit_config_from(const core::Config& config) {
   fit.abs_adversarial_share = config.get_double("fit.abs.adversarial_share");
   fit.abs_fgsm_epsilon = config.get_double("fit.abs.fgsm_epsilon");
   fit.data_dir = config.get_string("fit.data_dir");
+  if (config.schema().contains("comm.timeout_seconds")) fit.timeout_seconds = config.get_double("comm.timeout_seconds");
   fit.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   fit.rounds = config.get_int("fit.fedavg.rounds");
   fit.clients = static_cast<int>(config.get_int("fit.fedavg.clients"));
@@ -139,6 +140,7 @@ FitConfig fit_config_from(const core::Config& config) {
           "must be one of " + joined(data::dataset_names()));
   require(contains(classifier_names(), fit.model), "fit.model", fit.model, "must be one of " + joined(classifier_names()));
   require(fit.workers >= 1, "fit.workers", std::to_string(fit.workers), "must be >= 1");
+  require(fit.timeout_seconds > 0.0, "comm.timeout_seconds", std::to_string(fit.timeout_seconds), "must be > 0");
   require(fit.steps >= 1, "fit.steps", std::to_string(fit.steps), "must be >= 1");
   require(fit.batch_size >= 1, "fit.batch_size", std::to_string(fit.batch_size), "must be >= 1");
   require(fit.learning_rate > 0.0, "fit.learning_rate", std::to_string(fit.learning_rate), "must be > 0");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -28,6 +29,15 @@ struct FitConfig {
       0;  // per-step strategies: stop after this many epochs of each replica's shard (0: fit.steps decides)
   std::string data_dir;  // where scripts/setup.sh put MNIST (empty: the source tree's third_party)
   uint64_t seed = 1;     // run.seed
+  // comm.timeout_seconds, where the schema has it: the longest any replica waits for another at a
+  // collective, under threads as under processes. It must cover the work between two collectives
+  // that one replica does alone: rank 0's evaluation of the test set, and the unequal share of a
+  // federated round's clients.
+  double timeout_seconds = 60.0;
+
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000.0));
+  }
 
   // Federated averaging (and FedSGD, which forces local_epochs = 1, local_batch = 0).
   int64_t rounds = 100;           // communication rounds
