@@ -78,29 +78,27 @@ TEST_P(FitStrategyLearning, LearnsWellAboveChance) {
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, FitStrategyLearning,
-    ::testing::Values(StrategyCase{"allreduce", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
-                      StrategyCase{"easgd", {"sync.easgd.tau=4"}}, StrategyCase{"gossip", {}},
-                      StrategyCase{"fedavg",
-                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.local_epochs=2"}},
-                      // Two digits per client: ten rounds learn, more slowly than IID.
-                      StrategyCase{"fedavg",
-                                   {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid",
-                                    "fit.fedavg.local_epochs=2", "fit.fedavg.client_fraction=0.2"},
-                                   0.5},
-                      // Fashion-MNIST is harder: the 2NN reaches about 88 % in full training.
-                      StrategyCase{"allreduce", {}, 0.65, "fashion_mnist"},
-                      StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}, 0.65, "fashion_mnist"},
-                      StrategyCase{"easgd", {"sync.easgd.tau=4"}, 0.65, "fashion_mnist"},
-                      StrategyCase{"gossip", {}, 0.65, "fashion_mnist"},
-                      // The paper's clients: 600 examples each. Two rounds of one epoch.
-                      StrategyCase{"fedavg",
-                                   {"fit.fedavg.rounds=2", "fit.eval_interval=2", "fit.fedavg.local_epochs=1"},
-                                   0.65,
-                                   "fashion_mnist"},
-                      StrategyCase{"fedsgd",
-                                   {"fit.fedavg.rounds=30", "fit.eval_interval=30", "fit.learning_rate=0.2"},
-                                   0.5,
-                                   "fashion_mnist"}),
+    ::testing::Values(
+        StrategyCase{"allreduce", {}}, StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}},
+        StrategyCase{"easgd", {"sync.easgd.tau=4"}}, StrategyCase{"gossip", {}},
+        StrategyCase{"fedavg", {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.local_epochs=2"}},
+        // Two digits per client: ten rounds learn, more slowly than IID.
+        StrategyCase{"fedavg",
+                     {"fit.fedavg.rounds=10", "fit.eval_interval=10", "fit.fedavg.partition=non_iid",
+                      "fit.fedavg.local_epochs=2", "fit.fedavg.client_fraction=0.2"},
+                     0.5},
+        // Fashion-MNIST is harder: the 2NN reaches about 88 % in full training.
+        StrategyCase{"allreduce", {}, 0.65, "fashion_mnist"},
+        StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}, 0.65, "fashion_mnist"},
+        StrategyCase{"easgd", {"sync.easgd.tau=4"}, 0.65, "fashion_mnist"},
+        StrategyCase{"gossip", {}, 0.65, "fashion_mnist"},
+        // The paper's clients: 600 examples each. Two rounds of one epoch.
+        StrategyCase{"fedavg",
+                     {"fit.fedavg.rounds=2", "fit.eval_interval=2", "fit.fedavg.local_epochs=1"},
+                     0.65,
+                     "fashion_mnist"},
+        StrategyCase{
+            "fedsgd", {"fit.fedavg.rounds=30", "fit.eval_interval=30", "fit.learning_rate=0.2"}, 0.5, "fashion_mnist"}),
     [](const ::testing::TestParamInfo<StrategyCase>& test_case) {
       return test_case.param.strategy + (test_case.param.dataset == "mnist" ? "" : "_fashion") +
              std::to_string(test_case.index);
@@ -214,8 +212,9 @@ TEST(FitTest, UnknownStrategyIsRefused) {
 TEST(FitTest, BatchNormStatisticsTravelWithTheModel) {
   torch::set_num_threads(1);
   const data::TrainTestSplit& full = fashion_mnist();
-  const data::TrainTestSplit slice{data::LabelledData{full.train.images.slice(0, 0, 400), full.train.labels.slice(0, 0, 400)},
-                                   data::LabelledData{full.test.images.slice(0, 0, 100), full.test.labels.slice(0, 0, 100)}};
+  const data::TrainTestSplit slice{
+      data::LabelledData{full.train.images.slice(0, 0, 400), full.train.labels.slice(0, 0, 400)},
+      data::LabelledData{full.test.images.slice(0, 0, 100), full.test.labels.slice(0, 0, 100)}};
   for (const std::string strategy : {"allreduce", "fedavg"}) {
     core::Config config = fit_test_config();
     config.set("fit.model", std::string("resnet20"), "test");

@@ -28,7 +28,8 @@ TEST(ResidualNetworkTest, Resnet20HasTheCifarShapeOnDigits) {
   EXPECT_EQ(batch_norms, 19);
   // Option-A shortcuts add no parameters: 3x3 convolutions 1->16 (144), 6 of 16->16, 16->32 and
   // 5 of 32->32, 32->64 and 5 of 64->64 (267,408 in all), 19 batch norms (1,376), Linear 64->10 (650).
-  EXPECT_EQ(parameter_count(*network), 144 + 6 * 2304 + 4608 + 5 * 9216 + 18432 + 5 * 36864 + 2 * (16 * 7 + 32 * 6 + 64 * 6) + 650);
+  EXPECT_EQ(parameter_count(*network),
+            144 + 6 * 2304 + 4608 + 5 * 9216 + 18432 + 5 * 36864 + 2 * (16 * 7 + 32 * 6 + 64 * 6) + 650);
   EXPECT_EQ(parameter_count(*network), 269434);
   const torch::Tensor logits = network->forward(torch::rand({3, 1, 28, 28}));
   EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10}));
@@ -86,7 +87,8 @@ TEST(ResidualNetworkTest, GradientsMatchFiniteDifferences) {
       flat[coordinate] = original;
     }
     const double numeric = (plus - minus) / (2 * h);
-    EXPECT_NEAR(analytic, numeric, 1e-6 + 1e-4 * std::abs(numeric)) << "parameter " << index << "[" << coordinate << "]";
+    EXPECT_NEAR(analytic, numeric, 1e-6 + 1e-4 * std::abs(numeric))
+        << "parameter " << index << "[" << coordinate << "]";
     ++checked;
   }
   EXPECT_GE(checked, 8);

@@ -23,8 +23,8 @@ TEST(RunningStatisticsTest, FlattensFloatingBuffersAndLoadsThemBack) {
   torch::nn::Sequential model = small_batch_norm_model();
   const torch::Tensor initial = running_statistics(*model);
   // Means 0 and variances 1 of 2 + 10 channels; the batch counters are left out.
-  EXPECT_TRUE(torch::equal(initial, torch::cat({torch::zeros({2}), torch::ones({2}), torch::zeros({10}),
-                                                torch::ones({10})})));
+  EXPECT_TRUE(
+      torch::equal(initial, torch::cat({torch::zeros({2}), torch::ones({2}), torch::zeros({10}), torch::ones({10})})));
   const torch::Tensor values = torch::arange(24, torch::kFloat32);
   load_running_statistics(*model, values);
   EXPECT_TRUE(torch::equal(running_statistics(*model), values));

@@ -98,8 +98,7 @@ void run_fit(const FitFlags& flags) {
   fit.workers = concord::launch::launched_ranks(launch, config, "fit.workers", fit.workers);
   // Everything that can reject the run (the data set above all) comes before the run directory.
   supervised::check_strategy(fit, config);
-  const data::TrainTestSplit data =
-      data::load_dataset(fit.dataset, fit.data_dir);
+  const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;
@@ -190,8 +189,9 @@ void run_fit(const FitFlags& flags) {
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "fit", "Supervised data-parallel training (MNIST, Fashion-MNIST) under a sync strategy, or GAP: GANs swapping discriminators");
+  CLI::App* command = app.add_subcommand("fit",
+                                         "Supervised data-parallel training (MNIST, Fashion-MNIST) under a sync "
+                                         "strategy, or GAP: GANs swapping discriminators");
   auto flags = std::make_shared<FitFlags>();
   command->add_option("-c,--config", flags->run.config_files, "TOML config file(s), merged in order")
       ->check(CLI::ExistingFile);

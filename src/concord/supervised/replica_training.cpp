@@ -67,8 +67,8 @@ void set_learning_rate(torch::optim::SGD& optimizer, double learning_rate) {
 }  // namespace
 
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
-                        sync::SyncStrategy& strategy, const data::TrainTestSplit& data, comm::Communicator& communicator,
-                        const FitCallbacks& callbacks) {
+                        sync::SyncStrategy& strategy, const data::TrainTestSplit& data,
+                        comm::Communicator& communicator, const FitCallbacks& callbacks) {
   const int workers = communicator.world_size();
   AdaptiveBatchSchedule schedule(schedule_options(fit));
   torch::optim::SGD optimizer({parameters.values()},

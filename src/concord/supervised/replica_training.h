@@ -30,7 +30,7 @@ namespace concord::supervised {
 //
 // `model` and `parameters` are this rank's replica (parameters flattened from model).
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
-                        sync::SyncStrategy& strategy, const data::TrainTestSplit& data, comm::Communicator& communicator,
-                        const FitCallbacks& callbacks);
+                        sync::SyncStrategy& strategy, const data::TrainTestSplit& data,
+                        comm::Communicator& communicator, const FitCallbacks& callbacks);
 
 }  // namespace concord::supervised

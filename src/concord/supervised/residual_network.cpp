@@ -32,7 +32,8 @@ torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
   if (stride_ != 1) shortcut = shortcut.slice(2, 0, c10::nullopt, stride_).slice(3, 0, c10::nullopt, stride_);
   if (extra_channels_ > 0) {
     // Option A: the new channels are zeros, split evenly before and after the old ones.
-    shortcut = torch::constant_pad_nd(shortcut, {0, 0, 0, 0, extra_channels_ / 2, extra_channels_ - extra_channels_ / 2});
+    shortcut =
+        torch::constant_pad_nd(shortcut, {0, 0, 0, 0, extra_channels_ / 2, extra_channels_ - extra_channels_ / 2});
   }
   return torch::relu(out + shortcut);
 }

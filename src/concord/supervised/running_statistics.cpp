@@ -21,7 +21,8 @@ std::vector<torch::Tensor> floating_buffers(torch::nn::Module& model) {
 
 torch::Tensor running_statistics(torch::nn::Module& model) {
   std::vector<torch::Tensor> flat;
-  for (const torch::Tensor& buffer : floating_buffers(model)) flat.push_back(buffer.detach().reshape({-1}).to(torch::kFloat32));
+  for (const torch::Tensor& buffer : floating_buffers(model))
+    flat.push_back(buffer.detach().reshape({-1}).to(torch::kFloat32));
   return flat.empty() ? torch::empty({0}) : torch::cat(flat);
 }
 
@@ -30,8 +31,8 @@ void load_running_statistics(torch::nn::Module& model, const torch::Tensor& flat
   int64_t total = 0;
   for (const torch::Tensor& buffer : buffers) total += buffer.numel();
   if (flat.numel() != total) {
-    throw std::invalid_argument("running statistics of " + std::to_string(flat.numel()) +
-                                " values for a model with " + std::to_string(total));
+    throw std::invalid_argument("running statistics of " + std::to_string(flat.numel()) + " values for a model with " +
+                                std::to_string(total));
   }
   torch::NoGradGuard no_grad;
   int64_t offset = 0;
