@@ -88,14 +88,14 @@ INSTANTIATE_TEST_SUITE_P(
                       "fit.fedavg.local_epochs=2", "fit.fedavg.client_fraction=0.2"},
                      0.5},
         // Fashion-MNIST is harder: the 2NN reaches about 88 % in full training.
-        StrategyCase{"allreduce", {}, 0.65, "fashion_mnist"},
-        StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}, 0.65, "fashion_mnist"},
-        StrategyCase{"easgd", {"sync.easgd.tau=4"}, 0.65, "fashion_mnist"},
-        StrategyCase{"gossip", {}, 0.65, "fashion_mnist"},
+        StrategyCase{"allreduce", {}, 0.6, "fashion_mnist"},
+        StrategyCase{"local_sgd", {"sync.local_sgd.local_steps=4"}, 0.6, "fashion_mnist"},
+        StrategyCase{"easgd", {"sync.easgd.tau=4"}, 0.6, "fashion_mnist"},
+        StrategyCase{"gossip", {}, 0.6, "fashion_mnist"},
         // The paper's clients: 600 examples each. Two rounds of one epoch.
         StrategyCase{"fedavg",
                      {"fit.fedavg.rounds=2", "fit.eval_interval=2", "fit.fedavg.local_epochs=1"},
-                     0.65,
+                     0.6,
                      "fashion_mnist"},
         StrategyCase{
             "fedsgd", {"fit.fedavg.rounds=30", "fit.eval_interval=30", "fit.learning_rate=0.2"}, 0.5, "fashion_mnist"}),
