@@ -20,7 +20,7 @@ std::string hex(uint32_t value) {
   return out.str();
 }
 
-// The whole file, or an empty optional-like flag when it cannot be opened.
+// Reads the whole file into `bytes`; false when it cannot be opened or read.
 bool read_whole_file(const std::filesystem::path& path, std::string& bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
