@@ -290,8 +290,7 @@ void sparse_task_table(const Options& options, const std::string& env_id) {
       const double seconds = clock.elapsed_seconds();
       concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
       eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-      const std::vector<double> returns =
-          concord::policies::evaluate_episodes(training.learner().model(), eval_env, episodes);
+      const std::vector<double> returns = concord::policies::evaluate_episodes(training.learner(), eval_env, episodes);
       double successes = 0.0;
       double total = 0.0;
       for (const double value : returns) {

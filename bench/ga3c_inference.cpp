@@ -50,7 +50,7 @@ concord::nn::ActorCriticConfig cartpole_network(int64_t width) {
 }
 
 // A learner that learns nothing: central_inference's trainers cost (almost) no time.
-class NullLearner final : public concord::algos::Learner {
+class NullLearner final : public concord::algos::OnPolicyLearner {
  public:
   NullLearner(int64_t rollout_length, const concord::nn::ActorCriticConfig& network, int64_t sleep_us)
       : rollout_length_(rollout_length), sleep_us_(sleep_us), model_(network) {}
@@ -62,7 +62,7 @@ class NullLearner final : public concord::algos::Learner {
   int64_t rollout_length() const override { return rollout_length_; }
   concord::nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override { return 1; }
-  std::unique_ptr<concord::algos::Learner> make_shared_replica() override { return nullptr; }
+  std::unique_ptr<concord::algos::OnPolicyLearner> make_shared_replica() override { return nullptr; }
   void save(concord::core::Checkpoint&) const override {}
   void load(const concord::core::Checkpoint&) override {}
 
@@ -105,7 +105,7 @@ concord::envs::VectorEnvConfig workload_envs(const Workload& workload, int num_e
 }
 
 // Runs the policy for `seconds` and returns the last update's metrics.
-concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::Learner& learner,
+concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::OnPolicyLearner& learner,
                                    const concord::envs::VectorEnvConfig& envs, double seconds) {
   CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
   concord::policies::TrainingState state;

@@ -133,10 +133,10 @@ SeedResult train_and_evaluate(const std::string& file, int64_t seed, const Optio
 
   concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
   eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-  result.eval_return = concord::policies::summarize_returns(
-                           concord::policies::evaluate_episodes(training.learner().model(), eval_env, options.episodes,
-                                                                options.stochastic_eval))
-                           .mean;
+  result.eval_return =
+      concord::policies::summarize_returns(
+          concord::policies::evaluate_episodes(training.learner(), eval_env, options.episodes, options.stochastic_eval))
+          .mean;
   return result;
 }
 

@@ -81,8 +81,8 @@ Outcome run(const Setup& setup, const std::string& policy_name, const std::vecto
   env.num_threads = env_threads;
   env.seed = seed;
   const envs::EnvSpec spec = envs::make_env(setup.env_id)->spec();
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(setup.algo, config, spec.observation_space, spec.action_space);
+  std::unique_ptr<algos::OnPolicyLearner> learner =
+      algos::as_on_policy(algos::make_learner(setup.algo, config, spec.observation_space, spec.action_space));
   std::unique_ptr<policies::Policy> policy =
       policies::make_policy(policy_name, policies::PolicyContext{config, env, *learner, torch::kCPU});
 
@@ -104,8 +104,7 @@ Outcome run(const Setup& setup, const std::string& policy_name, const std::vecto
   outcome.updates = state.updates;
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = seed + policies::kEvalSeedOffset;
-  const std::vector<double> returns =
-      policies::evaluate_episodes(learner->model(), eval_env, 20, setup.stochastic_eval);
+  const std::vector<double> returns = policies::evaluate_episodes(*learner, eval_env, 20, setup.stochastic_eval);
   outcome.eval_return = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
   return outcome;
 }
@@ -134,8 +133,7 @@ double train_and_evaluate(const std::string& config_file, const std::vector<std:
   training.train(state, {});
   envs::VectorEnvConfig eval_env = cli::vector_env_config(config);
   eval_env.seed = static_cast<uint64_t>(seed + policies::kEvalSeedOffset);
-  const std::vector<double> returns =
-      policies::evaluate_episodes(training.learner().model(), eval_env, 10, stochastic_eval);
+  const std::vector<double> returns = policies::evaluate_episodes(training.learner(), eval_env, 10, stochastic_eval);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

@@ -51,7 +51,9 @@ class TrainedPolicy {
     {
       py::gil_scoped_release release;
       torch::NoGradGuard no_grad;
-      actions = model_->act(input, deterministic).action;
+      algos::ActingContext acting;  // after training: DQN's final epsilon when not deterministic
+      acting.deterministic = deterministic;
+      actions = learner_->actor().act(input, acting).actions;
       if (!spec_.action_space.is_discrete()) actions = torch::max(torch::min(actions, high_), low_);
       actions = actions.contiguous();
     }
@@ -69,7 +71,6 @@ class TrainedPolicy {
   TrainedPolicy(const cli::TrainedCheckpoint& trained, cli::TrainedAgent agent)
       : spec_(std::move(agent.spec)),
         learner_(std::move(agent.learner)),
-        model_(learner_->model()),
         algo_(trained.config.get_string("train.algo")),
         global_step_(trained.global_step),
         checkpoint_(trained.file.string()) {
@@ -109,9 +110,8 @@ class TrainedPolicy {
   }
 
   envs::EnvSpec spec_;
-  std::unique_ptr<algos::Learner> learner_;  // owns the model's parameters
-  nn::ActorCritic model_{nullptr};
-  torch::Tensor low_, high_;  // continuous actions' bounds
+  std::unique_ptr<algos::Learner> learner_;  // owns the actor's parameters
+  torch::Tensor low_, high_;                 // continuous actions' bounds
   std::string algo_;
   int64_t global_step_ = 0;
   std::string checkpoint_;

@@ -67,7 +67,7 @@ TEST(SharedReplica, A2cReplicaUpdatesThePrimarysParameters) {
   torch::manual_seed(3);
   A2c primary(tiny_a2c());
   const torch::Tensor before = primary.flat_parameters().values().detach().clone();
-  std::unique_ptr<Learner> replica = primary.make_shared_replica();
+  std::unique_ptr<algos::OnPolicyLearner> replica = primary.make_shared_replica();
   EXPECT_TRUE(torch::equal(replica->flat_parameters().values().detach(), before));
   replica->update(tiny_rollout(), 0.0);
   EXPECT_FALSE(torch::equal(primary.flat_parameters().values().detach(), before));

@@ -50,15 +50,15 @@ double train_and_evaluate(const std::string& bonus_name, const std::string& poli
   env.env_id = spec.id;
   env.num_envs = 16;
   env.seed = seed;
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner("ppo", config, spec.observation_space, spec.action_space);
+  std::unique_ptr<algos::OnPolicyLearner> learner =
+      algos::as_on_policy(algos::make_learner("ppo", config, spec.observation_space, spec.action_space));
   std::unique_ptr<Bonus> bonus = make_bonus(config, spec.observation_space);
   std::unique_ptr<policies::Policy> policy = policies::make_policy(
       policy_name, policies::PolicyContext{config, env, *learner, torch::kCPU, nullptr, bonus.get()});
   policies::TrainingState state;
   policy->train(state, steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, policies::TrainingCallbacks{});
   env.seed = 999 + seed;
-  return policies::evaluate_episodes(learner->model(), env, /*episodes=*/1).front();
+  return policies::evaluate_episodes(*learner, env, /*episodes=*/1).front();
 }
 
 TEST(DeepSeaLearning, TheBonusFindsTheTreasureThePlainAgentMisses) {

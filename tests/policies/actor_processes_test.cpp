@@ -65,11 +65,12 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
     threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
       std::unique_ptr<comm::Communicator> communicator = std::move(communicators[static_cast<size_t>(rank)]);
       try {
-        std::unique_ptr<algos::Learner> learner;
+        std::unique_ptr<algos::OnPolicyLearner> learner;
         {
           std::lock_guard<std::mutex> lock(construction);
           torch::manual_seed(seed + static_cast<uint64_t>(rank));
-          learner = algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+          learner = algos::as_on_policy(
+              algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2)));
         }
         auto policy =
             make_policy("actor_processes", PolicyContext{config, cartpole(16, seed + static_cast<uint64_t>(rank)),
@@ -82,7 +83,7 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
         policy->train(state, steps, int64_t{1} << 40, callbacks);
         if (rank == 0) {
           outcome.state = state;
-          const std::vector<double> returns = evaluate_episodes(learner->model(), cartpole(4, 99), 10);
+          const std::vector<double> returns = evaluate_episodes(*learner, cartpole(4, 99), 10);
           outcome.eval_mean =
               std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }
@@ -135,7 +136,8 @@ TEST(ActorProcesses, RefusesWhatCannotWork) {
     comm::ThreadGroup group(world_size, std::chrono::milliseconds(200));
     auto communicator = group.communicator(0);
     const core::Config changed = fast_ppo_config(overrides);
-    auto learner = algos::make_learner("ppo", changed, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+    auto learner = algos::as_on_policy(
+        algos::make_learner("ppo", changed, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2)));
     try {
       make_policy("actor_processes",
                   PolicyContext{changed, cartpole(num_envs, 1), *learner, torch::kCPU, communicator.get()});

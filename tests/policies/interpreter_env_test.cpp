@@ -44,7 +44,8 @@ class InterpreterEnvTest : public testing::Test {
   InterpreterEnvTest() : config_(schema()) {
     env_.env_id = kEnvId;
     env_.num_envs = 4;
-    learner_ = algos::make_learner("a2c", config_, envs::Space::box({1}, -1.0f, 1.0f), envs::Space::discrete(2));
+    learner_ = algos::as_on_policy(
+        algos::make_learner("a2c", config_, envs::Space::box({1}, -1.0f, 1.0f), envs::Space::discrete(2)));
   }
 
   static core::ConfigSchema schema() {
@@ -56,7 +57,7 @@ class InterpreterEnvTest : public testing::Test {
 
   core::Config config_;
   envs::VectorEnvConfig env_;
-  std::unique_ptr<algos::Learner> learner_;
+  std::unique_ptr<algos::OnPolicyLearner> learner_;
 };
 
 TEST_F(InterpreterEnvTest, OneThreadPoliciesTrainIt) {

@@ -73,8 +73,8 @@ double train_and_evaluate(uint64_t seed, int64_t steps) {
   core::Config config = breakout_config();
   const envs::VectorEnvConfig env = breakout_envs(seed);
   const envs::EnvSpec spec = envs::make_env(kBreakout)->spec();
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner("ppo", config, spec.observation_space, spec.action_space);
+  std::unique_ptr<algos::OnPolicyLearner> learner =
+      algos::as_on_policy(algos::make_learner("ppo", config, spec.observation_space, spec.action_space));
   std::unique_ptr<Policy> policy = make_policy("single", PolicyContext{config, env, *learner, torch::kCPU});
   TrainingState state;
   policy->train(state, steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, TrainingCallbacks{});
@@ -82,7 +82,7 @@ double train_and_evaluate(uint64_t seed, int64_t steps) {
 
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = seed + kEvalSeedOffset;
-  const std::vector<double> returns = evaluate_episodes(learner->model(), eval_env, 20, /*stochastic=*/true);
+  const std::vector<double> returns = evaluate_episodes(*learner, eval_env, 20, /*stochastic=*/true);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

@@ -47,8 +47,9 @@ envs::VectorEnvConfig cartpole(int num_envs, uint64_t seed) {
   return env;
 }
 
-std::unique_ptr<algos::Learner> ppo(const core::Config& config) {
-  return algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+std::unique_ptr<algos::OnPolicyLearner> ppo(const core::Config& config) {
+  return algos::as_on_policy(
+      algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2)));
 }
 
 struct RankOutcome {
@@ -73,7 +74,7 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
     threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
       RankOutcome& outcome = outcomes[static_cast<size_t>(rank)];
       try {
-        std::unique_ptr<algos::Learner> learner;
+        std::unique_ptr<algos::OnPolicyLearner> learner;
         {
           std::lock_guard<std::mutex> lock(construction);
           torch::manual_seed(seed + static_cast<uint64_t>(rank));
@@ -89,7 +90,7 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
         policy->train(outcome.state, steps, int64_t{1} << 40, callbacks);
         outcome.parameters = learner->flat_parameters().values().detach().clone();
         if (rank == 0) {
-          const std::vector<double> returns = evaluate_episodes(learner->model(), cartpole(4, 99), 10);
+          const std::vector<double> returns = evaluate_episodes(*learner, cartpole(4, 99), 10);
           outcome.eval_mean =
               std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }
@@ -149,7 +150,7 @@ TEST(MultiLearner, AStopOnOneRankStopsEveryRankAtTheSameUpdate) {
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
-      std::unique_ptr<algos::Learner> learner = ppo(config);
+      std::unique_ptr<algos::OnPolicyLearner> learner = ppo(config);
       auto policy = make_policy("multi_learner", PolicyContext{config, cartpole(16, 1), *learner, torch::kCPU,
                                                                communicators[static_cast<size_t>(rank)].get()});
       TrainingCallbacks callbacks;
@@ -168,7 +169,7 @@ std::string refusal(const core::Config& config, int world_size, int num_envs) {
   comm::ThreadGroup group(world_size, std::chrono::milliseconds(500));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < world_size; ++rank) communicators.push_back(group.communicator(rank));
-  std::unique_ptr<algos::Learner> learner = ppo(config);
+  std::unique_ptr<algos::OnPolicyLearner> learner = ppo(config);
   try {
     make_policy("multi_learner",
                 PolicyContext{config, cartpole(num_envs, 1), *learner, torch::kCPU, communicators[0].get()});
@@ -206,7 +207,7 @@ TEST(MultiLearner, ReplicasThatDivergeAreCaught) {
       // Owned by the thread: a rank that fails leaves the group, and the other sees it at once.
       std::unique_ptr<comm::Communicator> communicator = std::move(communicators[static_cast<size_t>(rank)]);
       try {
-        std::unique_ptr<algos::Learner> learner = ppo(config);
+        std::unique_ptr<algos::OnPolicyLearner> learner = ppo(config);
         auto policy = make_policy("multi_learner",
                                   PolicyContext{config, cartpole(16, 1), *learner, torch::kCPU, communicator.get()});
         TrainingCallbacks callbacks;
@@ -253,7 +254,7 @@ TEST(MultiLearner, CountsAreSharedAcrossRanksUnlessMergingIsOff) {
     for (int rank = 0; rank < 2; ++rank) {
       threads.emplace_back([&, rank] {
         try {
-          std::unique_ptr<algos::Learner> learner = ppo(config);
+          std::unique_ptr<algos::OnPolicyLearner> learner = ppo(config);
           std::unique_ptr<explore::Bonus> bonus = explore::make_bonus(config, envs::Space::box({4}, -1.0f, 1.0f));
           std::unique_ptr<Policy> policy = make_policy(
               "multi_learner", PolicyContext{config, cartpole(4, 7 + static_cast<uint64_t>(rank)), *learner,

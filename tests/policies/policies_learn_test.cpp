@@ -80,7 +80,8 @@ double train_and_evaluate(const Case& c, uint64_t seed) {
   for (const std::string& assignment : c.overrides) config.apply_override(assignment);
   const envs::VectorEnvConfig env = cartpole(c.num_envs, c.env_threads, seed);
   const envs::Space observations = envs::Space::box({4}, -1.0f, 1.0f);
-  std::unique_ptr<algos::Learner> learner = algos::make_learner(c.algo, config, observations, envs::Space::discrete(2));
+  std::unique_ptr<algos::OnPolicyLearner> learner =
+      algos::as_on_policy(algos::make_learner(c.algo, config, observations, envs::Space::discrete(2)));
   std::unique_ptr<Policy> policy = make_policy(c.policy, PolicyContext{config, env, *learner, torch::kCPU});
 
   TrainingState state;
@@ -94,7 +95,7 @@ double train_and_evaluate(const Case& c, uint64_t seed) {
 
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(learner->model(), eval_env, 10);
+  const std::vector<double> returns = evaluate_episodes(*learner, eval_env, 10);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 
@@ -150,8 +151,8 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
                     const std::vector<std::string>& overrides = {}) {
   core::Config config = fast_config(algo);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2));
+  std::unique_ptr<algos::OnPolicyLearner> learner = algos::as_on_policy(
+      algos::make_learner(algo, config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2)));
   try {
     make_policy(policy, PolicyContext{config, env, *learner, torch::kCPU});
   } catch (const std::invalid_argument& error) {

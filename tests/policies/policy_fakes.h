@@ -13,7 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "concord/algos/learner.h"
+#include "concord/algos/off_policy_learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/envs/env.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
@@ -58,7 +59,7 @@ class CountingEnv final : public envs::FloatEnv {
 // the next rollout) and every progress; can sleep to play a slow learner, and report a nan loss
 // at one update. Changes its model only when asked to stamp versions into it. Not thread-safe: policies call update()
 // one at a time (central_inference under its lock).
-class RecordingLearner final : public algos::Learner {
+class RecordingLearner final : public algos::OnPolicyLearner {
  public:
   // The default network suits CountingEnv without an instance: 1-dim observations, 2 actions.
   explicit RecordingLearner(int64_t rollout_length, const nn::ActorCriticConfig& network = counting_network())
@@ -84,7 +85,7 @@ class RecordingLearner final : public algos::Learner {
   int64_t rollout_length() const override { return rollout_length_; }
   nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override { return 1; }
-  std::unique_ptr<algos::Learner> make_shared_replica() override { throw std::logic_error("not shareable"); }
+  std::unique_ptr<algos::OnPolicyLearner> make_shared_replica() override { throw std::logic_error("not shareable"); }
   bool corrects_policy_lag() const override { return corrects_lag; }
   void save(core::Checkpoint&) const override {}
   void load(const core::Checkpoint&) override {}
@@ -111,6 +112,54 @@ class RecordingLearner final : public algos::Learner {
   nn::ActorCritic model_;
   nn::FlatParameters parameters_{*model_};
   int updates_ = 0;
+};
+
+// Always takes action 0 and records the ActingContext of every call.
+class RecordingActor final : public algos::Actor {
+ public:
+  algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override {
+    contexts.push_back(context);
+    return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
+  }
+  std::vector<algos::ActingContext> contexts;
+};
+
+// An off-policy learner that records every step it observes (deep copies) and the global step of
+// every update; update() reports no metrics while it has observed fewer than `batch_steps`
+// steps (a replay without a batch).
+class RecordingOffPolicyLearner final : public algos::OffPolicyLearner {
+ public:
+  RecordingOffPolicyLearner(int64_t learning_starts, int64_t train_frequency, int64_t batch_steps = 0)
+      : learning_starts_(learning_starts), train_frequency_(train_frequency), batch_steps_(batch_steps) {}
+
+  void observe(const algos::TensorMap& step, int stream) override {
+    steps.push_back(algos::clone(step));
+    streams.push_back(stream);
+  }
+  algos::Metrics update(int64_t global_step, double progress) override {
+    if (static_cast<int64_t>(steps.size()) < batch_steps_) return {};
+    update_steps.push_back(global_step);
+    progresses.push_back(progress);
+    return {{"losses/fake", 1.0}};
+  }
+  int64_t learning_starts() const override { return learning_starts_; }
+  int64_t train_frequency() const override { return train_frequency_; }
+  algos::Actor& actor() override { return actor_; }
+  torch::nn::Module& network() override { return *network_; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  void save(core::Checkpoint&) const override {}
+  void load(const core::Checkpoint&) override {}
+
+  std::vector<algos::TensorMap> steps;
+  std::vector<int> streams;
+  std::vector<int64_t> update_steps;
+  std::vector<double> progresses;
+  RecordingActor actor_;
+
+ private:
+  int64_t learning_starts_, train_frequency_, batch_steps_;
+  torch::nn::Linear network_{1, 2};
+  nn::FlatParameters parameters_{*network_};
 };
 
 }  // namespace concord::policies::testing

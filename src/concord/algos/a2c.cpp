@@ -111,7 +111,7 @@ A2c::A2c(A2cConfig config, torch::Device device)
 
 A2c::A2c(A2c& primary) : ActorCriticLearner(primary), config_(primary.config_) {}
 
-std::unique_ptr<Learner> A2c::make_shared_replica() { return std::unique_ptr<Learner>(new A2c(*this)); }
+std::unique_ptr<OnPolicyLearner> A2c::make_shared_replica() { return std::unique_ptr<OnPolicyLearner>(new A2c(*this)); }
 
 Metrics A2c::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();

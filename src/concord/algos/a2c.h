@@ -98,7 +98,7 @@ class A2c : public ActorCriticLearner {
   int64_t gradient_steps_per_update() const override { return 1; }
   // Only V-trace's truncated importance weights correct targets for a lagging behaviour policy.
   bool corrects_policy_lag() const override { return config_.vtrace; }
-  std::unique_ptr<Learner> make_shared_replica() override;
+  std::unique_ptr<OnPolicyLearner> make_shared_replica() override;
 
   const A2cConfig& config() const { return config_; }
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "concord/algos/learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/algos/reward_scaler.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
@@ -28,7 +28,7 @@ namespace concord::algos {
 //   ... the algorithm's own targets and loss ...
 //   step(loss, max_grad_norm)                         gradient_step.h, around the sync strategy
 //   finish_update(b.observations)                     count; observation statistics move last
-class ActorCriticLearner : public Learner {
+class ActorCriticLearner : public OnPolicyLearner {
  public:
   nn::ActorCritic model() override { return model_; }
   nn::FlatParameters& flat_parameters() override { return parameters_; }

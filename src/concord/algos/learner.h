@@ -4,9 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "concord/algos/rollout.h"
+#include <torch/nn/module.h>
+
+#include "concord/algos/actor.h"
 #include "concord/core/checkpoint.h"
-#include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/sync/sync_strategy.h"
 
@@ -14,34 +15,31 @@ namespace concord::algos {
 
 using Metrics = std::map<std::string, double>;
 
-// The Learner fragment: owns the parameters and the optimiser and turns Experience into an
-// update. It knows nothing of threads, processes or how the Experience was gathered.
+// The Learner fragment: owns the parameters and the optimiser and turns Experience into
+// updates. It knows nothing of threads, processes or how the Experience was gathered.
 //
-//   policy loop:  rollout = collect(actor, envs);  metrics = learner.update(rollout, progress);
+// What every algorithm provides, whatever Experience it learns from. The two families add how
+// they take it:
+//   OnPolicyLearner (on_policy_learner.h): a Rollout of T steps of every env, one update each;
+//   OffPolicyLearner (off_policy_learner.h): transitions into its replay, updates on a schedule.
+// A policy asks for the family it can drive (PolicyContext), and the policy registry refuses, in
+// one line, an algorithm of a family the policy does not run.
 //
-// `progress` is the fraction of training done, in [0, 1], for schedules such as learning-rate
-// annealing. Not thread-safe: one caller at a time.
+// Not thread-safe: one caller at a time, except actor(), whose act() may run beside update()
+// only where the policy says so.
 class Learner {
  public:
   virtual ~Learner() = default;
 
-  virtual Metrics update(const Rollout& rollout, double progress) = 0;
-  // The network the Actor fragment reads for inference (shared in one process).
-  virtual nn::ActorCritic model() = 0;
-  // Steps of one environment per update (T of the Rollout it expects).
-  virtual int64_t rollout_length() const = 0;
-  // The model's parameters as one flat buffer (and their flat gradient), for policies that copy,
-  // publish or share them as a whole.
+  // The Actor fragment acting with this learner's current parameters (shared storage).
+  virtual Actor& actor() = 0;
+  // The network the actor runs, for what policies do to a model as a whole (broadcast its
+  // buffers, copy it to another device).
+  virtual torch::nn::Module& network() = 0;
+  // The parameters that learn, as one flat buffer (and their flat gradient), for policies that
+  // copy, publish or share them as a whole. Target networks and other derived copies are not in
+  // it: they follow these parameters by the algorithm's own rule.
   virtual nn::FlatParameters& flat_parameters() = 0;
-  // Optimiser steps one update() takes (PPO: epochs x minibatches), or 0 when it varies from
-  // update to update (PPO's early stop on target_kl). Policies that apply each update lock-free
-  // to shared parameters (hogwild) need exactly 1; replicas in lockstep (multi_learner) need a
-  // fixed number.
-  virtual int64_t gradient_steps_per_update() const = 0;
-  // Whether update() corrects for rollouts acted by older parameters than its own (PPO's
-  // importance ratio against the behaviour log-probabilities; A2C only with V-trace). Policies
-  // that overlap acting with learning, and so always lag, refuse a learner without it.
-  virtual bool corrects_policy_lag() const { return false; }
 
   // How this learner's replica agrees with replicas on other ranks (sync/sync_strategy.h): the
   // learner calls its hooks around every optimiser step (see gradient_step.h) and nothing else.
@@ -52,12 +50,6 @@ class Learner {
     sync_strategy_ = std::move(strategy);
   }
   sync::SyncStrategy& sync_strategy() { return *sync_strategy_; }
-
-  // A learner with the same config whose parameters and optimiser statistics are this one's
-  // (shared storage) but whose gradient buffer is its own: its update() changes this learner's
-  // parameters in place, without locks (Hogwild!, A3C's shared RMSProp). Call before training
-  // starts. Throws std::logic_error if the learner cannot share its optimiser state.
-  virtual std::unique_ptr<Learner> make_shared_replica() = 0;
 
   // Parameters, optimiser state and counters into / out of a checkpoint.
   virtual void save(core::Checkpoint& checkpoint) const = 0;

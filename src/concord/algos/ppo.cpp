@@ -132,7 +132,7 @@ Ppo::Ppo(PpoConfig config, torch::Device device)
 
 Ppo::Ppo(Ppo& primary) : ActorCriticLearner(primary), config_(primary.config_) {}
 
-std::unique_ptr<Learner> Ppo::make_shared_replica() { return std::unique_ptr<Learner>(new Ppo(*this)); }
+std::unique_ptr<OnPolicyLearner> Ppo::make_shared_replica() { return std::unique_ptr<OnPolicyLearner>(new Ppo(*this)); }
 
 Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();

@@ -111,7 +111,7 @@ class Ppo : public ActorCriticLearner {
   }
   // The clipped ratio pi / pi_behaviour is computed against the rollout's own log-probabilities.
   bool corrects_policy_lag() const override { return true; }
-  std::unique_ptr<Learner> make_shared_replica() override;
+  std::unique_ptr<OnPolicyLearner> make_shared_replica() override;
 
   const PpoConfig& config() const { return config_; }
 

@@ -11,15 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "concord/algos/experience.h"
 #include "concord/core/rng.h"
 
 namespace concord::algos {
 
 class SumTree;
-
-// Named tensors: a batch of transitions going in, the fields of a sample coming out, a
-// buffer's saved state (the tensors of a core::Checkpoint have the same type).
-using TensorMap = std::map<std::string, at::Tensor>;
 
 // One field of a transition as the algorithm declares it: the shape of one transition's entry
 // ({} for a scalar) and its dtype. The buffer stores exactly this dtype, so uint8 image

@@ -48,7 +48,7 @@ EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_di
   const TrainedAgent agent = restore_trained_agent(trained);
   envs::VectorEnvConfig env_config = vector_env_config(config);
   env_config.seed = report.seed;
-  report.returns = policies::evaluate_episodes(agent.learner->model(), env_config, report.episodes, stochastic);
+  report.returns = policies::evaluate_episodes(*agent.learner, env_config, report.episodes, stochastic);
   report.summary = policies::summarize_returns(report.returns);
   return report;
 }

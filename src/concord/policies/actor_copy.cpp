@@ -8,7 +8,7 @@
 
 namespace concord::policies {
 
-ActorCopy::ActorCopy(algos::Learner& learner)
+ActorCopy::ActorCopy(algos::OnPolicyLearner& learner)
     : model_(std::dynamic_pointer_cast<nn::ActorCriticImpl>(learner.model()->clone())), parameters_(*model_) {
   if (parameters_.numel() != learner.flat_parameters().numel()) {
     throw std::logic_error("actor copy: the clone has " + std::to_string(parameters_.numel()) +
@@ -26,7 +26,7 @@ void ActorCopy::assign(const torch::Tensor& values, nn::ActorCritic& source, int
   version_.store(version);
 }
 
-void ActorCopy::publish(algos::Learner& learner, int64_t version) {
+void ActorCopy::publish(algos::OnPolicyLearner& learner, int64_t version) {
   std::unique_lock<std::shared_mutex> writing(mutex_);
   nn::ActorCritic source = learner.model();
   assign(learner.flat_parameters().values(), source, version);

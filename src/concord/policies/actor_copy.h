@@ -5,7 +5,7 @@
 #include <shared_mutex>
 #include <utility>
 
-#include "concord/algos/learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -24,10 +24,10 @@ namespace concord::policies {
 class ActorCopy {
  public:
   // Clones the learner's network. Throws std::logic_error if the clone's flat size differs.
-  explicit ActorCopy(algos::Learner& learner);
+  explicit ActorCopy(algos::OnPolicyLearner& learner);
 
   // Copies the learner's parameters and buffers into the copy, and records them as `version`.
-  void publish(algos::Learner& learner, int64_t version);
+  void publish(algos::OnPolicyLearner& learner, int64_t version);
 
   // Copies this copy's parameters, buffers and version into `target`: for a thread that acts
   // for long stretches with a private network, so that it never holds up a publish.

@@ -97,7 +97,7 @@ const core::ConfigFields<ActorProcessesConfig>& ActorProcessesConfig::fields() {
 }
 
 ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
-                                           algos::Learner& learner, torch::Device device,
+                                           algos::OnPolicyLearner& learner, torch::Device device,
                                            comm::Communicator& communicator, explore::Bonus* bonus)
     : config_(core::validated(config)),
       env_config_(env_config),
@@ -321,7 +321,7 @@ void ActorProcessesPolicy::act() {
 }
 
 std::unique_ptr<Policy> make_actor_processes_policy(const PolicyContext& context, const ActorProcessesConfig& config) {
-  return std::make_unique<ActorProcessesPolicy>(config, context.env_config, context.learner, context.device,
+  return std::make_unique<ActorProcessesPolicy>(config, context.env_config, context.on_policy_learner(), context.device,
                                                 *context.communicator, context.bonus);
 }
 

@@ -54,7 +54,7 @@ class ActorProcessesPolicy : public Policy {
   // `bonus` (may be null) is applied by the learner to every received rollout: one count table
   // for all actors, exactly.
   ActorProcessesPolicy(const ActorProcessesConfig& config, const envs::VectorEnvConfig& env_config,
-                       algos::Learner& learner, torch::Device device, comm::Communicator& communicator,
+                       algos::OnPolicyLearner& learner, torch::Device device, comm::Communicator& communicator,
                        explore::Bonus* bonus = nullptr);
   ~ActorProcessesPolicy() override;
 
@@ -71,7 +71,7 @@ class ActorProcessesPolicy : public Policy {
 
   ActorProcessesConfig config_;
   envs::VectorEnvConfig env_config_;  // one actor's share
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   comm::Communicator& communicator_;
   explore::Bonus* bonus_;

@@ -60,7 +60,7 @@ const core::ConfigFields<AsyncLearnerConfig>& AsyncLearnerConfig::fields() {
 }
 
 AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
-                                       algos::Learner& learner, torch::Device device, uint64_t seed,
+                                       algos::OnPolicyLearner& learner, torch::Device device, uint64_t seed,
                                        explore::Bonus* bonus)
     : config_(core::validated(config)),
       env_(std::move(env)),
@@ -214,14 +214,15 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
 }
 
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {
-  if (config.max_policy_lag > 0 && !context.learner.corrects_policy_lag()) {
+  if (config.max_policy_lag > 0 && !context.on_policy_learner().corrects_policy_lag()) {
     throw std::invalid_argument(
         "policy 'async_learner' acts with parameters up to max_policy_lag = " + std::to_string(config.max_policy_lag) +
         " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; or set "
         "policy.async_learner.max_policy_lag = 0)");
   }
   return std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
-                                              context.learner, context.device, context.env_config.seed, context.bonus);
+                                              context.on_policy_learner(), context.device, context.env_config.seed,
+                                              context.bonus);
 }
 
 }  // namespace concord::policies

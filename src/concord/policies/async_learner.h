@@ -5,7 +5,7 @@
 
 #include <torch/types.h>
 
-#include "concord/algos/learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
@@ -55,7 +55,7 @@ class AsyncLearnerPolicy : public Policy {
  public:
   // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0) or the config
   // is invalid.
-  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner,
+  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::OnPolicyLearner& learner,
                      torch::Device device, uint64_t seed, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
@@ -64,7 +64,7 @@ class AsyncLearnerPolicy : public Policy {
  private:
   AsyncLearnerConfig config_;
   std::unique_ptr<envs::VectorEnv> env_;
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   uint64_t seed_;
   explore::Bonus* bonus_;  // may be null

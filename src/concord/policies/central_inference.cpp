@@ -138,7 +138,7 @@ int64_t segments_in_flight(const CentralInferenceConfig& config) {
 class Run {
  public:
   Run(const CentralInferenceConfig& config, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
-      algos::Learner& learner, torch::Device device, explore::Bonus* bonus, uint64_t seed, TrainingState& state,
+      algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus, uint64_t seed, TrainingState& state,
       int64_t total_steps, int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks)
       : config_(config),
         envs_(envs),
@@ -505,7 +505,7 @@ class Run {
 
   const CentralInferenceConfig& config_;
   std::vector<std::unique_ptr<envs::VectorEnv>>& envs_;
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null
   uint64_t seed_;
@@ -544,7 +544,7 @@ class Run {
 }  // namespace
 
 CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
-                                               const envs::VectorEnvConfig& env_config, algos::Learner& learner,
+                                               const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
                                                torch::Device device, explore::Bonus* bonus)
     : config_(core::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
   if (env_config.batch_size != 0 || env_config.num_threads != 1) {
@@ -574,8 +574,8 @@ void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, in
 
 std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
                                                       const CentralInferenceConfig& config) {
-  return std::make_unique<CentralInferencePolicy>(config, context.env_config, context.learner, context.device,
-                                                  context.bonus);
+  return std::make_unique<CentralInferencePolicy>(config, context.env_config, context.on_policy_learner(),
+                                                  context.device, context.bonus);
 }
 
 }  // namespace concord::policies

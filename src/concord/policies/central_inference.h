@@ -95,7 +95,7 @@ struct CentralInferenceConfig {
 class CentralInferencePolicy : public Policy {
  public:
   CentralInferencePolicy(const CentralInferenceConfig& config, const envs::VectorEnvConfig& env_config,
-                         algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr);
+                         algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
@@ -105,7 +105,7 @@ class CentralInferencePolicy : public Policy {
  private:
   CentralInferenceConfig config_;
   uint64_t seed_;
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every agent
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;

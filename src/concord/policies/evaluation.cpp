@@ -3,16 +3,20 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <torch/torch.h>
 
+#include "concord/algos/actor_critic_actor.h"
 #include "concord/policies/env_actions.h"
 #include "concord/policies/observation_rows.h"
 
 namespace concord::policies {
 
-std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
-                                      bool stochastic, const envs::Registry& registry) {
+namespace {
+
+std::vector<double> evaluate_actor(algos::Actor& actor, torch::Device device, envs::VectorEnvConfig env_config,
+                                   int64_t episodes, bool stochastic, const envs::Registry& registry) {
   if (episodes < 1) {
     throw std::invalid_argument("evaluate_episodes: episodes must be >= 1, got " + std::to_string(episodes));
   }
@@ -20,16 +24,17 @@ std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConf
   env_config.batch_size = 0;
   envs::VectorEnv env(env_config, registry);
   const envs::Space& action_space = env.spec().action_space;
-  const auto device = model->parameters().front().device();
   const EnvActions env_actions(action_space, device);
   std::vector<double> returns(episodes, 0.0);
   std::vector<bool> done(episodes, false);
   int64_t remaining = episodes;
   envs::Batch batch = env.reset();
   torch::NoGradGuard no_grad;
+  algos::ActingContext acting;  // global_step < 0: after training
+  acting.deterministic = !stochastic;
   while (remaining > 0) {
     const auto observations = observation_view(env, batch.observations, episodes).to(device);
-    batch = env_actions.step(env, model->act(observations, /*deterministic=*/!stochastic).action);
+    batch = env_actions.step(env, actor.act(observations, acting).actions);
     for (int64_t row = 0; row < episodes; ++row) {
       if (!done[row] && batch.has_final[row]) {
         returns[row] = batch.episode_returns[row];
@@ -39,6 +44,25 @@ std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConf
     }
   }
   return returns;
+}
+
+torch::Device device_of(torch::nn::Module& module) {
+  const auto parameters = module.parameters();
+  return parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
+}
+
+}  // namespace
+
+std::vector<double> evaluate_episodes(algos::Learner& learner, envs::VectorEnvConfig env_config, int64_t episodes,
+                                      bool stochastic, const envs::Registry& registry) {
+  return evaluate_actor(learner.actor(), device_of(learner.network()), std::move(env_config), episodes, stochastic,
+                        registry);
+}
+
+std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
+                                      bool stochastic, const envs::Registry& registry) {
+  algos::ActorCriticActor actor(model);
+  return evaluate_actor(actor, device_of(*model), std::move(env_config), episodes, stochastic, registry);
 }
 
 ReturnSummary summarize_returns(const std::vector<double>& returns) {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "concord/algos/learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/algos/rollout.h"
 #include "concord/explore/bonus.h"
 

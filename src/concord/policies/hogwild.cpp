@@ -32,7 +32,7 @@ const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
 }
 
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
-                             algos::Learner& learner, torch::Device device, explore::Bonus* bonus)
+                             algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus)
     : learner_(learner), device_(device), bonus_(bonus), seed_(env_config.seed) {
   config.validate();
   const int workers = config.workers;
@@ -77,7 +77,7 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
     try {
       RolloutCollector collector(*envs_[static_cast<size_t>(w)], replicas_[static_cast<size_t>(w)]->rollout_length(),
                                  device_);
-      algos::Learner& replica = *replicas_[static_cast<size_t>(w)];
+      algos::OnPolicyLearner& replica = *replicas_[static_cast<size_t>(w)];
       nn::ActorCritic model = replica.model();
       const auto on_episode = [&](double episode_return, int64_t episode_length) {
         std::lock_guard<std::mutex> lock(report);
@@ -134,7 +134,8 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
 }
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config) {
-  return std::make_unique<HogwildPolicy>(config, context.env_config, context.learner, context.device, context.bonus);
+  return std::make_unique<HogwildPolicy>(config, context.env_config, context.on_policy_learner(), context.device,
+                                         context.bonus);
 }
 
 }  // namespace concord::policies

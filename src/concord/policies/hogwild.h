@@ -42,19 +42,19 @@ struct HogwildConfig {
 // adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
  public:
-  HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::Learner& learner,
+  HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
                 torch::Device device, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
 
  private:
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
   uint64_t seed_;          // the run's, for the workers' generators
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
-  std::vector<std::unique_ptr<algos::Learner>> replicas_;
+  std::vector<std::unique_ptr<algos::OnPolicyLearner>> replicas_;
 };
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config);

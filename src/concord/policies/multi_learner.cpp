@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/algos/on_policy_learner.h"
 #include "concord/core/config_problems.h"
 #include "concord/sync/sync_registry.h"
 
@@ -34,7 +35,8 @@ MultiLearnerPolicy::MultiLearnerPolicy(const MultiLearnerConfig& config, std::un
       config_(core::validated(config)),
       bonus_(bonus),
       loop_(std::move(env), learner, device, bonus, communicator.world_size()) {
-  if (learner.gradient_steps_per_update() == 0) {
+  const auto* on_policy = dynamic_cast<const algos::OnPolicyLearner*>(&learner);
+  if (on_policy != nullptr && on_policy->gradient_steps_per_update() == 0) {
     throw std::invalid_argument(
         "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
         "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
@@ -69,7 +71,7 @@ void MultiLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
                            const core::EpisodeStats& episodes) {
     {
       torch::NoGradGuard no_grad;
-      for (auto& buffer : learner_.model()->named_buffers()) communicator_.broadcast(buffer.value(), 0);
+      for (auto& buffer : learner_.network().named_buffers()) communicator_.broadcast(buffer.value(), 0);
     }
     if (bonus_ != nullptr && config_.merge_counts_every > 0 && now.updates % config_.merge_counts_every == 0) {
       bonus_->merge_counts(communicator_);

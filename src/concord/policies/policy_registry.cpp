@@ -3,6 +3,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "concord/algos/on_policy_learner.h"
 #include "concord/core/blas.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/registry.h"
@@ -25,23 +26,33 @@ enum class Placement {
   kProcesses,  // ranks in several processes: a communicator
 };
 
+// The algorithm families a policy can drive (algos/learner.h).
+enum class Families {
+  kOnPolicy,  // OnPolicyLearner only: the policy moves Rollouts, or shares or lags parameters
+  kBoth,      // OnPolicyLearner and OffPolicyLearner
+};
+
 // A policy as the registry sees it: its keys under policy.<name>. and its factory, which reads
 // the policy's config struct from them.
 struct PolicyEntry {
   Placement placement;
+  Families families;
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);  // nullptr: no keys
   std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)> make;
 };
 
 // A policy without keys.
-PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement) {
-  return {placement, nullptr, [make](const PolicyContext& context, const std::string&) { return make(context); }};
+PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families) {
+  return {placement, families, nullptr,
+          [make](const PolicyContext& context, const std::string&) { return make(context); }};
 }
 
 // A policy whose keys are the fields of its config struct.
 template <typename Config>
-PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement) {
-  return {placement, core::declare_config<Config>, [make](const PolicyContext& context, const std::string& prefix) {
+PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement,
+                   Families families) {
+  return {placement, families, core::declare_config<Config>,
+          [make](const PolicyContext& context, const std::string& prefix) {
             return make(context, core::read_config<Config>(context.config, prefix));
           }};
 }
@@ -49,13 +60,13 @@ PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const C
 // The registry: one line per policy, naming its factory (in the policy's own file).
 core::Registry<PolicyEntry> make_registry() {
   core::Registry<PolicyEntry> registry("policy");
-  registry.add("single", policy(make_single_policy, Placement::kOneThread));
-  registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread));
-  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads));
-  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads));
-  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads));
-  registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses));
-  registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses));
+  registry.add("single", policy(make_single_policy, Placement::kOneThread, Families::kBoth));
+  registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth));
+  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kOnPolicy));
+  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kOnPolicy));
+  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kOnPolicy));
+  registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
+  registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
   return registry;
 }
 
@@ -81,6 +92,21 @@ void refuse_interpreter_env(const std::string& name, const envs::VectorEnvConfig
                               able);
 }
 
+// Policies that move Rollouts, share parameters lock-free or lag them behind the learner drive
+// only on-policy learners; an off-policy learner (one that learns from replay) is refused here,
+// before the policy's factory runs.
+void refuse_learner_family(const std::string& name, const PolicyEntry& entry, algos::Learner& learner) {
+  if (entry.families == Families::kBoth || dynamic_cast<algos::OnPolicyLearner*>(&learner) != nullptr) return;
+  std::string able;
+  for (const auto& [other, candidate] : policies().entries()) {
+    if (candidate.families == Families::kBoth) able += (able.empty() ? "" : ", ") + other;
+  }
+  throw std::invalid_argument("policy '" + name +
+                              "' runs on-policy algorithms only, and this algorithm learns off-policy from "
+                              "replay; use train.policy " +
+                              able);
+}
+
 }  // namespace
 
 void declare_policy_keys(core::ConfigSchema& schema) {
@@ -95,6 +121,7 @@ bool policy_spans_processes(const std::string& name) { return policies().at(name
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
   const PolicyEntry& entry = policies().at(name);
+  refuse_learner_family(name, entry, context.learner);
   if (entry.placement != Placement::kOneThread) refuse_interpreter_env(name, context.env_config);
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");

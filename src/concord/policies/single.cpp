@@ -1,5 +1,6 @@
 #include "concord/policies/single.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -8,6 +9,7 @@
 #include "concord/core/timer.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 
@@ -17,6 +19,11 @@ SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch:
   if (env_.is_async()) {
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
+  }
+  if (bonus_ != nullptr && dynamic_cast<algos::OnPolicyLearner*>(&learner_) == nullptr) {
+    throw std::invalid_argument(
+        "explore.bonus adds to the rewards of on-policy rollouts; this algorithm learns off-policy from replay (set "
+        "explore.bonus = \"none\")");
   }
 }
 
@@ -28,8 +35,19 @@ SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner&
 
 void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                          const TrainingCallbacks& callbacks) {
-  RolloutCollector collector(env_, learner_.rollout_length(), device_);
-  nn::ActorCritic model = learner_.model();
+  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
+    train_off_policy(*off_policy, state, total_steps, checkpoint_interval_steps, callbacks);
+  } else if (auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner_)) {
+    train_on_policy(*on_policy, state, total_steps, checkpoint_interval_steps, callbacks);
+  } else {
+    throw std::logic_error("policy 'single': the learner is neither on- nor off-policy");
+  }
+}
+
+void SinglePolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                                   int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
+  RolloutCollector collector(env_, learner.rollout_length(), device_);
+  nn::ActorCritic model = learner.model();
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
     episodes_.add(episode_return, episode_length);
     if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
@@ -54,12 +72,71 @@ void SinglePolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
     // --- Learn from it ---
     core::Stopwatch update_clock;
     const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-    algos::Metrics metrics = learner_.update(rollout, progress);
+    algos::Metrics metrics = learner.update(rollout, progress);
     ++state.updates;
     update_seconds += update_clock.elapsed_seconds();
     check_finite(metrics, state);
 
     metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
+    metrics["charts/SPS"] =
+        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
+    metrics["time/rollout_seconds"] = rollout_seconds;
+    metrics["time/update_seconds"] = update_seconds;
+    report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);
+  }
+}
+
+void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                                    int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
+  TransitionCollector collector(env_, device_);
+  algos::Actor& actor = learner.actor();
+  const auto on_episode = [&](double episode_return, int64_t episode_length) {
+    episodes_.add(episode_return, episode_length);
+    if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+  };
+  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
+  const int64_t steps_per_iteration = collector.num_envs() * ranks_in_lockstep_;
+  const int64_t learning_starts = learner.learning_starts();
+  const int64_t train_frequency = learner.train_frequency();
+  core::Stopwatch clock;
+  const int64_t steps_at_start = state.global_step;
+  double rollout_seconds = 0.0;
+  double update_seconds = 0.0;
+  // Polled at every update, and every so often before the first: ranks in lockstep poll at the
+  // same steps, and a poll that is a collective is not paid per env step.
+  constexpr int64_t kPollEvery = 256;
+  int64_t iteration = 0;
+
+  while (state.global_step < total_steps) {
+    const bool update_due = state.global_step > learning_starts;
+    if ((update_due || iteration % kPollEvery == 0) && callbacks.should_stop && callbacks.should_stop()) break;
+    ++iteration;
+
+    // --- Act once in every env and remember the transitions ---
+    core::Stopwatch rollout_clock;
+    const algos::ActingContext acting{false, state.global_step, total_steps, 0, 1};
+    learner.observe(collector.step(actor, acting, on_episode));
+    const int64_t previous_step = state.global_step;
+    state.global_step += steps_per_iteration;
+    rollout_seconds += rollout_clock.elapsed_seconds();
+
+    // --- Learn at every multiple of train_frequency passed beyond learning_starts ---
+    const int64_t first_due = std::max(previous_step, learning_starts) / train_frequency + 1;
+    const int64_t last_due = state.global_step / train_frequency;
+    if (last_due < first_due) continue;
+    core::Stopwatch update_clock;
+    const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
+    algos::Metrics metrics;
+    for (int64_t due = first_due; due <= last_due; ++due) {
+      algos::Metrics step_metrics = learner.update(state.global_step, progress);
+      if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
+      ++state.updates;
+      metrics = std::move(step_metrics);
+    }
+    update_seconds += update_clock.elapsed_seconds();
+    if (metrics.empty()) continue;
+    check_finite(metrics, state);
+
     metrics["charts/SPS"] =
         static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;

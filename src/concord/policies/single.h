@@ -8,6 +8,8 @@
 
 #include <torch/types.h>
 
+#include "concord/algos/off_policy_learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
@@ -16,26 +18,37 @@
 namespace concord::policies {
 
 // The `single` distribution policy: one thread steps a synchronous VectorEnv, the learner's
-// network acts as the Actor fragment, and every rollout_length() steps the Rollout goes to
-// learner.update(). It is the reference behaviour that other policies must match.
+// Actor acts in-line for every env at once, and the learner learns in the same thread. It is the
+// reference behaviour that other policies must match. It drives both algorithm families
+// (algos/learner.h):
 //
+// On-policy (OnPolicyLearner), every rollout_length() steps:
 //   repeat: for t < T: a_t ~ pi(o_t); o_{t+1}, r_t, term_t, trunc_t = envs.step(a_t)
 //           truncation_values_t = V(final o) where truncated;  bootstrap = V(o_T)
 //           metrics = learner.update(rollout, progress = global_step / total_steps)
 //
+// Off-policy (OffPolicyLearner), every env step (see off_policy_learner.h):
+//   repeat: transition = one step of every env (transition_collector.h); learner.observe(it)
+//           global_step += B;  for every multiple of train_frequency() passed beyond
+//           learning_starts(): metrics = learner.update(global_step, progress)
+//   The updates fall on the same env steps as CleanRL's `global_step > learning_starts and
+//   global_step % train_frequency == 0` with one env, and keep that ratio with B envs; they
+//   depend on global_step alone, so a resumed run updates where the uninterrupted one would.
+//
 // Continuous actions are clipped to the action space's bounds at the environment boundary
-// (what Gymnasium's ClipAction wrapper does); the rollout stores the unclipped sample. All
+// (what Gymnasium's ClipAction wrapper does); the experience stores the unclipped action. All
 // tensors live on `device`. Besides the learner's metrics, every update reports charts/SPS and
 // time/rollout_seconds, time/update_seconds (wall time spent collecting and learning since the
 // loop started), so a benchmark can tell which side bounds throughput. With an exploration
-// `bonus`, each rollout's rewards get it added before the update (see exploration_bonus.h).
-// Not thread-safe.
+// `bonus` (on-policy only), each rollout's rewards get it added before the update (see
+// exploration_bonus.h). Not thread-safe.
 //
 // `ranks_in_lockstep` > 1 is for replicas of this loop on other ranks (multi_learner), each with
 // as many envs: global_step then counts every rank's env steps, so total_timesteps, checkpoint
 // intervals and progress mean the same whatever the number of ranks.
 class SinglePolicy : public Policy {
  public:
+  // Throws std::invalid_argument for an asynchronous env, or a bonus with an off-policy learner.
   SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr,
                int ranks_in_lockstep = 1);
   // The same, owning its environments.
@@ -48,6 +61,11 @@ class SinglePolicy : public Policy {
              const TrainingCallbacks& callbacks) override;
 
  private:
+  void train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                       int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
+  void train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                        int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
+
   std::unique_ptr<envs::VectorEnv> owned_env_;
   envs::VectorEnv& env_;
   algos::Learner& learner_;

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+
+#include <torch/types.h>
+
+#include "concord/algos/experience.h"
+
+namespace concord::algos {
+
+// Who is acting and when: what an Actor may need beyond the observations to choose actions
+// (an exploration schedule over training, a per-actor exploration rate as in Ape-X). Policies
+// fill it in; they never interpret it.
+struct ActingContext {
+  // The mode of the policy (argmax Q, the Gaussian's mean): evaluation without exploration.
+  bool deterministic = false;
+  // Environment steps taken so far (summed over every env and rank) and the run's total, for
+  // schedules such as epsilon decay. global_step < 0 means "after training": schedules take
+  // their final value (stochastic evaluation).
+  int64_t global_step = -1;
+  int64_t total_steps = 0;
+  // This actor's index among num_actors actors that explore differently (Ape-X's per-actor
+  // epsilon); 0 of 1 for policies whose actors all explore alike.
+  int actor_index = 0;
+  int num_actors = 1;
+};
+
+// What an Actor returns for observations [B, ...]: the actions (int64 [B] for discrete action
+// spaces, float [B, d] for continuous ones, unclipped) and the named extras the algorithm's
+// learner wants stored beside them (an actor-critic's "log_probs" and "values"), each [B].
+struct ActorOutput {
+  torch::Tensor actions;
+  TensorMap extras;
+};
+
+// The Actor fragment: pure inference, action selection for a batch of observations. Each
+// algorithm provides one (a categorical or Gaussian actor-critic, an epsilon-greedy Q-network,
+// SAC's tanh-Gaussian); policies call it and know nothing of what is inside. Observations come
+// in the env's dtype on any device; results live on the network's device. The caller chooses
+// grad mode (policies act under c10::InferenceMode). Concurrent calls are safe while nothing
+// modifies the parameters; randomness comes from LibTorch's generator of the calling thread's
+// context.
+class Actor {
+ public:
+  virtual ~Actor() = default;
+  virtual ActorOutput act(const torch::Tensor& observations, const ActingContext& context) = 0;
+};
+
+}  // namespace concord::algos
