@@ -40,7 +40,11 @@ core::ConfigSchema concord_schema() {
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
   schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");
 
-  schema.declare("train.algo", std::string("ppo"), "Algorithm: ppo or a2c");
+  std::string algorithms;
+  for (const std::string& name : algos::algorithm_names()) algorithms += (algorithms.empty() ? "" : ", ") + name;
+  schema.declare("train.algo", std::string("ppo"),
+                 "Algorithm: " + algorithms + " (dqn and sac learn off-policy: policies single, sync_vector, "
+                 "multi_learner)");
   schema.declare("train.policy", std::string("single"),
                  "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
                  "async_learner (collect while learning), "

@@ -1,0 +1,539 @@
+#include "concord/algos/dqn.h"
+
+#include <ATen/core/Reduction.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/mse_loss.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/smooth_l1_loss.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/where.h>
+#include <c10/core/GradMode.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/rmsprop.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "concord/algos/gradient_step.h"
+#include "concord/algos/tensor_checks.h"
+#include "concord/core/config_problems.h"
+#include "concord/core/optimizer_bytes.h"
+#include "concord/core/torch_thread.h"
+
+namespace concord::algos {
+namespace {
+
+constexpr const char* kAlgorithm = "dqn";
+constexpr const char* kModelPrefix = "model/";
+constexpr const char* kTargetPrefix = "target/";
+constexpr const char* kReplayPrefix = "replay/";
+constexpr const char* kOptimizerTensor = "optimizer";
+
+// The one-line refusal of a continuous action space, then the config's own checks.
+DqnConfig checked(DqnConfig config) {
+  if (config.network.action_kind != nn::ActionKind::kDiscrete) {
+    throw std::invalid_argument("dqn: needs a discrete action space (Discrete(n)), got continuous actions of " +
+                                std::to_string(config.network.action_dim) + " dimension(s)");
+  }
+  config.validate();
+  return config;
+}
+
+nn::QNetworkConfig q_network_config(const DqnConfig& config) { return {config.network, config.dueling}; }
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const DqnConfig& config, const nn::FlatParameters& parameters) {
+  const std::vector<at::Tensor> values{parameters.values()};
+  if (config.optimizer == "rmsprop") {
+    return std::make_unique<torch::optim::RMSprop>(values, torch::optim::RMSpropOptions(config.learning_rate)
+                                                               .alpha(config.rmsprop_alpha)
+                                                               .eps(config.rmsprop_eps)
+                                                               .centered(config.rmsprop_centered)
+                                                               .momentum(config.rmsprop_momentum));
+  }
+  return std::make_unique<torch::optim::Adam>(values,
+                                              torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+}
+
+ReplayBufferConfig replay_config(const DqnConfig& config, at::ScalarType observation_dtype) {
+  const std::vector<int64_t>& shape = config.network.obs_shape;
+  ReplayBufferConfig replay;
+  replay.capacity = config.buffer_size;
+  replay.prioritized = config.prioritized;
+  replay.alpha = config.priority_alpha;
+  replay.fields = {
+      {dqn_replay::kObservation, {shape, observation_dtype}},
+      {dqn_replay::kAction, {{}, at::kLong}},
+      {dqn_replay::kReturn, {{}, at::kFloat}},
+      {dqn_replay::kDiscount, {{}, at::kFloat}},
+      {dqn_replay::kBootstrapObservation, {shape, observation_dtype}},
+  };
+  return replay;
+}
+
+// The replay sampler's seed, drawn from LibTorch's generator so that torch::manual_seed fixes it.
+uint64_t seed_from_torch() {
+  const at::Tensor draw =
+      at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong);
+  return static_cast<uint64_t>(draw.item<int64_t>());
+}
+
+// ---- checkpoints ----
+
+[[noreturn]] void corrupt(const std::string& problem) {
+  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+void save_parameters(core::Checkpoint& checkpoint, const std::string& prefix, const torch::nn::Module& module) {
+  for (const auto& parameter : module.named_parameters()) {
+    checkpoint.tensors[prefix + parameter.key()] = parameter.value().detach().clone();
+  }
+}
+
+// Every parameter of `module` under `prefix` with its shape, and nothing else under `prefix`.
+void check_parameters(const core::Checkpoint& checkpoint, const std::string& prefix, const torch::nn::Module& module) {
+  const auto parameters = module.named_parameters();
+  for (const auto& parameter : parameters) {
+    const std::string name = prefix + parameter.key();
+    const auto found = checkpoint.tensors.find(name);
+    if (found == checkpoint.tensors.end()) {
+      throw core::CheckpointError(
+          core::CheckpointError::Kind::kTensorMissing, "",
+          "tensor \"" + name + "\" is missing" +
+              (parameter.key().find("head") != std::string::npos ? " (saved with another algo.dqn.dueling?)" : ""));
+    }
+    if (found->second.sizes() != parameter.value().sizes()) {
+      std::ostringstream out;
+      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", the network's is "
+          << parameter.value().sizes();
+      corrupt(out.str());
+    }
+  }
+  for (const auto& [name, tensor] : checkpoint.tensors) {
+    if (starts_with(name, prefix) && !parameters.contains(name.substr(prefix.size()))) {
+      corrupt("tensor \"" + name + "\" is not a parameter of this network");
+    }
+  }
+}
+
+void load_parameters(const core::Checkpoint& checkpoint, const std::string& prefix, torch::nn::Module& module) {
+  c10::NoGradGuard no_grad;
+  for (auto& parameter : module.named_parameters()) {
+    parameter.value().copy_(checkpoint.tensors.at(prefix + parameter.key()));
+  }
+}
+
+int64_t metadata_integer(const nlohmann::json& metadata, const char* key) {
+  if (!metadata.contains(key) || !metadata[key].is_number_integer()) {
+    corrupt(std::string("metadata \"") + key + "\" is missing or not an integer");
+  }
+  return metadata[key].get<int64_t>();
+}
+
+}  // namespace
+
+// ---- config ----
+
+const core::ConfigFields<DqnConfig>& DqnConfig::fields() {
+  static const core::ConfigFields<DqnConfig> kFields = {
+      {"learning_rate", &DqnConfig::learning_rate, "Optimiser step size"},
+      {"buffer_size", &DqnConfig::buffer_size, "Replay capacity in transitions"},
+      {"gamma", &DqnConfig::gamma, "Discount factor"},
+      {"tau", &DqnConfig::tau, "Target update rate: target = tau * online + (1 - tau) * target (1 = copy)"},
+      {"target_network_frequency", &DqnConfig::target_network_frequency,
+       "Environment steps (over all envs) between target-network updates"},
+      {"batch_size", &DqnConfig::batch_size, "Transitions per gradient step"},
+      {"start_e", &DqnConfig::start_e, "Epsilon at the start of its decay"},
+      {"end_e", &DqnConfig::end_e, "Epsilon after its decay, and when acting after training"},
+      {"exploration_fraction", &DqnConfig::exploration_fraction,
+       "Epsilon decay length as a fraction of the total steps (when exploration_steps = 0)"},
+      {"exploration_steps", &DqnConfig::exploration_steps,
+       "Epsilon decay length in environment steps; 0 = exploration_fraction of the total"},
+      {"decay_after_learning_starts", &DqnConfig::decay_after_learning_starts,
+       "MinAtar's schedule: uniformly random actions until learning_starts, the decay from there (false: "
+       "CleanRL's, decaying from step 0)"},
+      {"learning_starts", &DqnConfig::learning_starts, "Environment steps before the first update"},
+      {"train_frequency", &DqnConfig::train_frequency, "Environment steps (over all envs) between updates"},
+      {"gradient_steps", &DqnConfig::gradient_steps, "Gradient steps per update"},
+      {"optimizer", &DqnConfig::optimizer, "adam or rmsprop"},
+      {"adam_eps", &DqnConfig::adam_eps, "Adam epsilon"},
+      {"rmsprop_alpha", &DqnConfig::rmsprop_alpha, "RMSprop smoothing constant of the squared gradients"},
+      {"rmsprop_eps", &DqnConfig::rmsprop_eps, "RMSprop epsilon"},
+      {"rmsprop_centered", &DqnConfig::rmsprop_centered, "Centered RMSprop (normalise by the gradient's variance)"},
+      {"rmsprop_momentum", &DqnConfig::rmsprop_momentum, "RMSprop momentum"},
+      {"loss", &DqnConfig::loss, "TD loss: mse (CleanRL) or huber (smooth L1, MinAtar)"},
+      {"max_grad_norm", &DqnConfig::max_grad_norm, "Gradient-norm clipping threshold; 0 = no clipping"},
+      {"double_dqn", &DqnConfig::double_dqn,
+       "Double DQN: the online network picks the next action, the target network evaluates it"},
+      {"dueling", &DqnConfig::dueling, "Dueling network: Q = V + A - mean(A)"},
+      {"n_step", &DqnConfig::n_step, "n of the n-step return (stops at episode ends)"},
+      {"prioritized", &DqnConfig::prioritized, "Proportional prioritised replay"},
+      {"priority_alpha", &DqnConfig::priority_alpha, "Prioritised replay: priority exponent alpha"},
+      {"priority_beta0", &DqnConfig::priority_beta0,
+       "Prioritised replay: importance exponent beta at the start, annealed linearly to 1 over training"},
+      {"priority_eps", &DqnConfig::priority_eps, "Prioritised replay: priority = |TD error| + priority_eps"},
+      {"apex_epsilon", &DqnConfig::apex_epsilon,
+       "Ape-X per-actor epsilon base: actor i of A acts with apex_epsilon^(1 + apex_alpha i / (A - 1))"},
+      {"apex_alpha", &DqnConfig::apex_alpha, "Ape-X per-actor epsilon exponent"},
+      {"checkpoint_replay", &DqnConfig::checkpoint_replay,
+       "Save the replay in checkpoints and restore it on resume (false: a resumed run refills an empty replay)"},
+  };
+  return kFields;
+}
+
+void DqnConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(learning_rate > 0.0, "learning_rate", learning_rate, "> 0");
+  problems.check(buffer_size >= 1, "buffer_size", buffer_size, ">= 1");
+  problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
+  problems.check(tau > 0.0 && tau <= 1.0, "tau", tau, "in (0, 1]");
+  problems.check(target_network_frequency >= 1, "target_network_frequency", target_network_frequency, ">= 1");
+  problems.check(batch_size >= 1 && batch_size <= buffer_size, "batch_size", batch_size, ">= 1 and <= buffer_size");
+  problems.check(start_e >= 0.0 && start_e <= 1.0, "start_e", start_e, "in [0, 1]");
+  problems.check(end_e >= 0.0 && end_e <= start_e, "end_e", end_e, "in [0, start_e]");
+  problems.check(exploration_fraction >= 0.0 && exploration_fraction <= 1.0, "exploration_fraction",
+                 exploration_fraction, "in [0, 1]");
+  problems.check(exploration_steps >= 0, "exploration_steps", exploration_steps, ">= 0 (0 = exploration_fraction)");
+  problems.check(learning_starts >= 0, "learning_starts", learning_starts, ">= 0");
+  problems.check(train_frequency >= 1, "train_frequency", train_frequency, ">= 1");
+  problems.check(gradient_steps >= 1, "gradient_steps", gradient_steps, ">= 1");
+  problems.check(optimizer == "adam" || optimizer == "rmsprop", "optimizer", "\"" + optimizer + "\"",
+                 "\"adam\" or \"rmsprop\"");
+  problems.check(adam_eps > 0.0, "adam_eps", adam_eps, "> 0");
+  problems.check(rmsprop_alpha >= 0.0 && rmsprop_alpha < 1.0, "rmsprop_alpha", rmsprop_alpha, "in [0, 1)");
+  problems.check(rmsprop_eps > 0.0, "rmsprop_eps", rmsprop_eps, "> 0");
+  problems.check(rmsprop_momentum >= 0.0, "rmsprop_momentum", rmsprop_momentum, ">= 0");
+  problems.check(loss == "mse" || loss == "huber", "loss", "\"" + loss + "\"", "\"mse\" or \"huber\"");
+  problems.check(max_grad_norm >= 0.0, "max_grad_norm", max_grad_norm, ">= 0 (0 = no clipping)");
+  problems.check(n_step >= 1, "n_step", n_step, ">= 1");
+  problems.check(priority_alpha >= 0.0 && std::isfinite(priority_alpha), "priority_alpha", priority_alpha,
+                 "finite and >= 0");
+  problems.check(priority_beta0 >= 0.0 && priority_beta0 <= 1.0, "priority_beta0", priority_beta0, "in [0, 1]");
+  problems.check(priority_eps > 0.0, "priority_eps", priority_eps, "> 0");
+  problems.check(apex_epsilon >= 0.0 && apex_epsilon <= 1.0, "apex_epsilon", apex_epsilon, "in [0, 1]");
+  problems.check(apex_alpha >= 0.0, "apex_alpha", apex_alpha, ">= 0");
+  problems.throw_if_any("algo.dqn config");
+}
+
+// ---- acting: epsilon-greedy ----
+
+double dqn_epsilon(const DqnConfig& config, const ActingContext& context) {
+  if (context.deterministic) return 0.0;
+  if (context.global_step < 0) return config.end_e;
+  if (context.num_actors > 1) {
+    // Ape-X (Horgan et al., 2018): a fixed epsilon per actor, from apex_epsilon (actor 0) down to
+    // apex_epsilon^(1 + apex_alpha) (the last).
+    const double i = context.actor_index;
+    const double actors = context.num_actors;
+    return std::pow(config.apex_epsilon, 1.0 + config.apex_alpha * i / (actors - 1.0));
+  }
+  const double duration = config.exploration_steps > 0
+                              ? static_cast<double>(config.exploration_steps)
+                              : config.exploration_fraction * static_cast<double>(context.total_steps);
+  const double t = static_cast<double>(context.global_step);
+  if (config.decay_after_learning_starts) {
+    // MinAtar's dqn.py: a uniformly random policy before learning starts, then epsilon from
+    // start_e down to end_e over `duration` steps.
+    if (context.global_step < config.learning_starts) return 1.0;
+    const double since = t - static_cast<double>(config.learning_starts);
+    if (duration <= 0.0 || since >= duration) return config.end_e;
+    return ((config.end_e - config.start_e) / duration) * since + config.start_e;
+  }
+  // CleanRL's linear_schedule(start_e, end_e, duration, t).
+  if (duration <= 0.0) return config.end_e;
+  const double slope = (config.end_e - config.start_e) / duration;
+  return std::max(slope * t + config.start_e, config.end_e);
+}
+
+EpsilonGreedyActor::EpsilonGreedyActor(nn::QNetwork network, DqnConfig config)
+    : network_(std::move(network)), config_(std::move(config)) {}
+
+ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const ActingContext& context) {
+  const double epsilon = dqn_epsilon(config_, context);
+  const int64_t rows = observations.size(0);
+  const int64_t actions = network_->num_actions();
+  const at::TensorOptions options = network_->parameters().front().options().requires_grad(false);
+  const auto generator = core::thread_generator(options.device());
+  if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}};
+  const at::Tensor greedy = network_->forward(observations).argmax(/*dim=*/1);
+  if (epsilon <= 0.0) return {greedy, {}};
+  const at::Tensor random_actions = at::randint(actions, {rows}, generator, options.dtype(at::kLong));
+  const at::Tensor explore = at::rand({rows}, generator, options.dtype(at::kFloat)) < epsilon;
+  return {at::where(explore, random_actions, greedy), {}};
+}
+
+// ---- the learner ----
+
+Dqn::Dqn(DqnConfig config, torch::Device device)
+    : config_(checked(std::move(config))),
+      device_(device),
+      online_(nn::build_q_network(q_network_config(config_), device)),
+      parameters_(*online_),
+      target_(nn::build_q_network(q_network_config(config_), device)),
+      target_parameters_(*target_),
+      optimizer_(make_optimizer(config_, parameters_)),
+      actor_(online_, config_),
+      rng_(seed_from_torch()),
+      // The target starts as the online network: every multiple of the target period up to
+      // learning_starts (when no update has happened yet) counts as synced.
+      target_sync_step_(config_.learning_starts / config_.target_network_frequency * config_.target_network_frequency) {
+  c10::NoGradGuard no_grad;
+  target_parameters_.values().detach().copy_(parameters_.values().detach());
+}
+
+ReplayBuffer& Dqn::replay_for(at::ScalarType observation_dtype) {
+  if (!replay_) replay_ = std::make_unique<ReplayBuffer>(replay_config(config_, observation_dtype));
+  return *replay_;
+}
+
+void Dqn::observe(const TensorMap& step, int stream) {
+  constexpr const char* kFn = "Dqn::observe";
+  auto field = [&step](const char* name) -> const at::Tensor& {
+    const auto found = step.find(name);
+    if (found == step.end() || !found->second.defined()) {
+      tensor_checks::fail(kFn, std::string("field '") + name + "' is missing");
+    }
+    return found->second;
+  };
+  const at::Tensor& observations = field(transition::kObservations);
+  const at::Tensor& next_observations = field(transition::kNextObservations);
+  if (observations.dim() < 1 || next_observations.sizes() != observations.sizes()) {
+    tensor_checks::fail(kFn, "observations and next_observations must be [B, ...] of one shape, got " +
+                                 tensor_checks::describe(observations) + " and " +
+                                 tensor_checks::describe(next_observations));
+  }
+  const std::vector<int64_t>& shape = config_.network.obs_shape;
+  if (observations.sizes().slice(1) != at::IntArrayRef(shape)) {
+    std::ostringstream expected;
+    expected << at::IntArrayRef(shape);
+    tensor_checks::fail(
+        kFn, "observations must be [B, " + expected.str().substr(1) + ", got " + tensor_checks::describe(observations));
+  }
+  const int64_t rows = observations.size(0);
+  for (const char* name :
+       {transition::kActions, transition::kRewards, transition::kTerminated, transition::kTruncated}) {
+    tensor_checks::check_1d(kFn, name, field(name), rows);
+  }
+  const at::Tensor& actions = field(transition::kActions);
+  if (at::isFloatingType(actions.scalar_type()) || actions.scalar_type() == at::kBool) {
+    tensor_checks::fail(kFn, "actions must be integer action indices, got " + tensor_checks::describe(actions));
+  }
+  if (rows == 0) return;
+
+  c10::NoGradGuard no_grad;
+  // n-step windows keep steps by reference: give them copies nobody else writes to.
+  const bool copy = config_.n_step > 1;
+  const at::Tensor o = observations.detach().to(at::kCPU, /*non_blocking=*/false, copy);
+  const at::Tensor next_o = next_observations.detach().to(at::kCPU, /*non_blocking=*/false, copy);
+  const at::Tensor a = actions.detach().to(at::kCPU, at::kLong, /*non_blocking=*/false, copy);
+  if (a.min().item<int64_t>() < 0 || a.max().item<int64_t>() >= online_->num_actions()) {
+    tensor_checks::fail(kFn, "actions must lie in [0, " + std::to_string(online_->num_actions()) + "), got " +
+                                 std::to_string(a.min().item<int64_t>()) + " to " +
+                                 std::to_string(a.max().item<int64_t>()));
+  }
+  const at::Tensor terminated = tensor_checks::as_bool(field(transition::kTerminated)).to(at::kCPU);
+  const at::Tensor truncated = tensor_checks::as_bool(field(transition::kTruncated)).to(at::kCPU);
+  const at::Tensor rewards = field(transition::kRewards).detach().to(at::kCPU);
+  ReplayBuffer& replay = replay_for(o.scalar_type());
+
+  if (config_.n_step == 1) {
+    // The one-step target: G = r_t, discount = gamma (0 after a termination; a truncation
+    // bootstraps), from next_observations (the final observation where an episode ended). The
+    // numbers an NStepQueue of n = 1 gives, without the per-env queues.
+    replay.add({
+        {dqn_replay::kObservation, o},
+        {dqn_replay::kAction, a},
+        {dqn_replay::kReturn, rewards.to(at::kFloat)},
+        {dqn_replay::kDiscount, at::full({rows}, config_.gamma, at::kFloat).masked_fill_(terminated, 0.0)},
+        {dqn_replay::kBootstrapObservation, next_o},
+    });
+    return;
+  }
+
+  // n-step: each env's window (n_step_returns.h) emits the transitions it completes.
+  std::vector<NStepQueue>& queues = n_step_queues_[stream];
+  if (queues.empty()) queues.assign(static_cast<size_t>(rows), NStepQueue(config_.n_step, config_.gamma));
+  if (static_cast<int64_t>(queues.size()) != rows) {
+    tensor_checks::fail(kFn, "stream " + std::to_string(stream) + " had " + std::to_string(queues.size()) +
+                                 " environments, this step has " + std::to_string(rows));
+  }
+  const at::Tensor r = rewards.to(at::kDouble).contiguous();
+  const at::Tensor term = terminated.contiguous();
+  const at::Tensor trunc = truncated.contiguous();
+  std::vector<at::Tensor> observation_rows, action_rows, bootstrap_rows;
+  std::vector<double> returns, discounts;
+  for (int64_t b = 0; b < rows; ++b) {
+    for (NStepTransition& done : queues[static_cast<size_t>(b)].push(
+             o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<bool>()[b], trunc.data_ptr<bool>()[b], next_o[b])) {
+      observation_rows.push_back(std::move(done.observation));
+      action_rows.push_back(std::move(done.action));
+      returns.push_back(done.reward);
+      discounts.push_back(done.discount);
+      bootstrap_rows.push_back(std::move(done.bootstrap_observation));
+    }
+  }
+  if (returns.empty()) return;
+  replay.add({
+      {dqn_replay::kObservation, at::stack(observation_rows)},
+      {dqn_replay::kAction, at::stack(action_rows)},
+      {dqn_replay::kReturn, at::tensor(returns, at::kDouble).to(at::kFloat)},
+      {dqn_replay::kDiscount, at::tensor(discounts, at::kDouble).to(at::kFloat)},
+      {dqn_replay::kBootstrapObservation, at::stack(bootstrap_rows)},
+  });
+}
+
+at::Tensor Dqn::td_targets(const TensorMap& batch) {
+  c10::NoGradGuard no_grad;
+  const at::Tensor next = batch.at(dqn_replay::kBootstrapObservation).to(device_);
+  const at::Tensor q_next = target_->forward(next);
+  at::Tensor q_next_best;
+  if (config_.double_dqn) {
+    // Double DQN: the online network chooses a*, the target network evaluates it.
+    const at::Tensor best = online_->forward(next).argmax(/*dim=*/1, /*keepdim=*/true);
+    q_next_best = q_next.gather(1, best).squeeze(1);
+  } else {
+    q_next_best = std::get<0>(q_next.max(/*dim=*/1));
+  }
+  return batch.at(dqn_replay::kReturn).to(device_) + batch.at(dqn_replay::kDiscount).to(device_) * q_next_best;
+}
+
+Metrics Dqn::update(int64_t global_step, double progress) {
+  if (global_step < 0) {
+    tensor_checks::fail("Dqn::update", "global_step must be >= 0, got " + std::to_string(global_step));
+  }
+  tensor_checks::check_unit_interval("Dqn::update", "progress", progress);
+  if (!replay_ || replay_->size() < config_.batch_size) return {};
+
+  // Prioritised replay's importance exponent, annealed from beta0 to 1 over training.
+  const double beta = config_.prioritized ? config_.priority_beta0 + (1.0 - config_.priority_beta0) * progress : 1.0;
+  // gradient_step always clips; an infinite threshold leaves the gradient as it is.
+  const double clip = config_.max_grad_norm > 0.0 ? config_.max_grad_norm : std::numeric_limits<double>::infinity();
+  at::Tensor loss;
+  at::Tensor q_taken;
+  for (int64_t g = 0; g < config_.gradient_steps; ++g) {
+    const ReplaySample sample = replay_->sample(config_.batch_size, rng_, beta);
+    const TensorMap batch = to_device(sample.fields, device_);
+
+    // y = G + discount * Q_target(o', a*), no gradient.
+    const at::Tensor y = td_targets(batch);
+    // Q_online(o, a) of the replayed actions.
+    q_taken = online_->forward(batch.at(dqn_replay::kObservation))
+                  .gather(1, batch.at(dqn_replay::kAction).unsqueeze(1))
+                  .squeeze(1);
+    const at::Tensor per_sample = config_.loss == "huber" ? at::smooth_l1_loss(q_taken, y, at::Reduction::None)
+                                                          : at::mse_loss(q_taken, y, at::Reduction::None);
+    // Prioritised replay corrects its sampling with the importance weights.
+    loss = config_.prioritized ? (sample.weights.to(device_) * per_sample).mean() : per_sample.mean();
+    gradient_step(loss, parameters_, *optimizer_, clip, sync_strategy());
+
+    // New priorities: the TD errors the step was taken on.
+    if (config_.prioritized) {
+      const at::Tensor td_errors = (q_taken.detach() - y).abs().to(at::kCPU, at::kDouble);
+      replay_->update_priorities(sample.indices, td_errors + config_.priority_eps);
+    }
+  }
+  ++updates_;
+
+  // The target network follows at every multiple of target_network_frequency steps.
+  const int64_t period = config_.target_network_frequency;
+  const int64_t reached = global_step / period * period;
+  if (reached > target_sync_step_) {
+    c10::NoGradGuard no_grad;
+    const at::Tensor online = parameters_.values().detach();
+    const at::Tensor target = target_parameters_.values().detach();
+    if (config_.tau == 1.0) {
+      target.copy_(online);
+    } else {
+      target.copy_(config_.tau * online + (1.0 - config_.tau) * target);
+    }
+    target_sync_step_ = reached;
+  }
+
+  ActingContext now;
+  now.global_step = global_step;
+  now.total_steps = progress > 0.0 ? std::llround(static_cast<double>(global_step) / progress) : 0;
+  Metrics metrics;
+  metrics["losses/td_loss"] = loss.item<double>();
+  metrics["losses/q_values"] = q_taken.detach().mean().item<double>();
+  metrics["charts/epsilon"] = dqn_epsilon(config_, now);
+  metrics["charts/learning_rate"] = config_.learning_rate;
+  if (config_.prioritized) metrics["charts/beta"] = beta;
+  return metrics;
+}
+
+// ---- checkpoints ----
+
+void Dqn::save(core::Checkpoint& checkpoint) const {
+  save_parameters(checkpoint, kModelPrefix, *online_);
+  save_parameters(checkpoint, kTargetPrefix, *target_);
+  checkpoint.tensors[kOptimizerTensor] = core::optimizer_to_bytes(*optimizer_);
+  if (config_.checkpoint_replay && replay_) {
+    for (const auto& [name, tensor] : replay_->state()) checkpoint.tensors[kReplayPrefix + name] = tensor;
+  }
+  checkpoint.metadata["algorithm"] = kAlgorithm;
+  checkpoint.metadata["updates"] = updates_;
+  checkpoint.metadata["target_sync_step"] = target_sync_step_;
+}
+
+void Dqn::load(const core::Checkpoint& checkpoint) {
+  // Everything is checked (the optimiser state and the replay read into scratch copies) before
+  // anything changes.
+  const nlohmann::json& metadata = checkpoint.metadata;
+  if (!metadata.contains("algorithm") || metadata["algorithm"] != kAlgorithm) {
+    corrupt("metadata \"algorithm\" is " + (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
+            ", expected \"" + kAlgorithm + "\"");
+  }
+  const int64_t updates = metadata_integer(metadata, "updates");
+  const int64_t target_sync_step = metadata_integer(metadata, "target_sync_step");
+  check_parameters(checkpoint, kModelPrefix, *online_);
+  check_parameters(checkpoint, kTargetPrefix, *target_);
+
+  const auto optimizer_state = checkpoint.tensors.find(kOptimizerTensor);
+  if (optimizer_state == checkpoint.tensors.end()) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"optimizer\" is missing");
+  }
+  try {
+    const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, parameters_);
+    core::optimizer_from_bytes(optimizer_state->second, *scratch, device_);
+  } catch (const std::exception& error) {
+    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") + error.what());
+  }
+
+  std::unique_ptr<ReplayBuffer> restored;
+  TensorMap replay_state;
+  for (const auto& [name, tensor] : checkpoint.tensors) {
+    if (starts_with(name, kReplayPrefix)) replay_state[name.substr(std::string(kReplayPrefix).size())] = tensor;
+  }
+  if (config_.checkpoint_replay && !replay_state.empty()) {
+    const auto observations = replay_state.find(std::string("fields/") + dqn_replay::kObservation);
+    if (observations == replay_state.end()) {
+      throw core::CheckpointError(
+          core::CheckpointError::Kind::kTensorMissing, "",
+          std::string("tensor \"") + kReplayPrefix + "fields/" + dqn_replay::kObservation + "\" is missing");
+    }
+    try {
+      restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations->second.scalar_type()));
+      restored->load_state(replay_state);
+    } catch (const std::invalid_argument& error) {
+      corrupt(std::string("the replay (tensors \"") + kReplayPrefix + "...\") does not fit: " + error.what());
+    }
+  }
+
+  load_parameters(checkpoint, kModelPrefix, *online_);
+  load_parameters(checkpoint, kTargetPrefix, *target_);
+  core::optimizer_from_bytes(optimizer_state->second, *optimizer_, device_);
+  updates_ = updates;
+  target_sync_step_ = target_sync_step;
+  replay_ = std::move(restored);
+  n_step_queues_.clear();
+}
+
+}  // namespace concord::algos

@@ -1,0 +1,218 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "concord/algos/actor.h"
+#include "concord/algos/n_step_returns.h"
+#include "concord/algos/off_policy_learner.h"
+#include "concord/algos/replay_buffer.h"
+#include "concord/core/config_fields.h"
+#include "concord/core/rng.h"
+#include "concord/nn/actor_critic.h"
+#include "concord/nn/flat_parameters.h"
+#include "concord/nn/q_network.h"
+
+namespace concord::algos {
+
+// Deep Q-Networks (Mnih et al., 2015) as CleanRL's dqn.py runs it, with switches for the published
+// extensions: Double DQN (van Hasselt et al., 2016), dueling networks (Wang et al., 2016), n-step
+// returns, proportional prioritised replay (Schaul et al., 2016), MinAtar's settings (Young & Tian,
+// 2019: centered RMSprop, Huber loss, random acting until learning starts) and Ape-X's per-actor
+// epsilons (Horgan et al., 2018). The defaults are dqn.py's (CartPole-v1).
+//
+// Steps are environment steps summed over every env (off_policy_learner.h), as global_step is.
+struct DqnConfig {
+  double learning_rate = 2.5e-4;             // optimiser step size (constant)
+  int64_t buffer_size = 10000;               // replay capacity, in transitions
+  double gamma = 0.99;                       // discount factor
+  double tau = 1.0;                          // target update: target = tau * online + (1 - tau) * target
+  int64_t target_network_frequency = 500;    // steps between target updates
+  int64_t batch_size = 128;                  // transitions per gradient step
+  double start_e = 1.0;                      // epsilon at the start of the decay
+  double end_e = 0.05;                       // epsilon after the decay (and when acting after training)
+  double exploration_fraction = 0.5;         // decay length as a fraction of the run's total steps
+  int64_t exploration_steps = 0;             // decay length in steps; 0 = exploration_fraction * total
+  bool decay_after_learning_starts = false;  // MinAtar: uniformly random acting until
+                                             // learning_starts, the decay from there; false =
+                                             // CleanRL's linear_schedule from step 0
+  int64_t learning_starts = 10000;           // steps before the first update
+  int64_t train_frequency = 10;              // steps between updates
+  int64_t gradient_steps = 1;                // gradient steps per update
+  std::string optimizer = "adam";            // "adam" or "rmsprop"
+  double adam_eps = 1e-8;                    // Adam epsilon (PyTorch's default, as dqn.py)
+  double rmsprop_alpha = 0.95;               // RMSprop: squared-gradient smoothing (MinAtar's)
+  double rmsprop_eps = 0.01;                 // RMSprop: epsilon ("min squared gradient", MinAtar's)
+  bool rmsprop_centered = true;              // RMSprop: centered (MinAtar's)
+  double rmsprop_momentum = 0.0;             // RMSprop: heavy-ball momentum
+  std::string loss = "mse";                  // "mse" (dqn.py) or "huber" (smooth L1, MinAtar's dqn.py)
+  double max_grad_norm = 0.0;                // global gradient-norm clipping; 0 = none
+  bool double_dqn = false;                   // the online network picks a*, the target evaluates it
+  bool dueling = false;                      // dueling network: Q = V + A - mean A
+  int64_t n_step = 1;                        // n of the n-step return
+  bool prioritized = false;                  // proportional prioritised replay
+  double priority_alpha = 0.6;               // prioritised: priority exponent
+  double priority_beta0 = 0.4;               // prioritised: importance exponent at progress 0 (-> 1 at 1)
+  double priority_eps = 1e-6;                // prioritised: priority = |td error| + priority_eps
+  double apex_epsilon = 0.4;                 // Ape-X: eps_i = apex_epsilon^(1 + apex_alpha i / (A - 1))
+  double apex_alpha = 7.0;                   // Ape-X: the exponent's spread over the A actors
+  bool checkpoint_replay = false;            // checkpoints hold the replay (and load() restores it)
+  nn::ActorCriticConfig network;             // the torso keys algo.<key>; obs_shape and action_dim come
+                                             // from the env's spaces (dqn.py's MLP: hidden_sizes
+                                             // [120, 84], activation relu)
+
+  // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
+  // validated by QNetwork's constructor).
+  void validate() const;
+  // The keys algo.dqn.<key>, one per field above but `network`.
+  static const core::ConfigFields<DqnConfig>& fields();
+};
+
+// Epsilon of the epsilon-greedy behaviour policy for whoever acts, by the first rule that applies:
+//   context.deterministic            0 (greedy)
+//   context.global_step < 0          end_e (acting after training)
+//   context.num_actors = A > 1       Ape-X: apex_epsilon^(1 + apex_alpha * actor_index / (A - 1))
+//   decay_after_learning_starts      MinAtar: 1 while t < learning_starts, then linear from start_e
+//                                    to end_e over D steps counted from learning_starts, end_e after
+//   otherwise                        CleanRL's linear_schedule: max(start_e + (end_e - start_e) t / D,
+//                                    end_e)
+// with t = context.global_step and D = exploration_steps, or exploration_fraction *
+// context.total_steps when exploration_steps is 0 (D <= 0: end_e at once).
+double dqn_epsilon(const DqnConfig& config, const ActingContext& context);
+
+// The Actor of DQN: per row, with probability epsilon (dqn_epsilon) a uniformly random action,
+// else argmax_a Q(o, a) (the first maximal action on ties). Actions are int64 [B] on the network's
+// device; no extras. At epsilon 1 the network is not run. Random numbers come from LibTorch's
+// generator of the calling thread (core::thread_generator). The network is the learner's (a
+// ModuleHolder), so this acts with its current parameters.
+class EpsilonGreedyActor : public Actor {
+ public:
+  EpsilonGreedyActor(nn::QNetwork network, DqnConfig config);
+  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override;
+
+ private:
+  nn::QNetwork network_;
+  DqnConfig config_;
+};
+
+// The fields of the transitions DQN keeps in its replay, each with leading dimension N.
+namespace dqn_replay {
+inline constexpr const char* kObservation = "observation";  // o_t, the env's dtype and shape
+inline constexpr const char* kAction = "action";            // a_t, int64 []
+inline constexpr const char* kReturn = "return";            // G_t, float [] (n-step, n_step_returns.h)
+inline constexpr const char* kDiscount = "discount";        // gamma^m, or 0 after a termination, float []
+inline constexpr const char* kBootstrapObservation = "bootstrap_observation";  // o_{t+m} (or a final one)
+}  // namespace dqn_replay
+
+// The DQN Learner: an online Q-network (the one that learns, acts and is flat_parameters()), a
+// target network that follows it, the optimiser, the replay and one n-step window per env.
+//
+//   observe(step, stream):
+//     per env: (G_t, discount_t, bootstrap o) of the window that completes (NStepQueue; for n = 1
+//     G = r_t, discount = gamma or 0 after a termination, bootstrap o = next_observations[t]: the
+//     same numbers, without the queues) -> replay
+//
+//   update(global_step, progress):                   (nothing while replay < batch_size)
+//     repeat gradient_steps times:
+//       (o, a, G, discount, o') ~ replay             (prioritised: P(i) ~ p_i^alpha, weights w_i
+//                                                     with beta = beta0 + (1 - beta0) progress)
+//       a* = argmax_a Q_target(o', a)                (Double DQN: argmax_a Q_online(o', a))
+//       y  = G + discount * Q_target(o', a*)         no gradient
+//       loss = mean_i w_i * l(Q_online(o, a)_i - y_i)  l = square (mse) or smooth L1 (huber); w = 1
+//                                                     unless prioritised
+//       gradient_step(loss)                          gradient_step.h: the sync strategy, clipping
+//       p_i = |Q_online(o, a)_i - y_i| + priority_eps  (prioritised; the TD errors before the step)
+//     if global_step reached a multiple k * target_network_frequency not yet synced:
+//       target = tau * online + (1 - tau) * target   (tau = 1: a copy)
+//
+// The target starts as a copy of the online network, and the multiples up to learning_starts count
+// as synced by it, so that (as in dqn.py, which updates the target only once learning has started)
+// the first target update comes at the first multiple after learning_starts; a multiple passed
+// between two updates is caught up at the next one, once.
+//
+// Metrics: losses/td_loss and losses/q_values (the mean Q_online(o, a) of the replayed actions) of
+// the last gradient step, charts/epsilon (dqn_epsilon at global_step, the run's total steps taken as
+// global_step / progress), charts/learning_rate, and charts/beta when prioritised.
+//
+// Observations go into the replay in the env's dtype (uint8 grids stay uint8): the replay is built
+// at the first observe(), which fixes the dtype. It lives on the CPU; sampled batches move to the
+// network's device. Replay sampling draws from a core::Rng seeded from LibTorch's generator at
+// construction (seed it with torch::manual_seed). Not thread-safe, except actor().act() beside
+// update() where the policy allows it (OffPolicyLearner).
+class Dqn : public OffPolicyLearner {
+ public:
+  // Validates the config and builds both networks on `device`, the optimiser over the online
+  // network's flat parameters, and the actor. Throws std::invalid_argument, in one line for a
+  // continuous action space.
+  explicit Dqn(DqnConfig config, torch::Device device = torch::kCPU);
+
+  Actor& actor() override { return actor_; }
+  torch::nn::Module& network() override { return *online_; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+
+  // Throws std::invalid_argument for a missing field, rows that disagree, non-integer or
+  // out-of-range actions, or a batch size that differs from the stream's earlier steps. n-step
+  // windows keep (CPU copies of) up to n - 1 steps per env until they complete.
+  void observe(const TensorMap& step, int stream = 0) override;
+  // Throws std::invalid_argument if global_step < 0 or progress is outside [0, 1].
+  Metrics update(int64_t global_step, double progress) override;
+  int64_t learning_starts() const override { return config_.learning_starts; }
+  int64_t train_frequency() const override { return config_.train_frequency; }
+
+  // Tensors "model/<name>" (online) and "target/<name>", "optimizer" (LibTorch's archive bytes in a
+  // uint8 tensor), with checkpoint_replay the replay's state() as "replay/<name>"; metadata
+  // "algorithm" = "dqn", "updates" and "target_sync_step". The n-step windows are not saved: they
+  // belong to episodes that a resumed run does not continue (its envs start afresh).
+  //
+  // Without checkpoint_replay a resumed run starts with an empty replay: it refills as it acts
+  // (with the resumed epsilon, not the random acting of the first learning_starts steps), and
+  // update() does nothing until one batch is in it.
+  void save(core::Checkpoint& checkpoint) const override;
+  // Restores the networks, the optimiser, the counters and, with checkpoint_replay, the replay if
+  // the checkpoint holds one; otherwise the replay is emptied. The n-step windows are emptied.
+  // Checks everything first: throws core::CheckpointError naming a missing, unexpected or
+  // mis-shaped tensor, another algorithm's checkpoint, an unreadable optimiser state or replay,
+  // leaving the learner unchanged.
+  void load(const core::Checkpoint& checkpoint) override;
+
+  // y = G + discount * Q_target(o', a*) for a batch of replay fields (dqn_replay; any device),
+  // without gradient: [N] on the network's device.
+  at::Tensor td_targets(const TensorMap& batch);
+
+  const DqnConfig& config() const { return config_; }
+  nn::QNetwork online_network() const { return online_; }
+  nn::QNetwork target_network() const { return target_; }
+  const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
+  // nullptr until the first observe() (or a load() that restored a replay).
+  const ReplayBuffer* replay() const { return replay_.get(); }
+  // Updates that changed something (each of gradient_steps gradient steps), restored by load().
+  int64_t updates() const { return updates_; }
+  // The multiple of target_network_frequency the target last followed the online network at.
+  int64_t target_sync_step() const { return target_sync_step_; }
+
+ private:
+  // Builds the replay for observations of `dtype` on the first observe().
+  ReplayBuffer& replay_for(at::ScalarType observation_dtype);
+
+  DqnConfig config_;
+  torch::Device device_;
+  nn::QNetwork online_;
+  nn::FlatParameters parameters_;
+  nn::QNetwork target_;
+  nn::FlatParameters target_parameters_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  EpsilonGreedyActor actor_;
+  std::unique_ptr<ReplayBuffer> replay_;
+  std::map<int, std::vector<NStepQueue>> n_step_queues_;  // stream -> one queue per env (n > 1)
+  core::Rng rng_;                                         // replay sampling
+  int64_t updates_ = 0;
+  int64_t target_sync_step_ = 0;
+};
+
+}  // namespace concord::algos

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <cstdint>
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "concord/nn/actor_critic.h"
+#include "concord/nn/cnn.h"
+#include "concord/nn/grid_cnn.h"
+#include "concord/nn/mlp.h"
+
+namespace concord::nn {
+
+// How to build a QNetwork.
+struct QNetworkConfig {
+  // The torso and the sizes, shared with the actor-critic's keys (algo.<key>): obs_shape,
+  // action_dim (the number of actions), torso ("mlp", "cnn" or "grid_cnn") and its fields
+  // (hidden_sizes, activation, cnn_*, grid_*). action_kind must be kDiscrete; shared_torso and
+  // init_log_std mean nothing here, and normalize_observations is not supported.
+  ActorCriticConfig torso;
+  // Dueling architecture (Wang et al., 2016): a value and an advantage head on the torso,
+  // combined as Q = V + A - mean_a A.
+  bool dueling = false;
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+};
+
+// An action-value network for discrete actions: Q(o, .) for a batch of observations.
+//
+//   plain:    obs -> torso -> Linear(features, n)                           = Q [B, n]
+//   dueling:  obs -> torso -> value head Linear(features, 1)       = V [B, 1]
+//                          -> advantage head Linear(features, n)   = A [B, n]
+//             Q = V + A - mean_a A                                           = Q [B, n]
+//
+// Dueling here puts one linear layer in each stream on a shared torso; Wang et al.'s Atari network
+// gives each stream its own hidden layer as well.
+//
+// Initialisation: PyTorch's defaults for every layer (Kaiming-uniform weights, uniform biases in
+// +-1/sqrt(fan_in)), as CleanRL's dqn.py and dqn_atari.py and MinAtar's dqn.py build their
+// Q-networks; the torsos' own orthogonal initialisation (init.h) is replaced. Draws from
+// LibTorch's global generator (seed it with torch::manual_seed).
+//
+// Observations are [B, *obs_shape] of any dtype on any device: they are converted to the
+// parameters' dtype and device first (uint8 grids and pixels included; the cnn torso scales
+// pixels by 1/255 when config.torso.cnn_scale_input). Grad mode is the caller's. Concurrent
+// forward passes are safe while no thread modifies the parameters.
+//
+// Submodules: "torso", then "head", or "value_head" and "advantage_head" when dueling. clone()
+// gives a deep copy.
+class QNetworkImpl : public torch::nn::Cloneable<QNetworkImpl> {
+ public:
+  // Validates the config and builds the network. Throws std::invalid_argument.
+  explicit QNetworkImpl(QNetworkConfig config);
+
+  // Builds (or, for clone(), rebuilds) every layer and initialises it.
+  void reset() override;
+
+  // Q(obs, .): [B, num_actions()]. Throws std::invalid_argument on observations of another shape.
+  torch::Tensor forward(const torch::Tensor& obs);
+
+  int64_t num_actions() const { return config_.torso.action_dim; }
+  const QNetworkConfig& config() const { return config_; }
+
+ private:
+  // The torso's features for prepared (converted, and for an MLP flattened) observations.
+  torch::Tensor features(const torch::Tensor& x);
+
+  QNetworkConfig config_;
+  MlpTorso mlp_{nullptr};  // exactly one torso is set, by config_.torso.torso
+  CnnTorso cnn_{nullptr};
+  GridCnnTorso grid_{nullptr};
+  torch::nn::Linear head_{nullptr};            // plain
+  torch::nn::Linear value_head_{nullptr};      // dueling
+  torch::nn::Linear advantage_head_{nullptr};  // dueling
+};
+TORCH_MODULE(QNetwork);
+
+// Builds a QNetwork directly on `device` (a learner's one place of device placement: its
+// parameters are flattened right after, see flat_parameters.h).
+QNetwork build_q_network(const QNetworkConfig& config, torch::Device device);
+
+}  // namespace concord::nn
