@@ -46,7 +46,7 @@ TEST(AlgorithmRegistryTest, DeclaresKeysWithTheConfigStructDefaults) {
     EXPECT_EQ(key.rfind("algo.", 0), 0u) << key;
     EXPECT_FALSE(entry.doc.empty()) << key;
   }
-  EXPECT_EQ(algorithm_names(), (std::vector<std::string>{"a2c", "ppo"}));
+  EXPECT_EQ(algorithm_names(), (std::vector<std::string>{"a2c", "dqn", "ppo", "sac"}));
   EXPECT_THROW(declare_algorithm_keys(schema), std::logic_error);
 }
 
@@ -57,7 +57,7 @@ TEST(AlgorithmRegistryTest, BuildsPpoFromConfigAndSpaces) {
   config.apply_override("algo.ppo.clip_vloss=false");
   config.apply_override("algo.hidden_sizes=[32]");
   config.apply_override("algo.activation=relu");
-  const std::unique_ptr<Learner> learner = make_learner("ppo", config, kCartPoleObs, kTwoActions);
+  const std::unique_ptr<OnPolicyLearner> learner = as_on_policy(make_learner("ppo", config, kCartPoleObs, kTwoActions));
   const auto* ppo = dynamic_cast<const Ppo*>(learner.get());
   ASSERT_NE(ppo, nullptr);
   EXPECT_EQ(learner->rollout_length(), 64);
@@ -78,8 +78,8 @@ TEST(AlgorithmRegistryTest, BuildsA2cWithContinuousActions) {
   config.apply_override("algo.a2c.normalize_reward=true");
   config.apply_override("algo.init_log_std=-0.5");
   config.apply_override("algo.normalize_observations=true");
-  const std::unique_ptr<Learner> learner =
-      make_learner("a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f));
+  const std::unique_ptr<OnPolicyLearner> learner =
+      as_on_policy(make_learner("a2c", config, envs::Space::box({3}, -8.0f, 8.0f), envs::Space::box({1}, -2.0f, 2.0f)));
   const auto* a2c = dynamic_cast<const A2c*>(learner.get());
   ASSERT_NE(a2c, nullptr);
   EXPECT_EQ(a2c->config().optimizer, "adam");
@@ -97,10 +97,10 @@ TEST(AlgorithmRegistryTest, BuildsA2cWithContinuousActions) {
 TEST(AlgorithmRegistryTest, RejectsUnknownNamesBadValuesAndDiscreteObservations) {
   core::Config config = algorithm_config();
   try {
-    make_learner("dqn", config, kCartPoleObs, kTwoActions);
+    make_learner("r2d2", config, kCartPoleObs, kTwoActions);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_STREQ(error.what(), "unknown algorithm 'dqn' (known: a2c, ppo)");
+    EXPECT_STREQ(error.what(), "unknown algorithm 'r2d2' (known: a2c, dqn, ppo, sac)");
   }
   EXPECT_THROW(make_learner("ppo", config, envs::Space::discrete(16), kTwoActions), std::invalid_argument);
 

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "concord/algos/a2c.h"
+#include "concord/algos/dqn.h"
 #include "concord/algos/ppo.h"
+#include "concord/algos/sac.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/registry.h"
 
@@ -34,7 +36,9 @@ Algorithm algorithm() {
 core::Registry<Algorithm> make_registry() {
   core::Registry<Algorithm> registry("algorithm");
   registry.add("a2c", algorithm<A2c, A2cConfig>());
+  registry.add("dqn", algorithm<Dqn, DqnConfig>());
   registry.add("ppo", algorithm<Ppo, PpoConfig>());
+  registry.add("sac", algorithm<Sac, SacConfig>());
   return registry;
 }
 
@@ -63,6 +67,8 @@ nn::ActorCriticConfig network_config(const core::Config& config, const envs::Spa
   } else {
     network.action_kind = nn::ActionKind::kContinuous;
     network.action_dim = action_space.flat_size();
+    network.action_low.assign(action_space.low().begin(), action_space.low().end());
+    network.action_high.assign(action_space.high().begin(), action_space.high().end());
   }
   return network;
 }

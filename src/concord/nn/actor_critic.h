@@ -36,6 +36,11 @@ struct ActorCriticConfig {
   ActionKind action_kind = ActionKind::kDiscrete;
   // Number of actions n (discrete) or action dimension d (continuous).
   int64_t action_dim = 0;
+  // Continuous actions only: the action space's bounds, one per dimension (empty for discrete
+  // actions). The actor-critic samples unbounded and the policies clip at the env boundary;
+  // squashing actors (SAC) scale into them.
+  std::vector<double> action_low;
+  std::vector<double> action_high;
   // "mlp" (see mlp.h), "cnn" (Nature-DQN on pixels, see cnn.h) or "grid_cnn" (small channel-last
   // grids such as MinAtar's, see grid_cnn.h).
   std::string torso = "mlp";

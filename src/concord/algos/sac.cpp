@@ -1,0 +1,491 @@
+#include "concord/algos/sac.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/min.h>
+#include <ATen/ops/mse_loss.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/GradMode.h>
+#include <torch/ordered_dict.h>
+
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "concord/algos/gradient_step.h"
+#include "concord/core/config_problems.h"
+#include "concord/core/optimizer_bytes.h"
+#include "concord/core/torch_thread.h"
+
+namespace concord::algos {
+namespace {
+
+constexpr const char* kAlgorithm = "sac";
+// SAC clips no gradient: gradient_step scales by min(1, max_norm / ||g||), which is 1 here
+// (max_grad_norm = 0 would zero the gradient instead).
+constexpr double kNoClipping = std::numeric_limits<double>::infinity();
+
+// The transition fields SAC stores; truncation needs none (next_observations bootstraps it).
+const char* const kStoredFields[] = {transition::kObservations, transition::kActions, transition::kRewards,
+                                     transition::kTerminated, transition::kNextObservations};
+
+[[noreturn]] void corrupt(const std::string& problem) {
+  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
+}
+
+[[noreturn]] void missing(const std::string& name) {
+  throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"" + name + "\" is missing");
+}
+
+int64_t obs_dim_of(const nn::ActorCriticConfig& network) {
+  int64_t dim = 1;
+  for (int64_t size : network.obs_shape) dim *= size;
+  return dim;
+}
+
+nn::SquashedGaussianActorConfig actor_config(const SacConfig& config) {
+  return {obs_dim_of(config.network), config.network.action_dim, config.network.hidden_sizes,
+          config.network.activation,  config.network.action_low, config.network.action_high};
+}
+
+nn::SoftQNetworkConfig critic_config(const SacConfig& config) {
+  return {obs_dim_of(config.network), config.network.action_dim, config.network.hidden_sizes,
+          config.network.activation};
+}
+
+ReplayBufferConfig replay_config(const SacConfig& config) {
+  ReplayBufferConfig replay;
+  replay.capacity = config.buffer_size;
+  const std::vector<int64_t>& obs_shape = config.network.obs_shape;
+  replay.fields = {{transition::kObservations, {obs_shape, at::kFloat}},
+                   {transition::kActions, {{config.network.action_dim}, at::kFloat}},
+                   {transition::kRewards, {{}, at::kFloat}},
+                   {transition::kTerminated, {{}, at::kFloat}},
+                   {transition::kNextObservations, {obs_shape, at::kFloat}}};
+  return replay;
+}
+
+SacModel build_model(const SacConfig& config, torch::Device device) {
+  SacModel model(actor_config(config), critic_config(config));
+  model->to(device);
+  return model;
+}
+
+SacTargets build_targets(const SacConfig& config, torch::Device device) {
+  SacTargets targets(critic_config(config));
+  targets->to(device);
+  return targets;
+}
+
+// The slice of the flat buffer that holds qf1's then qf2's parameters (contiguous: they are the
+// model's last submodules), in the order of the targets' own flat buffer.
+at::Tensor critic_slice(const nn::FlatParameters& flat, const SacModel& model) {
+  std::vector<at::Tensor> critics = model->qf1->parameters();
+  for (const at::Tensor& parameter : model->qf2->parameters()) critics.push_back(parameter);
+  const std::vector<at::Tensor>& all = flat.parameters();
+  size_t first = 0;
+  while (first < all.size() && !all[first].is_same(critics.front())) ++first;
+  int64_t numel = 0;
+  for (size_t i = 0; i < critics.size(); ++i) {
+    if (first + i >= all.size() || !all[first + i].is_same(critics[i])) {
+      throw std::logic_error("Sac: the critics' parameters are not contiguous in the flat buffer");
+    }
+    numel += critics[i].numel();
+  }
+  return flat.values().narrow(0, flat.offset(first), numel);
+}
+
+// Every parameter and buffer of `module`, by name.
+torch::OrderedDict<std::string, at::Tensor> state_of(const torch::nn::Module& module) {
+  torch::OrderedDict<std::string, at::Tensor> state = module.named_parameters();
+  for (const auto& buffer : module.named_buffers()) state.insert(buffer.key(), buffer.value());
+  return state;
+}
+
+// Checks that `checkpoint` holds prefix + name with the right shape for every tensor of `state`,
+// and nothing else under `prefix`.
+void check_tensors(const core::Checkpoint& checkpoint, const std::string& prefix,
+                   const torch::OrderedDict<std::string, at::Tensor>& state) {
+  for (const auto& tensor : state) {
+    const std::string name = prefix + tensor.key();
+    const auto found = checkpoint.tensors.find(name);
+    if (found == checkpoint.tensors.end()) missing(name);
+    if (found->second.sizes() != tensor.value().sizes()) {
+      std::ostringstream out;
+      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", this learner's is "
+          << tensor.value().sizes();
+      corrupt(out.str());
+    }
+  }
+  for (const auto& entry : checkpoint.tensors) {
+    if (entry.first.rfind(prefix, 0) == 0 && !state.contains(entry.first.substr(prefix.size()))) {
+      corrupt("tensor \"" + entry.first + "\" is not a tensor of this learner");
+    }
+  }
+}
+
+void copy_state(const core::Checkpoint& checkpoint, const std::string& prefix,
+                const torch::OrderedDict<std::string, at::Tensor>& state) {
+  c10::NoGradGuard no_grad;
+  for (const auto& tensor : state) tensor.value().copy_(checkpoint.tensors.at(prefix + tensor.key()));
+}
+
+at::Tensor text_bytes(const std::string& text) {
+  at::Tensor bytes = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
+  std::memcpy(bytes.data_ptr<uint8_t>(), text.data(), text.size());
+  return bytes;
+}
+
+std::string bytes_text(const at::Tensor& bytes) {
+  const at::Tensor contiguous = bytes.to(at::kCPU).contiguous();
+  return std::string(reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()),
+                     static_cast<size_t>(contiguous.numel()));
+}
+
+constexpr const char* kReplayPrefix = "replay/";
+constexpr const char* kReplayRng = "replay_rng";
+
+}  // namespace
+
+const core::ConfigFields<SacConfig>& SacConfig::fields() {
+  static const core::ConfigFields<SacConfig> kFields = {
+      {"buffer_size", &SacConfig::buffer_size, "Replay capacity, in transitions"},
+      {"gamma", &SacConfig::gamma, "Discount factor"},
+      {"tau", &SacConfig::tau, "Target smoothing coefficient: target = tau * Q + (1 - tau) * target"},
+      {"batch_size", &SacConfig::batch_size, "Transitions sampled from the replay per gradient step"},
+      {"learning_starts", &SacConfig::learning_starts,
+       "Env steps (over all envs) of uniformly random actions before the first update"},
+      {"policy_lr", &SacConfig::policy_lr, "Adam step size of the actor"},
+      {"q_lr", &SacConfig::q_lr, "Adam step size of the critics and of log alpha"},
+      {"policy_frequency", &SacConfig::policy_frequency,
+       "Update the actor (and alpha) every this many gradient steps, this many times (delayed update)"},
+      {"target_network_frequency", &SacConfig::target_network_frequency,
+       "Gradient steps between soft updates of the target critics"},
+      {"alpha", &SacConfig::alpha, "Entropy coefficient when autotune is off"},
+      {"autotune", &SacConfig::autotune, "Learn the entropy coefficient towards entropy -action_dim"},
+      {"train_frequency", &SacConfig::train_frequency, "Env steps (over all envs) between updates"},
+      {"gradient_steps", &SacConfig::gradient_steps, "Gradient steps per update"},
+      {"checkpoint_replay", &SacConfig::checkpoint_replay, "Save the replay buffer in checkpoints"},
+  };
+  return kFields;
+}
+
+void SacConfig::validate() const {
+  if (network.action_kind != nn::ActionKind::kContinuous) {
+    throw std::invalid_argument("SAC needs a continuous (Box) action space; this one is discrete (" +
+                                std::to_string(network.action_dim) + " actions)");
+  }
+  if (network.torso != "mlp" || network.shared_torso || network.normalize_observations) {
+    throw std::invalid_argument(
+        "SAC builds separate MLP networks on raw observations: algo.torso=\"" + network.torso +
+        "\", algo.shared_torso=" + (network.shared_torso ? "true" : "false") + " and algo.normalize_observations=" +
+        (network.normalize_observations ? "true" : "false") + " must be \"mlp\", false and false");
+  }
+  network.validate();
+  core::ConfigProblems problems;
+  problems.check(buffer_size >= 1, "buffer_size", buffer_size, ">= 1");
+  problems.check(gamma >= 0.0 && gamma <= 1.0, "gamma", gamma, "in [0, 1]");
+  problems.check(tau > 0.0 && tau <= 1.0, "tau", tau, "in (0, 1]");
+  problems.check(batch_size >= 1 && batch_size <= buffer_size, "batch_size", batch_size, ">= 1 and <= buffer_size");
+  problems.check(learning_starts >= 0, "learning_starts", learning_starts, ">= 0");
+  problems.check(policy_lr > 0.0, "policy_lr", policy_lr, "> 0");
+  problems.check(q_lr > 0.0, "q_lr", q_lr, "> 0");
+  problems.check(policy_frequency >= 1, "policy_frequency", policy_frequency, ">= 1");
+  problems.check(target_network_frequency >= 1, "target_network_frequency", target_network_frequency, ">= 1");
+  problems.check(alpha >= 0.0, "alpha", alpha, ">= 0");
+  problems.check(train_frequency >= 1, "train_frequency", train_frequency, ">= 1");
+  problems.check(gradient_steps >= 1, "gradient_steps", gradient_steps, ">= 1");
+  problems.throw_if_any("SacConfig");
+}
+
+SacModelImpl::SacModelImpl(nn::SquashedGaussianActorConfig actor_config_, nn::SoftQNetworkConfig critic_config_)
+    : actor_config(std::move(actor_config_)), critic_config(std::move(critic_config_)) {
+  reset();
+}
+
+void SacModelImpl::reset() {
+  actor = register_module("actor", nn::SquashedGaussianActor(actor_config));
+  qf1 = register_module("qf1", nn::SoftQNetwork(critic_config));
+  qf2 = register_module("qf2", nn::SoftQNetwork(critic_config));
+  log_alpha = register_parameter("log_alpha", at::zeros({1}));
+}
+
+SacTargetsImpl::SacTargetsImpl(nn::SoftQNetworkConfig critic_config_) : critic_config(std::move(critic_config_)) {
+  reset();
+}
+
+void SacTargetsImpl::reset() {
+  qf1 = register_module("qf1", nn::SoftQNetwork(critic_config));
+  qf2 = register_module("qf2", nn::SoftQNetwork(critic_config));
+}
+
+SacActor::SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts)
+    : policy_(std::move(policy)), learning_starts_(learning_starts) {}
+
+ActorOutput SacActor::act(const torch::Tensor& observations, const ActingContext& context) {
+  at::Tensor actions;
+  if (context.deterministic) {
+    actions = policy_->deterministic_action(observations);
+  } else if (context.global_step >= 0 && context.global_step < learning_starts_) {
+    // Uniformly random in [low, high] = bias -+ scale, to fill the replay.
+    const at::Tensor& scale = policy_->action_scale();
+    const at::Tensor unit =
+        at::rand({observations.size(0), scale.size(0)}, core::thread_generator(scale.device()), scale.options());
+    actions = policy_->action_bias() + scale * (2.0 * unit - 1.0);
+  } else {
+    actions = policy_->sample(observations).action;
+  }
+  return {actions.detach(), {}};
+}
+
+Sac::Sac(SacConfig config, torch::Device device)
+    : config_(core::validated(std::move(config))),
+      device_(device),
+      model_(build_model(config_, device)),
+      parameters_(*model_),
+      targets_(build_targets(config_, device)),
+      target_parameters_(*targets_),
+      critic_values_(critic_slice(parameters_, model_)),
+      optimizers_(make_optimizers()),
+      replay_(std::make_unique<ReplayBuffer>(replay_config(config_))),
+      rng_(static_cast<uint64_t>(
+          at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong)
+              .item<int64_t>())),
+      actor_(std::make_unique<SacActor>(model_->actor, config_.learning_starts)),
+      target_entropy_(-static_cast<double>(config_.network.action_dim)) {
+  if (target_parameters_.numel() != critic_values_.numel()) {
+    throw std::logic_error("Sac: the target critics do not match the critics");
+  }
+  c10::NoGradGuard no_grad;
+  target_parameters_.values().copy_(critic_values_);  // qf_target.load_state_dict(qf.state_dict())
+}
+
+Sac::Optimizers Sac::make_optimizers() const {
+  std::vector<at::Tensor> critics = model_->qf1->parameters();
+  for (const at::Tensor& parameter : model_->qf2->parameters()) critics.push_back(parameter);
+  Optimizers optimizers;
+  optimizers.actor =
+      std::make_unique<torch::optim::Adam>(model_->actor->parameters(), torch::optim::AdamOptions(config_.policy_lr));
+  optimizers.q = std::make_unique<torch::optim::Adam>(critics, torch::optim::AdamOptions(config_.q_lr));
+  optimizers.alpha = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{model_->log_alpha},
+                                                          torch::optim::AdamOptions(config_.q_lr));
+  return optimizers;
+}
+
+void Sac::observe(const TensorMap& step, int /*stream*/) {
+  TensorMap batch;
+  for (const char* name : kStoredFields) {
+    const auto found = step.find(name);
+    if (found == step.end() || !found->second.defined()) {
+      throw std::invalid_argument(std::string("Sac::observe: field \"") + name + "\" is missing");
+    }
+    at::Tensor tensor = found->second.to(at::kFloat);
+    // [B] for a one-element field (a scalar Box's observations, one action dimension) is [B, 1].
+    const std::vector<int64_t>& shape = replay_->config().fields.at(name).shape;
+    if (tensor.dim() == 1 && shape.size() == 1 && shape[0] == 1) tensor = tensor.unsqueeze(1);
+    batch[name] = tensor;
+  }
+  replay_->add(batch);
+}
+
+double Sac::alpha() const { return config_.autotune ? model_->log_alpha.detach().exp().item<double>() : config_.alpha; }
+
+at::Tensor Sac::alpha_tensor() const {
+  return config_.autotune ? model_->log_alpha.detach().exp()
+                          : at::full({1}, config_.alpha, model_->log_alpha.options().requires_grad(false));
+}
+
+void Sac::step(const at::Tensor& loss, torch::optim::Optimizer& optimizer) {
+  gradient_step(loss, parameters_, optimizer, kNoClipping, sync_strategy());
+}
+
+at::Tensor Sac::soft_q_target(const at::Tensor& rewards, const at::Tensor& terminated,
+                              const at::Tensor& next_observations) {
+  c10::NoGradGuard no_grad;
+  const nn::SquashedSample next = model_->actor->sample(next_observations);
+  const at::Tensor min_qf_next_target =
+      at::min(targets_->qf1(next_observations, next.action), targets_->qf2(next_observations, next.action)) -
+      alpha_tensor() * next.log_prob;
+  const at::Tensor r = rewards.to(device_, at::kFloat).reshape(-1);
+  const at::Tensor d = terminated.to(device_, at::kFloat).reshape(-1);
+  return r + (1.0 - d) * config_.gamma * min_qf_next_target;
+}
+
+Metrics Sac::update(int64_t /*global_step*/, double progress) {
+  if (!(progress >= 0.0 && progress <= 1.0)) {
+    throw std::invalid_argument("Sac::update: progress must be in [0, 1], got " + std::to_string(progress));
+  }
+  if (replay_->size() < config_.batch_size) return {};
+
+  at::Tensor qf1_loss, qf2_loss, qf_values;
+  for (int64_t g = 0; g < config_.gradient_steps; ++g) {
+    const TensorMap data = to_device(replay_->sample(config_.batch_size, rng_).fields, device_);
+    const at::Tensor& observations = data.at(transition::kObservations);
+    const at::Tensor& actions = data.at(transition::kActions);
+
+    // Soft policy evaluation: both critics regress on the soft Bellman target.
+    const at::Tensor next_q_value = soft_q_target(data.at(transition::kRewards), data.at(transition::kTerminated),
+                                                  data.at(transition::kNextObservations));
+    const at::Tensor qf1_a_values = model_->qf1(observations, actions);
+    const at::Tensor qf2_a_values = model_->qf2(observations, actions);
+    qf1_loss = at::mse_loss(qf1_a_values, next_q_value);
+    qf2_loss = at::mse_loss(qf2_a_values, next_q_value);
+    step(qf1_loss + qf2_loss, *optimizers_.q);
+    qf_values = (qf1_a_values.detach().mean() + qf2_a_values.detach().mean()) / 2.0;
+    ++gradient_steps_;
+
+    // Soft policy improvement, delayed as TD3 (policy_frequency updates every policy_frequency steps).
+    if (gradient_steps_ % config_.policy_frequency == 0) {
+      for (int64_t i = 0; i < config_.policy_frequency; ++i) {
+        const nn::SquashedSample pi = model_->actor->sample(observations);
+        const at::Tensor min_qf_pi =
+            at::min(model_->qf1(observations, pi.action), model_->qf2(observations, pi.action));
+        const at::Tensor actor_loss = (alpha_tensor() * pi.log_prob - min_qf_pi).mean();
+        step(actor_loss, *optimizers_.actor);
+        last_actor_loss_ = actor_loss.detach();
+
+        // Automatic entropy tuning: alpha rises while the policy's entropy is below the target.
+        if (config_.autotune) {
+          at::Tensor log_pi;
+          {
+            c10::NoGradGuard no_grad;
+            log_pi = model_->actor->sample(observations).log_prob;
+          }
+          const at::Tensor alpha_loss = (-model_->log_alpha.exp() * (log_pi + target_entropy_)).mean();
+          step(alpha_loss, *optimizers_.alpha);
+          last_alpha_loss_ = alpha_loss.detach();
+        }
+      }
+    }
+
+    // Target smoothing.
+    if (gradient_steps_ % config_.target_network_frequency == 0) {
+      c10::NoGradGuard no_grad;
+      const at::Tensor& target = target_parameters_.values();
+      target.copy_(config_.tau * critic_values_ + (1.0 - config_.tau) * target);
+    }
+  }
+  ++updates_;
+
+  // One read from the device for every metric.
+  std::vector<std::string> names = {"losses/qf1_loss", "losses/qf2_loss", "losses/qf_values", "losses/alpha"};
+  std::vector<at::Tensor> values = {qf1_loss.detach(), qf2_loss.detach(), qf_values, alpha_tensor().reshape({})};
+  if (last_actor_loss_.defined()) {
+    names.emplace_back("losses/actor_loss");
+    values.push_back(last_actor_loss_);
+  }
+  if (last_alpha_loss_.defined()) {
+    names.emplace_back("losses/alpha_loss");
+    values.push_back(last_alpha_loss_);
+  }
+  const at::Tensor read = at::stack(values).to(at::kCPU, at::kDouble);
+  Metrics metrics;
+  for (size_t i = 0; i < names.size(); ++i) metrics[names[i]] = read[static_cast<int64_t>(i)].item<double>();
+  return metrics;
+}
+
+void Sac::save(core::Checkpoint& checkpoint) const {
+  for (const auto& tensor : state_of(*model_)) {
+    checkpoint.tensors["model/" + tensor.key()] = tensor.value().detach().clone();
+  }
+  for (const auto& tensor : state_of(*targets_)) {
+    checkpoint.tensors["target/" + tensor.key()] = tensor.value().detach().clone();
+  }
+  checkpoint.tensors["optimizer/actor"] = core::optimizer_to_bytes(*optimizers_.actor);
+  checkpoint.tensors["optimizer/q"] = core::optimizer_to_bytes(*optimizers_.q);
+  checkpoint.tensors["optimizer/alpha"] = core::optimizer_to_bytes(*optimizers_.alpha);
+  std::ostringstream rng;
+  rng << rng_;
+  checkpoint.tensors[kReplayRng] = text_bytes(rng.str());
+  if (config_.checkpoint_replay) {
+    for (const auto& [name, tensor] : replay_->state()) checkpoint.tensors[kReplayPrefix + name] = tensor;
+  }
+  checkpoint.metadata["algorithm"] = kAlgorithm;
+  checkpoint.metadata["updates"] = updates_;
+  checkpoint.metadata["gradient_steps"] = gradient_steps_;
+}
+
+void Sac::load(const core::Checkpoint& checkpoint) {
+  // Check everything first.
+  const nlohmann::json& metadata = checkpoint.metadata;
+  if (!metadata.contains("algorithm") || metadata["algorithm"] != kAlgorithm) {
+    corrupt("metadata \"algorithm\" is " + (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
+            ", expected \"" + kAlgorithm + "\"");
+  }
+  for (const char* counter : {"updates", "gradient_steps"}) {
+    if (!metadata.contains(counter) || !metadata[counter].is_number_integer()) {
+      corrupt(std::string("metadata \"") + counter + "\" is missing or not an integer");
+    }
+  }
+  const auto model_state = state_of(*model_);
+  const auto target_state = state_of(*targets_);
+  check_tensors(checkpoint, "model/", model_state);
+  check_tensors(checkpoint, "target/", target_state);
+  for (const auto& buffer : model_->named_buffers()) {
+    const at::Tensor& saved = checkpoint.tensors.at("model/" + buffer.key());
+    if (!at::equal(saved.to(at::kCPU, at::kFloat), buffer.value().to(at::kCPU, at::kFloat))) {
+      corrupt("tensor \"model/" + buffer.key() + "\" differs: the checkpoint was trained for other action bounds");
+    }
+  }
+  const std::pair<const char*, torch::optim::Optimizer*> optimizers[] = {{"optimizer/actor", optimizers_.actor.get()},
+                                                                         {"optimizer/q", optimizers_.q.get()},
+                                                                         {"optimizer/alpha", optimizers_.alpha.get()}};
+  const Optimizers scratch = make_optimizers();
+  const std::pair<const char*, torch::optim::Optimizer*> scratch_optimizers[] = {
+      {"optimizer/actor", scratch.actor.get()},
+      {"optimizer/q", scratch.q.get()},
+      {"optimizer/alpha", scratch.alpha.get()}};
+  for (const auto& [name, optimizer] : scratch_optimizers) {
+    const auto found = checkpoint.tensors.find(name);
+    if (found == checkpoint.tensors.end()) missing(name);
+    try {
+      core::optimizer_from_bytes(found->second, *optimizer, device_);
+    } catch (const std::exception& error) {
+      corrupt(std::string("tensor \"") + name + "\" is not a readable optimiser state: " + error.what());
+    }
+  }
+  const auto rng_bytes = checkpoint.tensors.find(kReplayRng);
+  if (rng_bytes == checkpoint.tensors.end()) missing(kReplayRng);
+  core::Rng rng;
+  {
+    std::istringstream in(bytes_text(rng_bytes->second));
+    in >> rng;
+    if (in.fail()) corrupt(std::string("tensor \"") + kReplayRng + "\" is not a generator state");
+  }
+  TensorMap replay_state;
+  for (const auto& [name, tensor] : checkpoint.tensors) {
+    if (name.rfind(kReplayPrefix, 0) == 0) replay_state[name.substr(std::strlen(kReplayPrefix))] = tensor;
+  }
+  std::unique_ptr<ReplayBuffer> replay;
+  if (!replay_state.empty()) {
+    replay = std::make_unique<ReplayBuffer>(replay_->config());
+    try {
+      replay->load_state(replay_state);
+    } catch (const std::invalid_argument& error) {
+      corrupt(std::string("its replay does not fit this learner's: ") + error.what());
+    }
+  }
+
+  // Then change everything.
+  copy_state(checkpoint, "model/", model_state);
+  copy_state(checkpoint, "target/", target_state);
+  for (const auto& [name, optimizer] : optimizers) {
+    core::optimizer_from_bytes(checkpoint.tensors.at(name), *optimizer, device_);
+  }
+  rng_ = rng;
+  if (replay) replay_ = std::move(replay);
+  updates_ = metadata["updates"].get<int64_t>();
+  gradient_steps_ = metadata["gradient_steps"].get<int64_t>();
+  last_actor_loss_ = at::Tensor();
+  last_alpha_loss_ = at::Tensor();
+}
+
+}  // namespace concord::algos

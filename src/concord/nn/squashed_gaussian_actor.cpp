@@ -1,0 +1,119 @@
+#include "concord/nn/squashed_gaussian_actor.h"
+
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "concord/core/torch_thread.h"
+
+namespace concord::nn {
+namespace {
+
+// log(sqrt(2 pi)), the Gaussian's normalising constant as torch.distributions.Normal writes it.
+const double kLogSqrtTwoPi = std::log(std::sqrt(2.0 * M_PI));
+
+void check_config(const SquashedGaussianActorConfig& config) {
+  std::ostringstream problems;
+  if (config.obs_dim < 1) problems << " obs_dim=" << config.obs_dim << " must be >= 1;";
+  if (config.action_dim < 1) problems << " action_dim=" << config.action_dim << " must be >= 1;";
+  const size_t low = config.action_low.size();
+  const size_t high = config.action_high.size();
+  if (low != high || (low != 0 && static_cast<int64_t>(low) != config.action_dim)) {
+    problems << " action_low and action_high must both be empty or both hold action_dim=" << config.action_dim
+             << " bounds, got " << low << " and " << high << ";";
+  } else {
+    for (size_t j = 0; j < low; ++j) {
+      const double lo = config.action_low[j];
+      const double hi = config.action_high[j];
+      if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi)) {
+        problems << " action bounds [" << lo << ", " << hi << "] of dimension " << j
+                 << " must be finite with low < high;";
+      }
+    }
+  }
+  const std::string text = problems.str();
+  if (!text.empty()) {
+    throw std::invalid_argument("SquashedGaussianActor:" + text.substr(0, text.size() - 1));
+  }
+}
+
+}  // namespace
+
+torch::Tensor squashed_gaussian_log_prob(const torch::Tensor& u, const torch::Tensor& mean,
+                                         const torch::Tensor& log_std, const torch::Tensor& action_scale) {
+  // log N(u; mean, std) as torch.distributions.Normal(mean, std).log_prob(u) computes it.
+  const torch::Tensor std = log_std.exp();
+  const torch::Tensor gaussian = -(u - mean).square() / (2.0 * std.square()) - std.log() - kLogSqrtTwoPi;
+  // Enforcing the action bound: minus log |d action / d u| = log(scale * (1 - tanh(u)^2)).
+  const torch::Tensor y = u.tanh();
+  const torch::Tensor log_det = (action_scale * (1.0 - y.square()) + 1e-6).log();
+  return (gaussian - log_det).sum(1);
+}
+
+SquashedGaussianActorImpl::SquashedGaussianActorImpl(SquashedGaussianActorConfig config) : config_(std::move(config)) {
+  check_config(config_);
+  reset();
+}
+
+void SquashedGaussianActorImpl::reset() {
+  torso_ = register_module("torso", MlpTorso(config_.obs_dim, config_.hidden_sizes, config_.activation));
+  fc_mean_ = register_module("fc_mean", torch::nn::Linear(torso_->output_dim(), config_.action_dim));
+  fc_logstd_ = register_module("fc_logstd", torch::nn::Linear(torso_->output_dim(), config_.action_dim));
+  // CleanRL's SAC keeps PyTorch's default initialisation; MlpTorso initialises orthogonally.
+  for (const auto& child : torso_->modules(/*include_self=*/false)) {
+    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(child.get())) linear->reset_parameters();
+  }
+  std::vector<float> scale(static_cast<size_t>(config_.action_dim), 1.0f);
+  std::vector<float> bias(static_cast<size_t>(config_.action_dim), 0.0f);
+  for (size_t j = 0; j < config_.action_low.size(); ++j) {
+    scale[j] = static_cast<float>((config_.action_high[j] - config_.action_low[j]) / 2.0);
+    bias[j] = static_cast<float>((config_.action_high[j] + config_.action_low[j]) / 2.0);
+  }
+  action_scale_ = register_buffer("action_scale", at::tensor(scale));
+  action_bias_ = register_buffer("action_bias", at::tensor(bias));
+}
+
+torch::Tensor SquashedGaussianActorImpl::prepare(const torch::Tensor& obs) const {
+  const torch::Tensor flat = obs.dim() == 1 ? obs.unsqueeze(1) : obs.flatten(1);
+  if (flat.size(1) != config_.obs_dim) {
+    std::ostringstream message;
+    message << "SquashedGaussianActor: expected observations [B, " << config_.obs_dim << "], got " << obs.sizes();
+    throw std::invalid_argument(message.str());
+  }
+  return flat.to(fc_mean_->weight.device(), fc_mean_->weight.scalar_type());
+}
+
+SquashedGaussianActorImpl::Output SquashedGaussianActorImpl::forward(const torch::Tensor& obs) {
+  const torch::Tensor h = torso_->forward(prepare(obs));
+  const torch::Tensor mean = fc_mean_->forward(h);
+  const torch::Tensor log_std =
+      kSquashedLogStdMin + 0.5 * (kSquashedLogStdMax - kSquashedLogStdMin) * (fc_logstd_->forward(h).tanh() + 1.0);
+  return {mean, log_std};
+}
+
+SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs) {
+  const torch::Tensor& weight = fc_mean_->weight;
+  const torch::Tensor noise = at::randn({obs.size(0), config_.action_dim}, core::thread_generator(weight.device()),
+                                        weight.options().requires_grad(false));
+  return sample(obs, noise);
+}
+
+SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs, const torch::Tensor& noise) {
+  const auto [mean, log_std] = forward(obs);
+  const torch::Tensor u = mean + log_std.exp() * noise.to(mean.options());  // rsample: the reparameterisation trick
+  SquashedSample out;
+  out.action = u.tanh() * action_scale_ + action_bias_;
+  out.log_prob = squashed_gaussian_log_prob(u, mean, log_std, action_scale_);
+  out.mean_action = mean.tanh() * action_scale_ + action_bias_;
+  return out;
+}
+
+torch::Tensor SquashedGaussianActorImpl::deterministic_action(const torch::Tensor& obs) {
+  return forward(obs).mean.tanh() * action_scale_ + action_bias_;
+}
+
+}  // namespace concord::nn
