@@ -333,4 +333,85 @@ TEST(Train, FileSizeLimitFailsWithOneLineAndLeavesNoTemporary) {
   }
 }
 
+// The off-policy algorithms through the CLI: DQN trains, checkpoints, evaluates and resumes. The
+// update count is exact: with learning_starts 1,000 and train_frequency 10, 12,000 steps give
+// updates at 1,010, 1,020, ..., 12,000.
+TEST(Train, DqnTrainsEvaluatesAndResumesWithItsReplay) {
+  const auto root = fresh_dir("dqn");
+  const std::string config = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_cartpole.toml";
+  const std::string flags = "--config " + config +
+                            " --set algo.dqn.learning_starts=1000 --set algo.dqn.checkpoint_replay=true --progress off "
+                            "--run-root " +
+                            root.string();
+  const CommandResult train = run_concord("train " + flags + " --total-timesteps 12000");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const auto run_dir = only_run_dir(root);
+  const auto first = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  EXPECT_EQ(first.at("metadata").at("global_step").get<int64_t>(), 12000);
+  EXPECT_EQ(first.at("metadata").at("updates").get<int64_t>(), 1100);
+
+  const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 3");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_THAT(eval.output, ::testing::HasSubstr("dqn CartPole-v1 after 12000 steps: return"));
+
+  // The replay came back with the checkpoint, so updates go on at once: 1,100 + 200.
+  const CommandResult resumed =
+      run_concord("train --resume " + run_dir.string() + " --total-timesteps 14000 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, ::testing::HasSubstr("resumed at step 12000 (update 1100)"));
+  const auto second = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  EXPECT_EQ(second.at("metadata").at("updates").get<int64_t>(), 1300);
+}
+
+// Without the replay in the checkpoint (the default), a resumed DQN refills its replay first: no
+// update until it holds a batch of 128, so the first falls at step 12,130, then every 10 steps.
+TEST(Train, DqnResumedWithoutItsReplayRefillsItFirst) {
+  const auto root = fresh_dir("dqn_no_replay");
+  const std::string config = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_cartpole.toml";
+  const std::string flags =
+      "--config " + config + " --set algo.dqn.learning_starts=1000 --progress off --run-root " + root.string();
+  ASSERT_EQ(run_concord("train " + flags + " --total-timesteps 12000").exit_code, 0);
+  const auto run_dir = only_run_dir(root);
+  const CommandResult resumed =
+      run_concord("train --resume " + run_dir.string() + " --total-timesteps 14000 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto header = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
+  EXPECT_EQ(header.at("metadata").at("updates").get<int64_t>(), 1100 + (14000 - 12130) / 10 + 1);
+}
+
+// SAC through the CLI on Pendulum's bounded actions, and the refusals of impossible combinations,
+// each in one line with a non-zero exit.
+TEST(Train, SacTrainsAndOffPolicyMisfitsAreRefusedInOneLine) {
+  const auto root = fresh_dir("sac");
+  const std::string sac = std::string(CONCORD_SOURCE_DIR) + "/configs/sac_pendulum.toml";
+  const CommandResult train =
+      run_concord("train --config " + sac +
+                  " --total-timesteps 400 --set algo.sac.learning_starts=200 --set algo.sac.batch_size=32 "
+                  "--progress off --run-root " +
+                  root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const CommandResult eval = run_concord("eval " + only_run_dir(root).string() + " --episodes 2");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_THAT(eval.output, ::testing::HasSubstr("sac Pendulum-v1 after 400 steps: return"));
+
+  const std::string dqn = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_cartpole.toml";
+  const struct {
+    std::string arguments;
+    std::string message;
+  } misfits[] = {
+      {"train --config " + dqn + " --policy hogwild", "policy 'hogwild' runs on-policy algorithms only"},
+      {"train --config " + dqn + " --env Pendulum-v1", "needs a discrete action space"},
+      {"train --config " + sac + " --env CartPole-v1", "continuous"},
+      {"train --config " + dqn + " --set explore.bonus=simhash",
+       "explore.bonus adds to the rewards of on-policy rollouts"},
+  };
+  for (const auto& misfit : misfits) {
+    const CommandResult result = run_concord(misfit.arguments + " --total-timesteps 100 --progress off --run-root " +
+                                             (root / "misfits").string());
+    EXPECT_NE(result.exit_code, 0) << misfit.arguments;
+    EXPECT_THAT(result.output, ::testing::HasSubstr(misfit.message)) << misfit.arguments;
+    EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+  }
+}
+
 }  // namespace
