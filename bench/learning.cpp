@@ -51,6 +51,13 @@ const Reference kReferences[] = {
     {"MinAtar/Freeway-v1", "ppo", "DQN ~50, AC(lambda) ~47, gymnax PPO 58 (10M)"},
     {"MinAtar/Seaquest-v1", "ppo", "DQN ~20, AC(lambda) ~15.5"},
     {"MinAtar/SpaceInvaders-v1", "ppo", "DQN ~45, AC(lambda) ~183, gymnax PPO 131 (10M)"},
+    {"CartPole-v1", "dqn", "500 (RL Zoo DQN, 50k steps); CleanRL dqn.py 500k"},
+    {"Pendulum-v1", "sac", "-176 (RL Zoo SAC, 20k steps)"},
+    {"MinAtar/Asterix-v1", "dqn", "MinAtar DQN ~17 (5M frames)"},
+    {"MinAtar/Breakout-v1", "dqn", "MinAtar DQN ~10 (5M frames)"},
+    {"MinAtar/Freeway-v1", "dqn", "MinAtar DQN ~50 (5M frames)"},
+    {"MinAtar/Seaquest-v1", "dqn", "MinAtar DQN ~20 (5M frames)"},
+    {"MinAtar/SpaceInvaders-v1", "dqn", "MinAtar DQN ~45 (5M frames)"},
 };
 
 std::string reference_for(const std::string& env_id, const std::string& algo) {
@@ -67,12 +74,18 @@ const char* const kDefaultConfigs[] = {
     "configs/ppo_pendulum.toml",
     "configs/ppo_mountain_car_continuous.toml",
     "configs/ppo_mountain_car.toml",
+    "configs/dqn_cartpole.toml",
+    "configs/sac_pendulum.toml",
 };
 
 // Not in the default set (5M steps each, minutes per seed): name them with --configs or --minatar.
 const char* const kMinAtarConfigs[] = {
     "configs/ppo_minatar_asterix.toml",  "configs/ppo_minatar_breakout.toml",       "configs/ppo_minatar_freeway.toml",
     "configs/ppo_minatar_seaquest.toml", "configs/ppo_minatar_space_invaders.toml",
+};
+const char* const kMinAtarDqnConfigs[] = {
+    "configs/dqn_minatar_asterix.toml",  "configs/dqn_minatar_breakout.toml",       "configs/dqn_minatar_freeway.toml",
+    "configs/dqn_minatar_seaquest.toml", "configs/dqn_minatar_space_invaders.toml",
 };
 
 struct Options {
@@ -102,10 +115,16 @@ struct ConfigResult {
 };
 
 // --quick: enough steps for two updates, so that the whole path (update, statistics, evaluation)
-// runs, and nothing is learned.
+// runs, and nothing is learned. Off-policy algorithms (no num_steps) first fill their replay up to
+// learning_starts, and need a batch in it.
 int64_t quick_steps(const Config& config) {
   const std::string algo = config.get_string("train.algo");
-  const int64_t per_update = config.get_int("env.num_envs") * config.get_int("algo." + algo + ".num_steps");
+  const std::string prefix = "algo." + algo + ".";
+  if (!config.schema().contains(prefix + "num_steps")) {
+    const int64_t starts = std::max(config.get_int(prefix + "learning_starts"), config.get_int(prefix + "batch_size"));
+    return starts + 2 * config.get_int(prefix + "train_frequency") * config.get_int("env.num_envs");
+  }
+  const int64_t per_update = config.get_int("env.num_envs") * config.get_int(prefix + "num_steps");
   return 2 * per_update;
 }
 
@@ -220,12 +239,17 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", options.quick, "Smoke run: 2 updates per config, 1 seed, 2 episodes");
   bool minatar = false;
   app.add_flag("--minatar", minatar, "Train the five MinAtar configs instead of the default set");
+  bool minatar_dqn = false;
+  app.add_flag("--minatar-dqn", minatar_dqn, "Train the five MinAtar DQN configs instead of the default set");
   app.add_flag("--stochastic-eval", options.stochastic_eval, "Evaluate with sampled actions instead of the mode");
   app.add_option("--total-timesteps", options.total_timesteps, "Train every config this many steps (0: its own)");
   CLI11_PARSE(app, argc, argv);
   if (options.quick) {
     if (app.count("--seeds") == 0) options.seeds = 1;
     if (app.count("--episodes") == 0) options.episodes = 2;
+  }
+  if (options.configs.empty() && minatar_dqn) {
+    for (const char* file : kMinAtarDqnConfigs) options.configs.push_back(std::string(CONCORD_SOURCE_DIR) + "/" + file);
   }
   if (options.configs.empty() && minatar) {
     for (const char* file : kMinAtarConfigs) options.configs.push_back(std::string(CONCORD_SOURCE_DIR) + "/" + file);
