@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "concord/algos/algorithm_registry.h"
@@ -598,6 +599,65 @@ TEST(DqnTest, RmspropAsMinAtarAndTheRegistryBuildIt) {
   EXPECT_EQ(dqn->online_network()->num_actions(), 2);
   EXPECT_THROW(make_learner("dqn", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::box({2}, -1.0f, 1.0f)),
                std::invalid_argument);
+}
+
+// ---- acting from a copy, observing while updating (policy apex) ----
+
+TEST(DqnTest, AnActorReplicaActsWithItsOwnCopyUntilAssigned) {
+  torch::manual_seed(4);
+  DqnConfig config = tiny_config();
+  config.start_e = 0.5;
+  config.end_e = 0.5;
+  Dqn dqn(config);
+  EXPECT_TRUE(dqn.observes_while_updating());
+  set_head(dqn.online_network(), {1, 0, 0, 1}, {0, 0});  // Q(o) = o: the greedy action is argmax o
+  const std::unique_ptr<ActorReplica> replica = dqn.make_actor_replica();
+  ASSERT_NE(replica, nullptr);
+  const at::Tensor o = matrix({1, 0, 0, 1}, 2);
+  ActingContext greedy;
+  greedy.deterministic = true;
+  EXPECT_TRUE(replica->act(o, greedy).actions.equal(at::tensor({0, 1}, at::kLong)));
+
+  // The learner's network moves; the replica acts as before until assign() copies it over.
+  set_head(dqn.online_network(), {0, 1, 1, 0}, {0, 0});
+  EXPECT_TRUE(replica->act(o, greedy).actions.equal(at::tensor({0, 1}, at::kLong)));
+  replica->assign(dqn.flat_parameters().values().detach().clone());
+  EXPECT_TRUE(replica->act(o, greedy).actions.equal(at::tensor({1, 0}, at::kLong)));
+  EXPECT_TRUE(replica->act(o, greedy).actions.equal(dqn.actor().act(o, greedy).actions));
+  // A copy, not an alias: changing the learner again leaves the replica alone.
+  set_head(dqn.online_network(), {1, 0, 0, 1}, {0, 0});
+  EXPECT_TRUE(replica->act(o, greedy).actions.equal(at::tensor({1, 0}, at::kLong)));
+
+  // The same epsilons as the learner's actor: Ape-X's per actor (0.4 for actor 0 of 2), random
+  // half the time with the config's 0.5, whatever the network says.
+  const at::Tensor many = at::zeros({4000, 2});
+  ActingContext apex = at_step(10, 100);
+  apex.num_actors = 2;
+  const double greedy_share_apex = 1.0 - 0.4 / 2.0;  // action 0 greedy (first maximal)
+  EXPECT_NEAR(1.0 - replica->act(many, apex).actions.to(at::kDouble).mean().item<double>(), greedy_share_apex, 0.03);
+  EXPECT_NEAR(replica->act(many, at_step(10, 100)).actions.to(at::kDouble).mean().item<double>(), 0.25, 0.03);
+
+  EXPECT_THROW(replica->assign(at::zeros({5})), std::invalid_argument);
+}
+
+TEST(DqnTest, ObserveMayRunOnAnotherThreadWhileUpdating) {
+  torch::manual_seed(5);
+  DqnConfig config = tiny_config();
+  config.buffer_size = 4096;
+  for (const int64_t n_step : {int64_t{1}, int64_t{3}}) {
+    config.n_step = n_step;
+    Dqn dqn(config);
+    fill(dqn, 4);  // the first observe() builds the replay, before any update
+    std::thread observer([&dqn] { fill(dqn, 2000); });
+    int64_t updates = 0;
+    for (int i = 0; i < 300; ++i) updates += dqn.update(10 + i, 0.5).empty() ? 0 : 1;
+    observer.join();
+    EXPECT_EQ(updates, 300);
+    // Every window is flushed: the last step ends an episode (fill terminates every fifth).
+    EXPECT_EQ(dqn.replay()->num_added(), 2004) << "n_step " << n_step;
+    for (const auto& parameter : dqn.online_network()->parameters())
+      EXPECT_TRUE(parameter.isfinite().all().item<bool>());
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "concord/algos/algorithm_registry.h"
@@ -552,6 +553,61 @@ TEST(Sac, LearnsABandit) {
   context.deterministic = true;
   const at::Tensor mode = sac.actor().act(obs, context).actions;
   EXPECT_NEAR(mode.mean().item<double>(), 0.5, 0.15);
+}
+
+TEST(Sac, AnActorReplicaActsWithThePolicysSliceOfTheFlatBuffer) {
+  torch::manual_seed(22);
+  Sac sac(small_config());
+  EXPECT_TRUE(sac.observes_while_updating());
+  const std::unique_ptr<ActorReplica> replica = sac.make_actor_replica();
+  ASSERT_NE(replica, nullptr);
+  const at::Tensor o = at::randn({6, 3});
+  ActingContext mode;
+  mode.deterministic = true;
+  const auto learner_actions = [&] { return sac.actor().act(o, mode).actions; };
+  const at::Tensor before = learner_actions();
+  EXPECT_TRUE(replica->act(o, mode).actions.equal(before));
+
+  // Everything the learner holds moves (policy, critics, log alpha); the replica does not until
+  // assign(), which takes the whole flat buffer and keeps the policy's part.
+  {
+    c10::NoGradGuard no_grad;
+    sac.flat_parameters().values().add_(at::randn({sac.flat_parameters().numel()}) * 0.3);
+  }
+  const at::Tensor after = learner_actions();
+  ASSERT_FALSE(after.allclose(before));
+  EXPECT_TRUE(replica->act(o, mode).actions.equal(before));
+  replica->assign(sac.flat_parameters().values().detach().clone());
+  EXPECT_TRUE(replica->act(o, mode).actions.equal(after));
+
+  // Random acting before learning_starts, as the learner's actor; in the bounds after it.
+  ActingContext early;
+  early.global_step = 0;
+  const at::Tensor random_actions = replica->act(at::zeros({2000, 3}), early).actions;
+  EXPECT_NEAR(random_actions.mean().item<double>(), 0.0, 0.1);
+  EXPECT_GT(random_actions.abs().max().item<double>(), 1.9);
+  ActingContext later;
+  later.global_step = 100;
+  EXPECT_LE(replica->act(at::randn({200, 3}), later).actions.abs().max().item<double>(), 2.0);
+
+  EXPECT_THROW(replica->assign(at::zeros({7})), std::invalid_argument);
+}
+
+TEST(Sac, ObserveMayRunOnAnotherThreadWhileUpdating) {
+  torch::manual_seed(23);
+  SacConfig config = small_config();
+  config.buffer_size = 4096;
+  Sac sac(config);
+  sac.observe(random_step(16));
+  std::thread observer([&sac] {
+    for (int i = 0; i < 500; ++i) sac.observe(random_step(2));
+  });
+  int64_t updates = 0;
+  for (int i = 0; i < 200; ++i) updates += sac.update(10 + i, 0.5).empty() ? 0 : 1;
+  observer.join();
+  EXPECT_EQ(updates, 200);
+  EXPECT_EQ(sac.replay().size(), 1016);
+  EXPECT_TRUE(sac.flat_parameters().values().isfinite().all().item<bool>());
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
     EXPECT_THAT(result.output, ::testing::StartsWith("concord: error: ")) << result.output;
     EXPECT_THAT(result.output, ::testing::HasSubstr(needle)) << result.output;
   };
-  expect_error("train --algo dqn --run-root " + root.string(), "unknown algorithm 'dqn'");
+  expect_error("train --algo r2d2 --run-root " + root.string(), "unknown algorithm 'r2d2'");
   expect_error("train --set algo.ppo.clip_coeff=0.1 --run-root " + root.string(), "algo.ppo.clip_coeff");
   expect_error("eval " + (root / "missing").string(), "no such file");
   expect_error("train --resume " + (root / "missing").string(), "does not exist");

@@ -133,7 +133,7 @@ TEST(OffPolicyLoop, PoliciesThatCannotRunOffPolicyRefuseInOneLine) {
       EXPECT_EQ(std::string(error.what()),
                 "policy '" + name +
                     "' runs on-policy algorithms only, and this algorithm learns off-policy from replay; use "
-                    "train.policy single, sync_vector, multi_learner");
+                    "train.policy single, sync_vector, multi_learner, apex");
     }
   }
   EXPECT_NO_THROW(make_policy("single", PolicyContext{config, env_config, learner, torch::kCPU}));

@@ -164,7 +164,7 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
 TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
   EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
             "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, async_learner, "
-            "multi_learner, actor_processes)");
+            "multi_learner, actor_processes, apex)");
   EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
   // PPO's default update is 4 epochs x 4 minibatches: not one lock-free step.
   EXPECT_NE(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}).find("takes 16 per update"),
@@ -178,7 +178,7 @@ TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
 
 TEST(PolicyRegistry, NamesAreTheRegistryLines) {
   EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference",
-                                                      "async_learner", "multi_learner", "actor_processes"}));
+                                                      "async_learner", "multi_learner", "actor_processes", "apex"}));
 }
 
 }  // namespace

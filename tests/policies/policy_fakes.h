@@ -3,14 +3,17 @@
 // Fakes shared by the policy tests: a tiny environment that counts its steps and a learner that
 // records what it is given, so a test can check every Rollout field a policy produced exactly.
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "concord/algos/off_policy_learner.h"
@@ -158,6 +161,83 @@ class RecordingOffPolicyLearner final : public algos::OffPolicyLearner {
 
  private:
   int64_t learning_starts_, train_frequency_, batch_steps_;
+  torch::nn::Linear network_{1, 2};
+  nn::FlatParameters parameters_{*network_};
+};
+
+// An off-policy learner that `apex` can drive: observe() and update() may run on two threads at
+// once, and it counts observe() calls that overlapped (the policy must serialise them). Each
+// make_actor_replica() gives a Replica that records its contexts and what assign() gave it.
+// update() adds 1 to every parameter, so published values minus the initial ones count the
+// updates they come from; it returns no metrics until `batch_steps` rows were observed.
+class ApexRecordingLearner final : public algos::OffPolicyLearner {
+ public:
+  class Replica final : public algos::ActorReplica {
+   public:
+    algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override {
+      contexts.push_back(context);
+      if (static_cast<int>(contexts.size()) == throw_at_call) throw std::runtime_error("the simulator crashed");
+      return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
+    }
+    void assign(const torch::Tensor& flat_values) override { assigned.push_back(flat_values.clone()); }
+
+    std::vector<algos::ActingContext> contexts;
+    std::vector<torch::Tensor> assigned;
+    int throw_at_call = 0;  // the 1-based act() call that throws; 0: none
+  };
+
+  explicit ApexRecordingLearner(int64_t learning_starts, int64_t batch_steps = 1)
+      : learning_starts_(learning_starts), batch_steps_(batch_steps) {}
+
+  void observe(const algos::TensorMap& step, int stream) override {
+    if (observing_.fetch_add(1) != 0) overlapping_observes.fetch_add(1);
+    steps.emplace_back(stream, algos::clone(step));
+    observed_rows.fetch_add(step.at(algos::transition::kObservations).size(0));
+    observing_.fetch_sub(1);
+  }
+  algos::Metrics update(int64_t global_step, double progress) override {
+    if (observed_rows.load() < batch_steps_) return {};
+    {
+      torch::NoGradGuard no_grad;
+      parameters_.values().add_(1.0);
+    }
+    ++updates;
+    update_steps.push_back(global_step);
+    progresses.push_back(progress);
+    if (update_sleep.count() > 0) std::this_thread::sleep_for(update_sleep);
+    return {{"losses/fake", updates == nan_at_update ? std::nan("") : 1.0}};
+  }
+  int64_t learning_starts() const override { return learning_starts_; }
+  int64_t train_frequency() const override { return 1; }
+  std::unique_ptr<algos::ActorReplica> make_actor_replica() override {
+    if (!replicable) return nullptr;
+    auto replica = std::make_unique<Replica>();
+    replicas.push_back(replica.get());
+    return replica;
+  }
+  bool observes_while_updating() const override { return concurrent; }
+  algos::Actor& actor() override { return actor_; }
+  torch::nn::Module& network() override { return *network_; }
+  nn::FlatParameters& flat_parameters() override { return parameters_; }
+  void save(core::Checkpoint&) const override {}
+  void load(const core::Checkpoint&) override {}
+
+  bool replicable = true;  // false: make_actor_replica() returns nullptr
+  bool concurrent = true;  // observes_while_updating()
+  int nan_at_update = -1;  // the 1-based update whose "losses/fake" is nan; -1: none
+  std::chrono::microseconds update_sleep{0};
+  std::vector<Replica*> replicas;                       // owned by the policy
+  std::vector<std::pair<int, algos::TensorMap>> steps;  // (stream, step), in observe() order
+  std::atomic<int64_t> observed_rows{0};
+  std::atomic<int> overlapping_observes{0};
+  int updates = 0;
+  std::vector<int64_t> update_steps;
+  std::vector<double> progresses;
+  RecordingActor actor_;
+
+ private:
+  int64_t learning_starts_, batch_steps_;
+  std::atomic<int> observing_{0};
   torch::nn::Linear network_{1, 2};
   nn::FlatParameters parameters_{*network_};
 };

@@ -323,9 +323,7 @@ Dqn::Dqn(DqnConfig config, torch::Device device)
   target_parameters_.values().detach().copy_(parameters_.values().detach());
 }
 
-std::unique_ptr<ActorReplica> Dqn::make_actor_replica() {
-  return std::make_unique<DqnActorReplica>(online_, config_);
-}
+std::unique_ptr<ActorReplica> Dqn::make_actor_replica() { return std::make_unique<DqnActorReplica>(online_, config_); }
 
 ReplayBuffer& Dqn::replay_for(at::ScalarType observation_dtype) {
   if (!replay_) replay_ = std::make_unique<ReplayBuffer>(replay_config(config_, observation_dtype));
@@ -373,8 +371,8 @@ void Dqn::observe(const TensorMap& step, int stream) {
   const at::Tensor next_o = next_observations.detach().to(at::kCPU, /*non_blocking=*/false, copy);
   const at::Tensor a = actions.detach().to(at::kCPU, at::kLong, /*non_blocking=*/false, copy).contiguous();
   // Checked on the host rows: a reduction per bound costs more than the env step.
-  const int64_t* action_rows = a.data_ptr<int64_t>();
-  const auto [lowest, highest] = std::minmax_element(action_rows, action_rows + rows);
+  const int64_t* action_values = a.data_ptr<int64_t>();
+  const auto [lowest, highest] = std::minmax_element(action_values, action_values + rows);
   if (*lowest < 0 || *highest >= online_->num_actions()) {
     tensor_checks::fail(kFn, "actions must lie in [0, " + std::to_string(online_->num_actions()) + "), got " +
                                  std::to_string(*lowest) + " to " + std::to_string(*highest));

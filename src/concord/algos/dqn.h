@@ -144,7 +144,7 @@ inline constexpr const char* kBootstrapObservation = "bootstrap_observation";  /
 // at the first observe(), which fixes the dtype. It lives on the CPU; sampled batches move to the
 // network's device. Replay sampling draws from a core::Rng seeded from LibTorch's generator at
 // construction (seed it with torch::manual_seed). Not thread-safe, except actor().act() beside
-// update() where the policy allows it (OffPolicyLearner).
+// update() where the policy allows it, and observe() beside update() (observes_while_updating).
 class Dqn : public OffPolicyLearner {
  public:
   // Validates the config and builds both networks on `device`, the optimiser over the online
@@ -164,6 +164,12 @@ class Dqn : public OffPolicyLearner {
   Metrics update(int64_t global_step, double progress) override;
   int64_t learning_starts() const override { return config_.learning_starts; }
   int64_t train_frequency() const override { return config_.train_frequency; }
+  // An EpsilonGreedyActor (same config, so the same epsilons) over a clone of the online network.
+  std::unique_ptr<ActorReplica> make_actor_replica() override;
+  // True: observe() writes the n-step windows (which update() never reads) and the replay, which
+  // is thread-safe; the replay built by the first observe() is what needs the contract's
+  // happens-before.
+  bool observes_while_updating() const override { return true; }
 
   // Tensors "model/<name>" (online) and "target/<name>", "optimizer" (LibTorch's archive bytes in a
   // uint8 tensor), with checkpoint_replay the replay's state() as "replay/<name>"; metadata

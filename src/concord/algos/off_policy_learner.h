@@ -1,11 +1,28 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include <ATen/core/Tensor.h>
+
+#include "concord/algos/actor.h"
 #include "concord/algos/experience.h"
 #include "concord/algos/learner.h"
 
 namespace concord::algos {
+
+// An Actor over a network of its own, a copy of the learner's acting network, for threads that
+// act while the learner updates (Ape-X's actors): acting from the learner's own network would read
+// parameters the optimiser is changing in place. The copy changes only in assign(), which its owner
+// calls between its own act() calls, so the replica needs no lock. Not thread-safe: one thread
+// owns it.
+class ActorReplica : public Actor {
+ public:
+  // Copies the learner's parameters into the replica's network: `flat_values` is a buffer laid
+  // out as the learner's flat_parameters().values() (a copy the policy published, on the
+  // learner's device). Throws std::invalid_argument if its size differs.
+  virtual void assign(const at::Tensor& flat_values) = 0;
+};
 
 // The off-policy family (DQN, SAC): transitions go into the learner's replay as they happen, and
 // updates sample from it on a schedule the algorithm sets. The policy loop, the same for every
@@ -28,7 +45,7 @@ class OffPolicyLearner : public Learner {
   // Remembers one step of B environments: every field of experience.h's `transition`
   // namespace, leading dimension B, on any device. `stream` names the collector that sent it
   // (0 for a single collector), so that per-environment state such as an n-step window is kept
-  // per collector. Not thread-safe.
+  // per collector. Not thread-safe (but see observes_while_updating()).
   virtual void observe(const TensorMap& step, int stream = 0) = 0;
   // One update from replay: the algorithm's gradient steps, target-network updates and priority
   // updates. `global_step` counts env steps so far; `progress` in [0, 1] is the fraction of
@@ -40,6 +57,25 @@ class OffPolicyLearner : public Learner {
   virtual int64_t learning_starts() const = 0;
   // Env steps between updates, >= 1.
   virtual int64_t train_frequency() const = 0;
+
+  // Optional capabilities, for policies that act on other threads than the one that learns
+  // (policies/apex.h). A learner that does not provide both is refused by those policies.
+  //
+  // A new actor over its own copy of the acting network, made from the current parameters; call
+  // it on the thread that built the learner, before other threads use the learner (making the
+  // copy may draw from LibTorch's global generator). nullptr: this learner cannot act from a copy.
+  virtual std::unique_ptr<ActorReplica> make_actor_replica() { return nullptr; }
+  // True when observe() may run on one thread while update() runs on another. The policy's side
+  // of that contract:
+  //   - observe() calls are serialised among themselves (one mutex), and so are update() calls;
+  //   - the first update() happens after the first observe() has returned (happens-before, e.g.
+  //     through the mutex, condition variable or atomic step counter the policy waits on), so a
+  //     learner may build state lazily in its first observe() (Dqn builds its replay there);
+  //   - save() and load() run with neither in progress (a checkpoint pauses the observers).
+  // The learner's side: observe() touches only what update() does not, plus a replay that is
+  // itself thread-safe (ReplayBuffer). False (the default): the policy must call them one at a
+  // time.
+  virtual bool observes_while_updating() const { return false; }
 };
 
 }  // namespace concord::algos

@@ -85,23 +85,64 @@ SacTargets build_targets(const SacConfig& config, torch::Device device) {
   return targets;
 }
 
+// The slice of the flat buffer that holds `parameters`, which must lie next to each other in it in
+// this order.
+at::Tensor slice_of(const nn::FlatParameters& flat, const std::vector<at::Tensor>& parameters, const char* what) {
+  const std::vector<at::Tensor>& all = flat.parameters();
+  size_t first = 0;
+  while (first < all.size() && !all[first].is_same(parameters.front())) ++first;
+  int64_t numel = 0;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (first + i >= all.size() || !all[first + i].is_same(parameters[i])) {
+      throw std::logic_error(std::string("Sac: the ") + what + " parameters are not contiguous in the flat buffer");
+    }
+    numel += parameters[i].numel();
+  }
+  return flat.values().narrow(0, flat.offset(first), numel);
+}
+
 // The slice of the flat buffer that holds qf1's then qf2's parameters (contiguous: they are the
 // model's last submodules), in the order of the targets' own flat buffer.
 at::Tensor critic_slice(const nn::FlatParameters& flat, const SacModel& model) {
   std::vector<at::Tensor> critics = model->qf1->parameters();
   for (const at::Tensor& parameter : model->qf2->parameters()) critics.push_back(parameter);
-  const std::vector<at::Tensor>& all = flat.parameters();
-  size_t first = 0;
-  while (first < all.size() && !all[first].is_same(critics.front())) ++first;
-  int64_t numel = 0;
-  for (size_t i = 0; i < critics.size(); ++i) {
-    if (first + i >= all.size() || !all[first + i].is_same(critics[i])) {
-      throw std::logic_error("Sac: the critics' parameters are not contiguous in the flat buffer");
-    }
-    numel += critics[i].numel();
-  }
-  return flat.values().narrow(0, flat.offset(first), numel);
+  return slice_of(flat, critics, "critics'");
 }
+
+// A SacActor over its own clone of the policy network. assign() takes the learner's whole flat
+// buffer (actor, critics, log alpha) and copies the policy's slice, at `offset`, into the clone.
+class SacActorReplica final : public ActorReplica {
+ public:
+  SacActorReplica(const SacModel& model, const nn::FlatParameters& flat, int64_t learning_starts)
+      : policy_(std::dynamic_pointer_cast<nn::SquashedGaussianActorImpl>(model->actor->clone())),
+        parameters_(*policy_),
+        learner_numel_(flat.numel()),
+        actor_(policy_, learning_starts) {
+    const at::Tensor slice = slice_of(flat, model->actor->parameters(), "actor's");
+    offset_ = slice.storage_offset() - flat.values().storage_offset();
+    if (slice.numel() != parameters_.numel()) throw std::logic_error("Sac: the actor replica does not match the actor");
+  }
+
+  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
+    return actor_.act(observations, context);
+  }
+
+  void assign(const at::Tensor& flat_values) override {
+    if (flat_values.numel() != learner_numel_) {
+      throw std::invalid_argument("Sac actor replica: assign() got " + std::to_string(flat_values.numel()) +
+                                  " values, the learner's flat buffer has " + std::to_string(learner_numel_));
+    }
+    c10::NoGradGuard no_grad;
+    parameters_.values().copy_(flat_values.detach().reshape({-1}).narrow(0, offset_, parameters_.numel()));
+  }
+
+ private:
+  nn::SquashedGaussianActor policy_;
+  nn::FlatParameters parameters_;
+  int64_t learner_numel_;
+  int64_t offset_ = 0;
+  SacActor actor_;
+};
 
 // Every parameter and buffer of `module`, by name.
 torch::OrderedDict<std::string, at::Tensor> state_of(const torch::nn::Module& module) {
@@ -266,6 +307,10 @@ Sac::Sac(SacConfig config, torch::Device device)
   }
   c10::NoGradGuard no_grad;
   target_parameters_.values().copy_(critic_values_);  // qf_target.load_state_dict(qf.state_dict())
+}
+
+std::unique_ptr<ActorReplica> Sac::make_actor_replica() {
+  return std::make_unique<SacActorReplica>(model_, parameters_, config_.learning_starts);
 }
 
 Sac::Optimizers Sac::make_optimizers() const {

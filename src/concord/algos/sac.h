@@ -150,6 +150,11 @@ class Sac : public OffPolicyLearner {
   Metrics update(int64_t global_step, double progress) override;
   int64_t learning_starts() const override { return config_.learning_starts; }
   int64_t train_frequency() const override { return config_.train_frequency; }
+  // A SacActor (same learning_starts) over a clone of the policy network alone: assign() takes
+  // the whole flat buffer and copies the policy's slice of it.
+  std::unique_ptr<ActorReplica> make_actor_replica() override;
+  // True: observe() only adds to the replay, which is thread-safe and built at construction.
+  bool observes_while_updating() const override { return true; }
 
   // Tensors "model/<name>" (parameters, log_alpha and the action scale and bias),
   // "target/<name>" (the target critics), "optimizer/actor", "optimizer/q", "optimizer/alpha"

@@ -43,12 +43,13 @@ core::ConfigSchema concord_schema() {
   std::string algorithms;
   for (const std::string& name : algos::algorithm_names()) algorithms += (algorithms.empty() ? "" : ", ") + name;
   schema.declare("train.algo", std::string("ppo"),
-                 "Algorithm: " + algorithms + " (dqn and sac learn off-policy: policies single, sync_vector, "
-                 "multi_learner)");
+                 "Algorithm: " + algorithms +
+                     " (dqn and sac learn off-policy: policies single, sync_vector, "
+                     "multi_learner, apex)");
   schema.declare("train.policy", std::string("single"),
                  "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
                  "async_learner (collect while learning), "
-                 "multi_learner (one learner per process), actor_processes (actor processes, one learner)");
+                 "multi_learner (one learner per process), actor_processes (actor processes, one learner), apex");
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   algos::declare_algorithm_keys(schema);

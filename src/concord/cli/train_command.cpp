@@ -36,13 +36,14 @@ void run_train(const TrainFlags& flags) {
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("train", "Train an agent (PPO, A2C, DQN or SAC) with live progress and checkpoints");
+  CLI::App* command =
+      app.add_subcommand("train", "Train an agent (PPO, A2C, DQN or SAC) with live progress and checkpoints");
   auto flags = std::make_shared<TrainFlags>();
   add_run_flags(*command, flags->run);
   command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo, a2c, dqn or sac");
   command->add_option("--policy", flags->policy,
                       "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference, "
-                      "multi_learner, actor_processes");
+                      "multi_learner, actor_processes, apex");
   command
       ->add_option("--total-timesteps", flags->total_timesteps,
                    "Environment steps to train for (train.total_timesteps)")

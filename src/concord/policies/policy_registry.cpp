@@ -9,6 +9,7 @@
 #include "concord/core/registry.h"
 #include "concord/envs/registry.h"
 #include "concord/policies/actor_processes.h"
+#include "concord/policies/apex.h"
 #include "concord/policies/async_learner.h"
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
@@ -28,8 +29,9 @@ enum class Placement {
 
 // The algorithm families a policy can drive (algos/learner.h).
 enum class Families {
-  kOnPolicy,  // OnPolicyLearner only: the policy moves Rollouts, or shares or lags parameters
-  kBoth,      // OnPolicyLearner and OffPolicyLearner
+  kOnPolicy,   // OnPolicyLearner only: the policy moves Rollouts, or shares or lags parameters
+  kOffPolicy,  // OffPolicyLearner only: the policy fills a replay
+  kBoth,       // OnPolicyLearner and OffPolicyLearner
 };
 
 // A policy as the registry sees it: its keys under policy.<name>. and its factory, which reads
@@ -67,6 +69,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kOnPolicy));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
+  registry.add("apex", policy(make_apex_policy, Placement::kThreads, Families::kOffPolicy));
   return registry;
 }
 
@@ -92,19 +95,33 @@ void refuse_interpreter_env(const std::string& name, const envs::VectorEnvConfig
                               able);
 }
 
-// Policies that move Rollouts, share parameters lock-free or lag them behind the learner drive
-// only on-policy learners; an off-policy learner (one that learns from replay) is refused here,
-// before the policy's factory runs.
-void refuse_learner_family(const std::string& name, const PolicyEntry& entry, algos::Learner& learner) {
-  if (entry.families == Families::kBoth || dynamic_cast<algos::OnPolicyLearner*>(&learner) != nullptr) return;
+// The policies that drive learners of `family` (those that drive both included), for a refusal.
+std::string policies_running(Families family) {
   std::string able;
   for (const auto& [other, candidate] : policies().entries()) {
-    if (candidate.families == Families::kBoth) able += (able.empty() ? "" : ", ") + other;
+    if (candidate.families == family || candidate.families == Families::kBoth)
+      able += (able.empty() ? "" : ", ") + other;
   }
-  throw std::invalid_argument("policy '" + name +
-                              "' runs on-policy algorithms only, and this algorithm learns off-policy from "
-                              "replay; use train.policy " +
-                              able);
+  return able;
+}
+
+// Policies that move Rollouts, share parameters lock-free or lag them behind the learner drive
+// only on-policy learners; policies that fill a replay drive only off-policy ones. A learner of
+// the other family is refused here, before the policy's factory runs.
+void refuse_learner_family(const std::string& name, const PolicyEntry& entry, algos::Learner& learner) {
+  const bool on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner) != nullptr;
+  if (entry.families == Families::kOnPolicy && !on_policy) {
+    throw std::invalid_argument("policy '" + name +
+                                "' runs on-policy algorithms only, and this algorithm learns off-policy from "
+                                "replay; use train.policy " +
+                                policies_running(Families::kOffPolicy));
+  }
+  if (entry.families == Families::kOffPolicy && on_policy) {
+    throw std::invalid_argument("policy '" + name +
+                                "' runs off-policy algorithms only (it learns from replay), and this algorithm "
+                                "learns on-policy from rollouts; use train.policy " +
+                                policies_running(Families::kOnPolicy));
+  }
 }
 
 }  // namespace

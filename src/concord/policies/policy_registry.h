@@ -25,6 +25,8 @@ namespace concord::policies {
 //                      allreduce by default)
 //   actor_processes    MSRL's multi-actor single learner: rank 0 learns, ranks 1..A step envs
 //                      and act, experience by c10d send/recv, parameters sent back
+//   apex               Ape-X (off-policy learners): policy.apex.actors actor threads fill the
+//                      learner's replay while the calling thread updates from it
 //
 // env.num_envs is always the total number of environments of the run.
 

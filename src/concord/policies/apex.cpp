@@ -1,0 +1,430 @@
+#include "concord/policies/apex.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <c10/core/GradMode.h>
+#include <torch/torch.h>
+
+#include "concord/core/config_problems.h"
+#include "concord/core/rng.h"
+#include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
+#include "concord/policies/transition_collector.h"
+
+namespace concord::policies {
+namespace {
+
+using Episodes = std::vector<std::pair<double, int64_t>>;  // (return, length) of finished episodes
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// The learner polls should_stop at least this often while it waits for the actors.
+constexpr std::chrono::milliseconds kPollSlice{50};
+
+// One train() call: what the actor threads and the learner (the calling thread) share, the actor
+// loop and the learner loop.
+class Run {
+ public:
+  Run(const ApexConfig& config, algos::OffPolicyLearner& learner, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
+      std::vector<std::unique_ptr<algos::ActorReplica>>& replicas, torch::Device device, uint64_t seed,
+      core::EpisodeStats& episodes, TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+      const TrainingCallbacks& callbacks)
+      : config_(config),
+        learner_(learner),
+        envs_(envs),
+        replicas_(replicas),
+        device_(device),
+        seed_(seed),
+        episodes_(episodes),
+        state_(state),
+        total_steps_(total_steps),
+        checkpoint_interval_steps_(checkpoint_interval_steps),
+        callbacks_(callbacks),
+        timeout_(seconds(config.wait_timeout_seconds)),
+        timeout_text_(std::to_string(config.wait_timeout_seconds) + " s"),
+        learning_from_(std::max(learner.learning_starts(), state.global_step)),
+        global_step_(state.global_step),
+        claimed_(state.global_step),
+        allowed_step_(learning_from_ + config.max_env_steps_per_update) {}
+
+  void run() {
+    {
+      c10::NoGradGuard no_grad;
+      published_ = learner_.flat_parameters().values().detach().clone();
+    }
+    version_.store(state_.updates);
+    std::vector<std::thread> threads;
+    try {
+      for (size_t a = 0; a < envs_.size(); ++a) {
+        threads.push_back(core::torch_thread(core::thread_seed(seed_, a), [this, a] { guarded_actor(a); }));
+      }
+      learn();
+    } catch (...) {
+      stop_and_join(threads);
+      throw;
+    }
+    stop_and_join(threads);
+    // Everything the actors did is in: the final count and the episodes not yet handed over.
+    state_.global_step = global_step_.load();
+    hand_over_episodes();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  // ---- the actors ----
+
+  void guarded_actor(size_t a) {
+    try {
+      act(a);
+    } catch (const std::exception& error) {
+      fail(std::make_exception_ptr(std::runtime_error("policy 'apex': actor " + std::to_string(a) + " of " +
+                                                      std::to_string(envs_.size()) + " failed: " + error.what())));
+    } catch (...) {
+      fail(std::make_exception_ptr(std::runtime_error("policy 'apex': actor " + std::to_string(a) + " of " +
+                                                      std::to_string(envs_.size()) + " failed")));
+    }
+  }
+
+  void act(size_t a) {
+    algos::ActorReplica& replica = *replicas_[a];
+    TransitionCollector collector(*envs_[a], device_);
+    const int64_t steps = collector.num_envs();
+    const int stream = static_cast<int>(a);
+    const int num_actors = static_cast<int>(envs_.size());
+    int64_t acting_version = -1;
+    int64_t steps_since_refresh = config_.refresh_every;  // the first step refreshes
+    Episodes finished;
+    const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
+      finished.emplace_back(episode_return, episode_length);
+    };
+
+    while (!stopping_.load()) {
+      // Claim the steps first, so that the actors together take total_steps and no more.
+      if (claimed_.fetch_add(steps) >= total_steps_) break;
+      if (config_.max_env_steps_per_update > 0) wait_for_learner(a);
+      if (stopping_.load()) break;
+
+      if (steps_since_refresh >= config_.refresh_every) {
+        steps_since_refresh = 0;
+        if (version_.load() != acting_version) {
+          std::lock_guard<std::mutex> lock(publishing_);
+          replica.assign(published_);
+          acting_version = version_.load();
+        }
+      }
+      const algos::ActingContext context{false, global_step_.load(), total_steps_, stream, num_actors};
+      algos::TensorMap step = collector.step(replica, context, on_episode);
+      steps_since_refresh += steps;
+
+      {
+        // Held only for an observe() or a checkpoint: no timeout (a stuck checkpoint holds up the
+        // learner's thread anyway).
+        std::lock_guard<std::mutex> observing(observing_);
+        learner_.observe(step, stream);
+        global_step_.fetch_add(steps);
+        if (!finished.empty()) {
+          pending_episodes_.insert(pending_episodes_.end(), finished.begin(), finished.end());
+          episodes_pending_.store(true);
+        }
+      }
+      finished.clear();
+      // The learner sets learner_waiting_ under observing_, so it is seen here whenever the learner
+      // waits for a step that this one may be.
+      if (learner_waiting_.load()) stepped_.notify_all();
+    }
+  }
+
+  // max_env_steps_per_update: waits until global_step is below the learner's allowance, which
+  // grows by that many steps with every update (and moves past global_step whenever an update
+  // finds no batch in the replay, since only more steps can give it one). An actor that starts a
+  // step below the allowance may end it past it, by its envs.
+  void wait_for_learner(size_t a) {
+    const auto allowed = [&] { return stopping_.load() || global_step_.load() < allowed_step_.load(); };
+    if (allowed()) return;
+    std::unique_lock<std::mutex> lock(progress_mutex_);
+    if (!updated_.wait_for(lock, timeout_, allowed)) {
+      throw std::runtime_error("waited " + timeout_text_ + " for a learner update (policy.apex." +
+                               "max_env_steps_per_update = " + std::to_string(config_.max_env_steps_per_update) +
+                               ", actor " + std::to_string(a) + ")");
+    }
+  }
+
+  // ---- the learner ----
+
+  void learn() {
+    const int64_t steps_at_start = state_.global_step;
+    int64_t next_checkpoint_step = (state_.global_step / checkpoint_interval_steps_ + 1) * checkpoint_interval_steps_;
+    TrainingCallbacks pausing = callbacks_;
+    if (callbacks_.on_checkpoint) {
+      pausing.on_checkpoint = [this](const TrainingState&) {
+        // No observe() and no step counted while the learner is saved: global_step is the replay's.
+        std::lock_guard<std::mutex> paused(observing_);
+        state_.global_step = global_step_.load();
+        callbacks_.on_checkpoint(state_);
+      };
+    }
+
+    core::Stopwatch clock;
+    double update_seconds = 0.0, wait_seconds = 0.0;
+    // Updates start once some step of this run is observed (the happens-before that
+    // OffPolicyLearner::observes_while_updating asks for) and learning_starts is passed.
+    int64_t wait_beyond = learning_from_;  // update once global_step exceeds this
+    while (true) {
+      if (callbacks_.should_stop && callbacks_.should_stop()) break;
+      if (failed_.load()) break;
+      const int64_t step = global_step_.load();
+      if (step >= total_steps_) break;
+      if (step <= wait_beyond) {
+        core::Stopwatch wait_clock;
+        wait_for_steps(wait_beyond);
+        wait_seconds += wait_clock.elapsed_seconds();
+        continue;
+      }
+
+      state_.global_step = step;
+      const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps_));
+      core::Stopwatch update_clock;
+      algos::Metrics metrics = learner_.update(step, progress);
+      update_seconds += update_clock.elapsed_seconds();
+      if (metrics.empty()) {  // the replay does not hold a batch yet (a resume): wait for more steps
+        wait_beyond = step;
+        allow_steps(std::max(allowed_step_.load(), global_step_.load() + config_.max_env_steps_per_update));
+        continue;
+      }
+      ++state_.updates;
+      ++run_updates_;
+      allow_steps(allowed_step_.load() + config_.max_env_steps_per_update);
+      check_finite(metrics, state_);
+      if (run_updates_ % config_.publish_every == 0) publish();
+
+      hand_over_episodes();
+      const int64_t now = global_step_.load();
+      const double elapsed = std::max(clock.elapsed_seconds(), 1e-9);
+      metrics["charts/SPS"] = static_cast<double>(now - steps_at_start) / elapsed;
+      metrics["charts/updates_per_env_step"] =
+          static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(now - learning_from_, 1));
+      metrics["time/update_seconds"] = update_seconds;
+      metrics["time/learner_wait_seconds"] = wait_seconds;
+      report_update(state_, metrics, episodes_, pausing, checkpoint_interval_steps_, next_checkpoint_step);
+    }
+  }
+
+  // Waits until global_step exceeds `beyond` (or reaches total_steps), an actor fails or
+  // should_stop says so; wait_timeout_seconds without any step is an error.
+  void wait_for_steps(int64_t beyond) {
+    const auto ready = [&] {
+      const int64_t step = global_step_.load();
+      return failed_.load() || step > beyond || step >= total_steps_;
+    };
+    int64_t seen = global_step_.load();
+    auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(observing_);
+        learner_waiting_.store(true);
+        const bool done = stepped_.wait_for(lock, kPollSlice, ready);
+        learner_waiting_.store(false);
+        if (done) return;
+      }
+      if (callbacks_.should_stop && callbacks_.should_stop()) return;
+      const int64_t step = global_step_.load();
+      if (step != seen) {
+        seen = step;
+        deadline = std::chrono::steady_clock::now() + timeout_;
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        throw std::runtime_error("policy 'apex': the actors took no step within " + timeout_text_ + " (at step " +
+                                 std::to_string(step) + ")");
+      }
+    }
+  }
+
+  // Moves the actors' allowance (max_env_steps_per_update) to `step`.
+  void allow_steps(int64_t step) {
+    if (config_.max_env_steps_per_update == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      allowed_step_.store(step);
+    }
+    updated_.notify_all();
+  }
+
+  void publish() {
+    c10::NoGradGuard no_grad;
+    std::lock_guard<std::mutex> lock(publishing_);
+    published_.copy_(learner_.flat_parameters().values().detach());
+    version_.store(state_.updates);
+  }
+
+  // Calls on_episode, on this thread, for the episodes the actors finished since the last call.
+  void hand_over_episodes() {
+    if (!episodes_pending_.load()) return;
+    Episodes finished;
+    {
+      std::lock_guard<std::mutex> lock(observing_);
+      finished.swap(pending_episodes_);
+      episodes_pending_.store(false);
+    }
+    for (const auto& [episode_return, episode_length] : finished) {
+      episodes_.add(episode_return, episode_length);
+      if (callbacks_.on_episode) callbacks_.on_episode(episode_return, episode_length);
+    }
+  }
+
+  // ---- stopping ----
+
+  void fail(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      if (!failure_) failure_ = std::move(error);
+    }
+    failed_.store(true);
+    stop();
+  }
+
+  // Wakes every wait; the actors leave their loop at the next check.
+  void stop() {
+    stopping_.store(true);
+    { std::lock_guard<std::mutex> lock(progress_mutex_); }
+    updated_.notify_all();
+    { std::lock_guard<std::mutex> lock(observing_); }
+    stepped_.notify_all();
+  }
+
+  void stop_and_join(std::vector<std::thread>& threads) {
+    stop();
+    for (std::thread& thread : threads) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+
+  const ApexConfig& config_;
+  algos::OffPolicyLearner& learner_;
+  std::vector<std::unique_ptr<envs::VectorEnv>>& envs_;
+  std::vector<std::unique_ptr<algos::ActorReplica>>& replicas_;
+  torch::Device device_;
+  uint64_t seed_;
+  core::EpisodeStats& episodes_;
+  TrainingState& state_;
+  const int64_t total_steps_;
+  const int64_t checkpoint_interval_steps_;
+  const TrainingCallbacks& callbacks_;
+  const std::chrono::steady_clock::duration timeout_;
+  const std::string timeout_text_;
+  const int64_t learning_from_;  // updates start once global_step exceeds it
+
+  // observe(), global_step's increments and the episodes on their way to the learner.
+  std::mutex observing_;
+  std::condition_variable stepped_;            // with observing_: global_step moved, or a stop
+  std::atomic<int64_t> global_step_;           // steps observed; changes under observing_
+  std::atomic<int64_t> claimed_;               // steps claimed by actors (>= global_step_)
+  Episodes pending_episodes_;                  // guarded by observing_
+  std::atomic<bool> episodes_pending_{false};  // pending_episodes_ is not empty; changes under observing_
+  std::atomic<bool> learner_waiting_{false};   // the learner waits on stepped_; changes under observing_
+
+  // The published parameters.
+  std::mutex publishing_;
+  at::Tensor published_;             // guarded by publishing_
+  std::atomic<int64_t> version_{0};  // the learner updates they are from; changes under publishing_
+
+  // The learner's progress. The actors' allowance (max_env_steps_per_update) changes under
+  // progress_mutex_.
+  std::mutex progress_mutex_;
+  std::condition_variable updated_;    // with progress_mutex_: the allowance moved, or a stop
+  std::atomic<int64_t> allowed_step_;  // actors start a step only while global_step is below it
+  int64_t run_updates_ = 0;            // updates in this run (the learner's thread only)
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;  // the first actor's error; read after the join
+};
+
+}  // namespace
+
+void ApexConfig::validate() const {
+  core::ConfigProblems problems;
+  problems.check(actors >= 1, "actors", actors, ">= 1");
+  problems.check(publish_every >= 1, "publish_every", publish_every, ">= 1");
+  problems.check(refresh_every >= 1, "refresh_every", refresh_every, ">= 1");
+  problems.check(max_env_steps_per_update >= 0, "max_env_steps_per_update", max_env_steps_per_update,
+                 ">= 0 (0 = unbounded)");
+  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
+  problems.throw_if_any("policy.apex config");
+}
+
+const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
+  using C = ApexConfig;
+  static const core::ConfigFields<C> kFields = {
+      {"actors", &C::actors, "Actor threads, each stepping its own envs (env.num_envs is split among them)"},
+      {"publish_every", &C::publish_every, "Learner updates between publications of its parameters to the actors"},
+      {"refresh_every", &C::refresh_every,
+       "Env steps of an actor (over its envs) between picking up the latest published parameters (Ape-X: 400)"},
+      {"max_env_steps_per_update", &C::max_env_steps_per_update,
+       "Actors wait while the env steps since the first update exceed this many per update (0: never wait; the "
+       "replay ratio is then set by the relative speeds of acting and learning)"},
+      {"wait_timeout_seconds", &C::wait_timeout_seconds,
+       "A wait between the actors and the learner longer than this is an error naming it"},
+  };
+  return kFields;
+}
+
+ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
+                       torch::Device device)
+    : config_(core::validated(config)), learner_(learner), device_(device), seed_(env_config.seed) {
+  if (!learner_.observes_while_updating()) {
+    throw std::invalid_argument(
+        "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
+        "train.policy single or sync_vector");
+  }
+  const int actors = config_.actors;
+  if (env_config.num_envs % actors != 0) {
+    throw std::invalid_argument("policy 'apex': env.num_envs = " + std::to_string(env_config.num_envs) +
+                                " must be divisible by its " + std::to_string(actors) + " actors (policy.apex.actors)");
+  }
+  if (env_config.num_threads != 1 || env_config.batch_size != 0) {
+    throw std::invalid_argument(
+        "policy 'apex' gives each actor thread its own synchronous envs: set env.num_threads = 1 and "
+        "env.batch_size = 0");
+  }
+  for (int a = 0; a < actors; ++a) {
+    std::unique_ptr<algos::ActorReplica> replica = learner_.make_actor_replica();
+    if (replica == nullptr) {
+      throw std::invalid_argument(
+          "policy 'apex' acts with copies of the learner's network, which this algorithm cannot make; use "
+          "train.policy single or sync_vector");
+    }
+    replicas_.push_back(std::move(replica));
+    envs::VectorEnvConfig actor_env = env_config;
+    actor_env.num_envs = env_config.num_envs / actors;
+    actor_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(a));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(actor_env));
+  }
+}
+
+void ApexPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                       const TrainingCallbacks& callbacks) {
+  if (state.global_step >= total_steps) return;
+  Run run(config_, learner_, envs_, replicas_, device_, seed_, episodes_, state, total_steps, checkpoint_interval_steps,
+          callbacks);
+  run.run();
+}
+
+std::unique_ptr<Policy> make_apex_policy(const PolicyContext& context, const ApexConfig& config) {
+  auto* learner = dynamic_cast<algos::OffPolicyLearner*>(&context.learner);
+  if (learner == nullptr) throw std::logic_error("policy 'apex': the learner is not an off-policy learner");
+  return std::make_unique<ApexPolicy>(config, context.env_config, *learner, context.device);
+}
+
+}  // namespace concord::policies

@@ -1,0 +1,101 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "concord/algos/off_policy_learner.h"
+#include "concord/core/config_fields.h"
+#include "concord/core/episode_stats.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
+
+namespace concord::policies {
+
+// policy.apex.*
+struct ApexConfig {
+  int actors = 2;  // actor threads; env.num_envs is split among them
+  // Learner updates between two publications of its parameters to the actors. Ape-X's actors act
+  // with parameters about 50 updates old (a refresh every 400 frames, ~2.8 s, at ~19 updates/s);
+  // 50 keeps them as fresh as that while a publication (one flat copy, under a lock the actors
+  // take to refresh) costs a fiftieth of a copy per update, whatever the network's size.
+  int64_t publish_every = 50;
+  // Env steps of one actor (summed over its envs) between picking up the latest published
+  // parameters: Ape-X's 400 frames.
+  int64_t refresh_every = 400;
+  // 0: actors never wait for the learner (Ape-X), and the replay ratio is whatever the relative
+  // speeds of acting and learning make it. N > 0: from learning_starts on, the actors start a step
+  // only while global_step is below an allowance that grows by N with every update, so that fast
+  // actors cannot dilute the replay ratio below one update per N env steps (plus one step of each
+  // actor in flight). An update that finds no batch in the replay lets the actors N steps on.
+  int64_t max_env_steps_per_update = 0;
+  double wait_timeout_seconds = 60.0;  // a blocking wait longer than this is an error naming it
+
+  // Throws std::invalid_argument listing every bad field with its value.
+  void validate() const;
+  static const core::ConfigFields<ApexConfig>& fields();
+};
+
+// The `apex` distribution policy (Ape-X, Horgan et al., 2018) for off-policy learners, on threads
+// of one process: A actor threads fill the learner's replay while the calling thread learns from
+// it, with no schedule between them.
+//
+//   actor i (own envs, own network copy):        learner (the calling thread):
+//     every refresh_every of its env steps:         wait until global_step > learning_starts
+//       copy the latest published parameters        repeat as fast as it can:
+//     a = replica.act(o, {global_step, total,         metrics = learner.update(global_step, ...)
+//                         i, A})                        every publish_every updates: publish
+//     o', r, ... = its envs.step(a)                     report (charts/SPS, time/*)
+//     lock: learner.observe(step, stream i);        until global_step >= total_steps
+//           global_step += its envs
+//
+// Actor i of A > 1 explores as the algorithm's Actor decides from ActingContext's actor_index and
+// num_actors (DQN: Ape-X's eps_i = 0.4^(1 + 7 i / (A - 1))). The learner's update() runs
+// beside the actors' observe() (OffPolicyLearner::observes_while_updating), and its updates are
+// decoupled from env steps: update() is called whenever the previous one is done, not every
+// train_frequency() steps, so the replay ratio depends on how fast acting and learning run on the
+// machine. charts/updates_per_env_step reports it (since the first update of this run);
+// policy.apex.max_env_steps_per_update bounds it from below.
+//
+// Consistency: observe() calls, global_step's increments and the hand-over of finished episodes
+// happen under one mutex; a checkpoint takes it, so no transition is added while the learner and
+// global_step are saved (actors keep acting and wait to observe). Callbacks run on the calling
+// thread only, one at a time, never during an update: on_episode is called there for the episodes
+// the actors finished since the last update. Actors claim env steps before taking them, so the
+// run ends at total_steps exactly when num_envs / actors divides it.
+//
+// Errors: an actor's exception stops every thread; they are joined and the error is rethrown
+// naming the actor. A non-finite metric stops the run (check_finite). A wait for the other side's
+// progress (the learner for steps, a throttled actor for an update) times out after
+// wait_timeout_seconds with a line naming it; the one mutex is held only for an observe() or a
+// checkpoint. No thread outlives train().
+class ApexPolicy : public Policy {
+ public:
+  // Makes one ActorReplica and one VectorEnv (env_config.num_envs / actors envs, seeded
+  // derive_seed(seed, i)) per actor. Throws std::invalid_argument, in one line each, for an
+  // invalid config, num_envs not divisible by the actors, env.num_threads != 1 or
+  // env.batch_size != 0, or a learner without an ActorReplica or that cannot observe while
+  // updating.
+  ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
+             torch::Device device);
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+ private:
+  ApexConfig config_;
+  algos::OffPolicyLearner& learner_;
+  torch::Device device_;
+  uint64_t seed_;  // the run's, for the actors' generators
+  std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
+  std::vector<std::unique_ptr<algos::ActorReplica>> replicas_;
+  core::EpisodeStats episodes_;
+};
+
+// The `apex` policy of a run (the registry has already refused an on-policy learner).
+std::unique_ptr<Policy> make_apex_policy(const PolicyContext& context, const ApexConfig& config);
+
+}  // namespace concord::policies
