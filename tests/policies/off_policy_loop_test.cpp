@@ -15,25 +15,9 @@
 namespace concord::policies {
 namespace {
 
-using testing::CountingEnv;
+using testing::counting_config;
+using testing::counting_registry;
 using testing::RecordingOffPolicyLearner;
-
-envs::VectorEnvConfig counting_config(int num_envs) {
-  envs::VectorEnvConfig config;
-  config.env_id = "Counting";
-  config.num_envs = num_envs;
-  return config;
-}
-
-envs::Registry counting_registry(int terminate_after) {
-  envs::Registry registry;
-  registry.add("Counting", [terminate_after] {
-    testing::CountingEnvOptions options;  // observation [steps into the episode], time limit 4
-    options.terminate_after = terminate_after;
-    return std::make_unique<CountingEnv>(options);
-  });
-  return registry;
-}
 
 float at(const algos::TensorMap& step, const char* field, int64_t row) {
   return step.at(field).select(0, row).reshape({-1})[0].item<float>();

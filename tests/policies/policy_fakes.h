@@ -19,6 +19,8 @@
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/on_policy_learner.h"
 #include "concord/envs/env.h"
+#include "concord/envs/registry.h"
+#include "concord/envs/vector_env.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 
@@ -57,6 +59,24 @@ class CountingEnv final : public envs::FloatEnv {
   CountingEnvOptions options_;
   int step_ = 0;
 };
+
+// CountingEnv (without an instance) by the id "Counting", in a registry of its own.
+inline envs::Registry counting_registry(int terminate_after) {
+  envs::Registry registry;
+  registry.add("Counting", [terminate_after] {
+    CountingEnvOptions options;  // observation [steps into the episode], time limit 4
+    options.terminate_after = terminate_after;
+    return std::make_unique<CountingEnv>(options);
+  });
+  return registry;
+}
+
+inline envs::VectorEnvConfig counting_config(int num_envs) {
+  envs::VectorEnvConfig config;
+  config.env_id = "Counting";
+  config.num_envs = num_envs;
+  return config;
+}
 
 // Records every rollout it is given (a deep copy: RolloutCollector refills the same tensors for
 // the next rollout) and every progress; can sleep to play a slow learner, and report a nan loss
