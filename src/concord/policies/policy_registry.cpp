@@ -138,8 +138,10 @@ bool policy_spans_processes(const std::string& name) { return policies().at(name
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
   const PolicyEntry& entry = policies().at(name);
-  refuse_learner_family(name, entry, context.learner);
+  // The environment first: it is refused under every policy not on one thread, whatever the
+  // algorithm, so the line names the setting that matters whichever algorithm is chosen.
   if (entry.placement != Placement::kOneThread) refuse_interpreter_env(name, context.env_config);
+  refuse_learner_family(name, entry, context.learner);
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }
