@@ -199,10 +199,15 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
       if (static_cast<int>(contexts.size()) == throw_at_call) throw std::runtime_error("the simulator crashed");
       return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
     }
-    void assign(const torch::Tensor& flat_values) override { assigned.push_back(flat_values.clone()); }
+    void assign(const torch::Tensor& flat_values) override {
+      assigned.push_back(flat_values.clone());
+      updates_at_assign.push_back(learner_updates->load());
+    }
 
+    const std::atomic<int>* learner_updates = nullptr;
     std::vector<algos::ActingContext> contexts;
     std::vector<torch::Tensor> assigned;
+    std::vector<int> updates_at_assign;  // the learner's update count when each assign() ran
     int throw_at_call = 0;  // the 1-based act() call that throws; 0: none
   };
 
@@ -222,6 +227,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
       parameters_.values().add_(1.0);
     }
     ++updates;
+    updates_made.fetch_add(1);
     update_steps.push_back(global_step);
     progresses.push_back(progress);
     if (update_sleep.count() > 0) std::this_thread::sleep_for(update_sleep);
@@ -232,6 +238,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
   std::unique_ptr<algos::ActorReplica> make_actor_replica() override {
     if (!replicable) return nullptr;
     auto replica = std::make_unique<Replica>();
+    replica->learner_updates = &updates_made;
     replicas.push_back(replica.get());
     return replica;
   }
@@ -251,6 +258,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
   std::atomic<int64_t> observed_rows{0};
   std::atomic<int> overlapping_observes{0};
   int updates = 0;
+  std::atomic<int> updates_made{0};  // `updates`, readable from the actors' threads
   std::vector<int64_t> update_steps;
   std::vector<double> progresses;
   RecordingActor actor_;
