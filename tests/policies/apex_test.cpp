@@ -162,7 +162,8 @@ TEST(Apex, PublishedParametersReachTheActorsAndTheStepsPerUpdateAreBounded) {
   }
   // Whichever actor acts first refreshes before any step reached the replay, so before any update;
   // the other may start late enough to take a later publication.
-  EXPECT_GE(first_refreshes_before_any_update, 1) << "the first actor to act takes the learner's parameters as they are";
+  EXPECT_GE(first_refreshes_before_any_update, 1)
+      << "the first actor to act takes the learner's parameters as they are";
 }
 
 TEST(Apex, CallbacksRunOnTheCallingThreadAndCheckpointsSeeAPausedReplay) {

@@ -208,7 +208,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
     std::vector<algos::ActingContext> contexts;
     std::vector<torch::Tensor> assigned;
     std::vector<int> updates_at_assign;  // the learner's update count when each assign() ran
-    int throw_at_call = 0;  // the 1-based act() call that throws; 0: none
+    int throw_at_call = 0;               // the 1-based act() call that throws; 0: none
   };
 
   explicit ApexRecordingLearner(int64_t learning_starts, int64_t batch_steps = 1)
