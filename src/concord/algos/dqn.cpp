@@ -22,9 +22,9 @@
 #include <utility>
 
 #include "concord/algos/gradient_step.h"
+#include "concord/algos/module_checkpoint.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/core/config_problems.h"
-#include "concord/core/optimizer_bytes.h"
 #include "concord/core/torch_thread.h"
 
 namespace concord::algos {
@@ -82,60 +82,6 @@ uint64_t seed_from_torch() {
   const at::Tensor draw =
       at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong);
   return static_cast<uint64_t>(draw.item<int64_t>());
-}
-
-// ---- checkpoints ----
-
-[[noreturn]] void corrupt(const std::string& problem) {
-  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-
-void save_parameters(core::Checkpoint& checkpoint, const std::string& prefix, const torch::nn::Module& module) {
-  for (const auto& parameter : module.named_parameters()) {
-    checkpoint.tensors[prefix + parameter.key()] = parameter.value().detach().clone();
-  }
-}
-
-// Every parameter of `module` under `prefix` with its shape, and nothing else under `prefix`.
-void check_parameters(const core::Checkpoint& checkpoint, const std::string& prefix, const torch::nn::Module& module) {
-  const auto parameters = module.named_parameters();
-  for (const auto& parameter : parameters) {
-    const std::string name = prefix + parameter.key();
-    const auto found = checkpoint.tensors.find(name);
-    if (found == checkpoint.tensors.end()) {
-      throw core::CheckpointError(
-          core::CheckpointError::Kind::kTensorMissing, "",
-          "tensor \"" + name + "\" is missing" +
-              (parameter.key().find("head") != std::string::npos ? " (saved with another algo.dqn.dueling?)" : ""));
-    }
-    if (found->second.sizes() != parameter.value().sizes()) {
-      std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", the network's is "
-          << parameter.value().sizes();
-      corrupt(out.str());
-    }
-  }
-  for (const auto& [name, tensor] : checkpoint.tensors) {
-    if (starts_with(name, prefix) && !parameters.contains(name.substr(prefix.size()))) {
-      corrupt("tensor \"" + name + "\" is not a parameter of this network");
-    }
-  }
-}
-
-void load_parameters(const core::Checkpoint& checkpoint, const std::string& prefix, torch::nn::Module& module) {
-  c10::NoGradGuard no_grad;
-  for (auto& parameter : module.named_parameters()) {
-    parameter.value().copy_(checkpoint.tensors.at(prefix + parameter.key()));
-  }
-}
-
-int64_t metadata_integer(const nlohmann::json& metadata, const char* key) {
-  if (!metadata.contains(key) || !metadata[key].is_number_integer()) {
-    corrupt(std::string("metadata \"") + key + "\" is missing or not an integer");
-  }
-  return metadata[key].get<int64_t>();
 }
 
 }  // namespace
@@ -510,9 +456,9 @@ Metrics Dqn::update(int64_t global_step, double progress) {
 // ---- checkpoints ----
 
 void Dqn::save(core::Checkpoint& checkpoint) const {
-  save_parameters(checkpoint, kModelPrefix, *online_);
-  save_parameters(checkpoint, kTargetPrefix, *target_);
-  checkpoint.tensors[kOptimizerTensor] = core::optimizer_to_bytes(*optimizer_);
+  save_module(checkpoint, kModelPrefix, *online_);
+  save_module(checkpoint, kTargetPrefix, *target_);
+  save_optimizer(checkpoint, kOptimizerTensor, *optimizer_);
   if (config_.checkpoint_replay && replay_) {
     for (const auto& [name, tensor] : replay_->state()) checkpoint.tensors[kReplayPrefix + name] = tensor;
   }
@@ -524,50 +470,35 @@ void Dqn::save(core::Checkpoint& checkpoint) const {
 void Dqn::load(const core::Checkpoint& checkpoint) {
   // Everything is checked (the optimiser state and the replay read into scratch copies) before
   // anything changes.
-  const nlohmann::json& metadata = checkpoint.metadata;
-  if (!metadata.contains("algorithm") || metadata["algorithm"] != kAlgorithm) {
-    corrupt("metadata \"algorithm\" is " + (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
-            ", expected \"" + kAlgorithm + "\"");
-  }
-  const int64_t updates = metadata_integer(metadata, "updates");
-  const int64_t target_sync_step = metadata_integer(metadata, "target_sync_step");
-  check_parameters(checkpoint, kModelPrefix, *online_);
-  check_parameters(checkpoint, kTargetPrefix, *target_);
-
-  const auto optimizer_state = checkpoint.tensors.find(kOptimizerTensor);
-  if (optimizer_state == checkpoint.tensors.end()) {
-    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"optimizer\" is missing");
-  }
-  try {
-    const std::unique_ptr<torch::optim::Optimizer> scratch = make_optimizer(config_, parameters_);
-    core::optimizer_from_bytes(optimizer_state->second, *scratch, device_);
-  } catch (const std::exception& error) {
-    corrupt(std::string("tensor \"optimizer\" is not a readable optimiser state: ") + error.what());
-  }
+  check_algorithm(checkpoint, kAlgorithm);
+  const int64_t updates = metadata_integer(checkpoint, "updates");
+  const int64_t target_sync_step = metadata_integer(checkpoint, "target_sync_step");
+  ModuleHints hints;
+  hints.missing = [](const std::string& key) {
+    return key.find("head") != std::string::npos ? std::string(" (saved with another algo.dqn.dueling?)")
+                                                 : std::string();
+  };
+  check_module(checkpoint, kModelPrefix, *online_, hints);
+  check_module(checkpoint, kTargetPrefix, *target_, hints);
+  check_optimizer(checkpoint, kOptimizerTensor, *make_optimizer(config_, parameters_), device_);
 
   std::unique_ptr<ReplayBuffer> restored;
-  TensorMap replay_state;
-  for (const auto& [name, tensor] : checkpoint.tensors) {
-    if (starts_with(name, kReplayPrefix)) replay_state[name.substr(std::string(kReplayPrefix).size())] = tensor;
-  }
+  const TensorMap replay_state = tensors_under(checkpoint, kReplayPrefix);
   if (config_.checkpoint_replay && !replay_state.empty()) {
-    const auto observations = replay_state.find(std::string("fields/") + dqn_replay::kObservation);
-    if (observations == replay_state.end()) {
-      throw core::CheckpointError(
-          core::CheckpointError::Kind::kTensorMissing, "",
-          std::string("tensor \"") + kReplayPrefix + "fields/" + dqn_replay::kObservation + "\" is missing");
-    }
+    const at::Tensor& observations =
+        checkpoint_tensor(checkpoint, std::string(kReplayPrefix) + "fields/" + dqn_replay::kObservation);
     try {
-      restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations->second.scalar_type()));
+      restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations.scalar_type()));
       restored->load_state(replay_state);
     } catch (const std::invalid_argument& error) {
-      corrupt(std::string("the replay (tensors \"") + kReplayPrefix + "...\") does not fit: " + error.what());
+      checkpoint_corrupt(std::string("the replay (tensors \"") + kReplayPrefix +
+                         "...\") does not fit: " + error.what());
     }
   }
 
-  load_parameters(checkpoint, kModelPrefix, *online_);
-  load_parameters(checkpoint, kTargetPrefix, *target_);
-  core::optimizer_from_bytes(optimizer_state->second, *optimizer_, device_);
+  load_module(checkpoint, kModelPrefix, *online_);
+  load_module(checkpoint, kTargetPrefix, *target_);
+  load_optimizer(checkpoint, kOptimizerTensor, *optimizer_, device_);
   updates_ = updates;
   target_sync_step_ = target_sync_step;
   replay_ = std::move(restored);

@@ -10,10 +10,8 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
-#include <torch/ordered_dict.h>
 
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -21,8 +19,8 @@
 #include <utility>
 
 #include "concord/algos/gradient_step.h"
+#include "concord/algos/module_checkpoint.h"
 #include "concord/core/config_problems.h"
-#include "concord/core/optimizer_bytes.h"
 #include "concord/core/torch_thread.h"
 
 namespace concord::algos {
@@ -36,14 +34,6 @@ constexpr double kNoClipping = std::numeric_limits<double>::infinity();
 // The transition fields SAC stores; truncation needs none (next_observations bootstraps it).
 const char* const kStoredFields[] = {transition::kObservations, transition::kActions, transition::kRewards,
                                      transition::kTerminated, transition::kNextObservations};
-
-[[noreturn]] void corrupt(const std::string& problem) {
-  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
-}
-
-[[noreturn]] void missing(const std::string& name) {
-  throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"" + name + "\" is missing");
-}
 
 int64_t obs_dim_of(const nn::ActorCriticConfig& network) {
   int64_t dim = 1;
@@ -143,41 +133,6 @@ class SacActorReplica final : public ActorReplica {
   int64_t offset_ = 0;
   SacActor actor_;
 };
-
-// Every parameter and buffer of `module`, by name.
-torch::OrderedDict<std::string, at::Tensor> state_of(const torch::nn::Module& module) {
-  torch::OrderedDict<std::string, at::Tensor> state = module.named_parameters();
-  for (const auto& buffer : module.named_buffers()) state.insert(buffer.key(), buffer.value());
-  return state;
-}
-
-// Checks that `checkpoint` holds prefix + name with the right shape for every tensor of `state`,
-// and nothing else under `prefix`.
-void check_tensors(const core::Checkpoint& checkpoint, const std::string& prefix,
-                   const torch::OrderedDict<std::string, at::Tensor>& state) {
-  for (const auto& tensor : state) {
-    const std::string name = prefix + tensor.key();
-    const auto found = checkpoint.tensors.find(name);
-    if (found == checkpoint.tensors.end()) missing(name);
-    if (found->second.sizes() != tensor.value().sizes()) {
-      std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", this learner's is "
-          << tensor.value().sizes();
-      corrupt(out.str());
-    }
-  }
-  for (const auto& entry : checkpoint.tensors) {
-    if (entry.first.rfind(prefix, 0) == 0 && !state.contains(entry.first.substr(prefix.size()))) {
-      corrupt("tensor \"" + entry.first + "\" is not a tensor of this learner");
-    }
-  }
-}
-
-void copy_state(const core::Checkpoint& checkpoint, const std::string& prefix,
-                const torch::OrderedDict<std::string, at::Tensor>& state) {
-  c10::NoGradGuard no_grad;
-  for (const auto& tensor : state) tensor.value().copy_(checkpoint.tensors.at(prefix + tensor.key()));
-}
 
 at::Tensor text_bytes(const std::string& text) {
   at::Tensor bytes = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
@@ -438,15 +393,11 @@ Metrics Sac::update(int64_t /*global_step*/, double progress) {
 }
 
 void Sac::save(core::Checkpoint& checkpoint) const {
-  for (const auto& tensor : state_of(*model_)) {
-    checkpoint.tensors["model/" + tensor.key()] = tensor.value().detach().clone();
-  }
-  for (const auto& tensor : state_of(*targets_)) {
-    checkpoint.tensors["target/" + tensor.key()] = tensor.value().detach().clone();
-  }
-  checkpoint.tensors["optimizer/actor"] = core::optimizer_to_bytes(*optimizers_.actor);
-  checkpoint.tensors["optimizer/q"] = core::optimizer_to_bytes(*optimizers_.q);
-  checkpoint.tensors["optimizer/alpha"] = core::optimizer_to_bytes(*optimizers_.alpha);
+  save_module(checkpoint, "model/", *model_);
+  save_module(checkpoint, "target/", *targets_);
+  save_optimizer(checkpoint, "optimizer/actor", *optimizers_.actor);
+  save_optimizer(checkpoint, "optimizer/q", *optimizers_.q);
+  save_optimizer(checkpoint, "optimizer/alpha", *optimizers_.alpha);
   std::ostringstream rng;
   rng << rng_;
   checkpoint.tensors[kReplayRng] = text_bytes(rng.str());
@@ -460,75 +411,50 @@ void Sac::save(core::Checkpoint& checkpoint) const {
 
 void Sac::load(const core::Checkpoint& checkpoint) {
   // Check everything first.
-  const nlohmann::json& metadata = checkpoint.metadata;
-  if (!metadata.contains("algorithm") || metadata["algorithm"] != kAlgorithm) {
-    corrupt("metadata \"algorithm\" is " + (metadata.contains("algorithm") ? metadata["algorithm"].dump() : "missing") +
-            ", expected \"" + kAlgorithm + "\"");
-  }
-  for (const char* counter : {"updates", "gradient_steps"}) {
-    if (!metadata.contains(counter) || !metadata[counter].is_number_integer()) {
-      corrupt(std::string("metadata \"") + counter + "\" is missing or not an integer");
-    }
-  }
-  const auto model_state = state_of(*model_);
-  const auto target_state = state_of(*targets_);
-  check_tensors(checkpoint, "model/", model_state);
-  check_tensors(checkpoint, "target/", target_state);
+  check_algorithm(checkpoint, kAlgorithm);
+  const int64_t updates = metadata_integer(checkpoint, "updates");
+  const int64_t gradient_steps = metadata_integer(checkpoint, "gradient_steps");
+  check_module(checkpoint, "model/", *model_);
+  check_module(checkpoint, "target/", *targets_);
   for (const auto& buffer : model_->named_buffers()) {
     const at::Tensor& saved = checkpoint.tensors.at("model/" + buffer.key());
     if (!at::equal(saved.to(at::kCPU, at::kFloat), buffer.value().to(at::kCPU, at::kFloat))) {
-      corrupt("tensor \"model/" + buffer.key() + "\" differs: the checkpoint was trained for other action bounds");
+      checkpoint_corrupt("tensor \"model/" + buffer.key() +
+                         "\" differs: the checkpoint was trained for other action bounds");
     }
   }
   const std::pair<const char*, torch::optim::Optimizer*> optimizers[] = {{"optimizer/actor", optimizers_.actor.get()},
                                                                          {"optimizer/q", optimizers_.q.get()},
                                                                          {"optimizer/alpha", optimizers_.alpha.get()}};
   const Optimizers scratch = make_optimizers();
-  const std::pair<const char*, torch::optim::Optimizer*> scratch_optimizers[] = {
-      {"optimizer/actor", scratch.actor.get()},
-      {"optimizer/q", scratch.q.get()},
-      {"optimizer/alpha", scratch.alpha.get()}};
-  for (const auto& [name, optimizer] : scratch_optimizers) {
-    const auto found = checkpoint.tensors.find(name);
-    if (found == checkpoint.tensors.end()) missing(name);
-    try {
-      core::optimizer_from_bytes(found->second, *optimizer, device_);
-    } catch (const std::exception& error) {
-      corrupt(std::string("tensor \"") + name + "\" is not a readable optimiser state: " + error.what());
-    }
-  }
-  const auto rng_bytes = checkpoint.tensors.find(kReplayRng);
-  if (rng_bytes == checkpoint.tensors.end()) missing(kReplayRng);
+  check_optimizer(checkpoint, "optimizer/actor", *scratch.actor, device_);
+  check_optimizer(checkpoint, "optimizer/q", *scratch.q, device_);
+  check_optimizer(checkpoint, "optimizer/alpha", *scratch.alpha, device_);
   core::Rng rng;
   {
-    std::istringstream in(bytes_text(rng_bytes->second));
+    std::istringstream in(bytes_text(checkpoint_tensor(checkpoint, kReplayRng)));
     in >> rng;
-    if (in.fail()) corrupt(std::string("tensor \"") + kReplayRng + "\" is not a generator state");
+    if (in.fail()) checkpoint_corrupt(std::string("tensor \"") + kReplayRng + "\" is not a generator state");
   }
-  TensorMap replay_state;
-  for (const auto& [name, tensor] : checkpoint.tensors) {
-    if (name.rfind(kReplayPrefix, 0) == 0) replay_state[name.substr(std::strlen(kReplayPrefix))] = tensor;
-  }
+  const TensorMap replay_state = tensors_under(checkpoint, kReplayPrefix);
   std::unique_ptr<ReplayBuffer> replay;
   if (!replay_state.empty()) {
     replay = std::make_unique<ReplayBuffer>(replay_->config());
     try {
       replay->load_state(replay_state);
     } catch (const std::invalid_argument& error) {
-      corrupt(std::string("its replay does not fit this learner's: ") + error.what());
+      checkpoint_corrupt(std::string("its replay does not fit this learner's: ") + error.what());
     }
   }
 
   // Then change everything.
-  copy_state(checkpoint, "model/", model_state);
-  copy_state(checkpoint, "target/", target_state);
-  for (const auto& [name, optimizer] : optimizers) {
-    core::optimizer_from_bytes(checkpoint.tensors.at(name), *optimizer, device_);
-  }
+  load_module(checkpoint, "model/", *model_);
+  load_module(checkpoint, "target/", *targets_);
+  for (const auto& [name, optimizer] : optimizers) load_optimizer(checkpoint, name, *optimizer, device_);
   rng_ = rng;
   if (replay) replay_ = std::move(replay);
-  updates_ = metadata["updates"].get<int64_t>();
-  gradient_steps_ = metadata["gradient_steps"].get<int64_t>();
+  updates_ = updates;
+  gradient_steps_ = gradient_steps;
   last_actor_loss_ = at::Tensor();
   last_alpha_loss_ = at::Tensor();
 }
