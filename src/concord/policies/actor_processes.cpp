@@ -159,9 +159,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   }
   nn::ActorCritic model = learner_.model();
   const int64_t steps_per_actor_rollout = actors_.front()->rollout.num_steps() * actors_.front()->rollout.num_envs();
-  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
-  const int64_t steps_at_start = state.global_step;
-  core::Stopwatch clock;
+  UpdateReporter reporter(state, checkpoint_interval_steps);
   double receive_seconds = 0.0;
   double update_seconds = 0.0;
 
@@ -192,8 +190,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       for (int64_t i = 0; i < static_cast<int64_t>(episodes[0]); ++i) {
         const double episode_return = episodes[1 + 2 * i];
         const auto episode_length = static_cast<int64_t>(episodes[2 + 2 * i]);
-        episodes_.add(episode_return, episode_length);
-        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+        record_episode(episodes_, callbacks, episode_return, episode_length);
       }
     }
     if (parts.empty()) throw std::runtime_error("actor_processes: no actor process is left");
@@ -235,13 +232,11 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
 
     int alive = 0;
     for (const auto& link : actors_) alive += link->alive ? 1 : 0;
-    metrics["charts/SPS"] =
-        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["charts/policy_lag"] = lag_sum / static_cast<double>(parts.size());
     metrics["actors/alive"] = alive;
     metrics["time/receive_seconds"] = receive_seconds;
     metrics["time/update_seconds"] = update_seconds;
-    report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);
+    reporter.report(state, metrics, episodes_, callbacks);
   }
 }
 

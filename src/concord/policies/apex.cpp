@@ -164,8 +164,7 @@ class Run {
   // ---- the learner ----
 
   void learn() {
-    const int64_t steps_at_start = state_.global_step;
-    int64_t next_checkpoint_step = (state_.global_step / checkpoint_interval_steps_ + 1) * checkpoint_interval_steps_;
+    UpdateReporter reporter(state_, checkpoint_interval_steps_);
     TrainingCallbacks pausing = callbacks_;
     if (callbacks_.on_checkpoint) {
       pausing.on_checkpoint = [this](const TrainingState&) {
@@ -176,7 +175,6 @@ class Run {
       };
     }
 
-    core::Stopwatch clock;
     double update_seconds = 0.0, wait_seconds = 0.0;
     // Updates start once some step of this run is observed (the happens-before that
     // OffPolicyLearner::observes_while_updating asks for) and learning_starts is passed.
@@ -211,13 +209,12 @@ class Run {
 
       hand_over_episodes();
       const int64_t now = global_step_.load();
-      const double elapsed = std::max(clock.elapsed_seconds(), 1e-9);
-      metrics["charts/SPS"] = static_cast<double>(now - steps_at_start) / elapsed;
+      metrics["charts/SPS"] = reporter.steps_per_second(now);
       metrics["charts/updates_per_env_step"] =
           static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(now - learning_from_, 1));
       metrics["time/update_seconds"] = update_seconds;
       metrics["time/learner_wait_seconds"] = wait_seconds;
-      report_update(state_, metrics, episodes_, pausing, checkpoint_interval_steps_, next_checkpoint_step);
+      reporter.report(state_, metrics, episodes_, pausing);
     }
   }
 
@@ -277,8 +274,7 @@ class Run {
       episodes_pending_.store(false);
     }
     for (const auto& [episode_return, episode_length] : finished) {
-      episodes_.add(episode_return, episode_length);
-      if (callbacks_.on_episode) callbacks_.on_episode(episode_return, episode_length);
+      record_episode(episodes_, callbacks_, episode_return, episode_length);
     }
   }
 

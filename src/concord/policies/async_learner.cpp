@@ -162,9 +162,7 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   }
 
   try {
-    int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
-    core::Stopwatch clock;
-    const int64_t steps_at_start = state.global_step;
+    UpdateReporter reporter(state, checkpoint_interval_steps);
     double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
     while (state.global_step < total_steps) {
       if (callbacks.should_stop && callbacks.should_stop()) break;
@@ -178,8 +176,7 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       if (status == core::QueueStatus::kClosed) break;  // the collector failed: rethrown below
 
       for (const auto& [episode_return, episode_length] : item.episodes) {
-        episodes_.add(episode_return, episode_length);
-        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+        record_episode(episodes_, callbacks, episode_return, episode_length);
       }
       state.global_step += item.env_steps;
       rollout_seconds += item.seconds;
@@ -198,12 +195,10 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
 
       metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
       metrics["charts/policy_lag"] = static_cast<double>(lag);
-      metrics["charts/SPS"] =
-          static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
       metrics["time/rollout_seconds"] = rollout_seconds;
       metrics["time/update_seconds"] = update_seconds;
       metrics["time/learner_wait_seconds"] = wait_seconds;
-      report_update(state, metrics, episodes_, pausing, checkpoint_interval_steps, next_checkpoint_step);
+      reporter.report(state, metrics, episodes_, pausing);
     }
   } catch (...) {
     stop_collector();

@@ -148,7 +148,6 @@ class Run {
         seed_(seed),
         state_(state),
         total_steps_(total_steps),
-        checkpoint_interval_steps_(checkpoint_interval_steps),
         callbacks_(callbacks),
         timeout_(std::chrono::duration_cast<SteadyClock::duration>(
             std::chrono::duration<double>(config.wait_timeout_seconds))),
@@ -161,8 +160,7 @@ class Run {
         trainers_(config.trainers, config.trainers, "trainers"),
         steps_claimed_(state.global_step),
         agents_alive_(config.agents),
-        next_checkpoint_step_((state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps),
-        steps_at_start_(state.global_step) {
+        reporter_(state, checkpoint_interval_steps) {
     for (int a = 0; a < config.agents; ++a) {
       replies_.push_back(std::make_unique<BoundedQueue<Prediction>>(1, "agent " + std::to_string(a) + " reply"));
     }
@@ -477,8 +475,7 @@ class Run {
 
     for (const Segment& segment : segments) {
       for (const auto& [episode_return, episode_length] : segment.episodes) {
-        episodes_.add(episode_return, episode_length);
-        if (callbacks_.on_episode) callbacks_.on_episode(episode_return, episode_length);
+        record_episode(episodes_, callbacks_, episode_return, episode_length);
       }
     }
     check_finite(metrics, state_);
@@ -487,8 +484,7 @@ class Run {
         metrics[name] += value / static_cast<double>(segments.size());
       }
     }
-    const double seconds = std::max(clock_.elapsed_seconds(), 1e-9);
-    metrics["charts/SPS"] = static_cast<double>(state_.global_step - steps_at_start_) / seconds;
+    const double seconds = std::max(reporter_.elapsed_seconds(), 1e-9);
     metrics["charts/PPS"] = static_cast<double>(predicted_rows_.load()) / seconds;
     metrics["charts/TPS"] = static_cast<double>(updates_done_.load()) / seconds;
     metrics["charts/policy_lag"] = lag / static_cast<double>(segments.size());
@@ -500,7 +496,7 @@ class Run {
     metrics["charts/active_predictors"] = predictors_.active();
     metrics["charts/active_trainers"] = trainers_.active();
     if (config_.dynamic_adjustment) metrics["charts/adjustments"] = static_cast<double>(adjustments_.load());
-    report_update(state_, metrics, episodes_, callbacks_, checkpoint_interval_steps_, next_checkpoint_step_);
+    reporter_.report(state_, metrics, episodes_, callbacks_);
   }
 
   const CentralInferenceConfig& config_;
@@ -511,7 +507,6 @@ class Run {
   uint64_t seed_;
   TrainingState& state_;
   const int64_t total_steps_;
-  const int64_t checkpoint_interval_steps_;
   const TrainingCallbacks& callbacks_;
   const SteadyClock::duration timeout_;
 
@@ -530,9 +525,7 @@ class Run {
 
   std::mutex learner_mutex_;  // learner updates, state_, episodes_ and every callback
   core::EpisodeStats episodes_;
-  int64_t next_checkpoint_step_;
-  const int64_t steps_at_start_;
-  core::Stopwatch clock_;
+  UpdateReporter reporter_;
 
   std::mutex failure_mutex_;
   std::exception_ptr failure_;

@@ -69,9 +69,14 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   std::mutex report;        // callbacks, episode statistics and `state`, one thread at a time
   std::exception_ptr failure;
   core::EpisodeStats episodes;
-  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
-  const int64_t steps_at_start = state.global_step;
-  core::Stopwatch clock;
+  UpdateReporter reporter(state, checkpoint_interval_steps);
+  TrainingCallbacks pausing = callbacks;
+  if (callbacks.on_checkpoint) {
+    pausing.on_checkpoint = [&](const TrainingState& at) {
+      std::unique_lock<std::shared_mutex> paused(pause);  // no replica mid-update
+      callbacks.on_checkpoint(at);
+    };
+  }
 
   auto worker = [&](int w) {
     try {
@@ -81,8 +86,7 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
       nn::ActorCritic model = replica.model();
       const auto on_episode = [&](double episode_return, int64_t episode_length) {
         std::lock_guard<std::mutex> lock(report);
-        episodes.add(episode_return, episode_length);
-        if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+        record_episode(episodes, callbacks, episode_return, episode_length);
       };
       while (!stop.load(std::memory_order_relaxed)) {
         const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
@@ -103,17 +107,8 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
         ++state.updates;
         check_finite(metrics, state);
         metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-        metrics["charts/SPS"] =
-            static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
         metrics["charts/worker"] = w;
-        if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
-        if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
-        if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
-        if (state.global_step >= next_checkpoint_step && callbacks.on_checkpoint) {
-          std::unique_lock<std::shared_mutex> paused(pause);
-          callbacks.on_checkpoint(state);
-          next_checkpoint_step += checkpoint_interval_steps;
-        }
+        reporter.report(state, metrics, episodes, pausing);
         if (callbacks.should_stop && callbacks.should_stop()) stop = true;
       }
     } catch (...) {

@@ -1,5 +1,6 @@
 #include "concord/policies/policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -16,16 +17,34 @@ void check_finite(const algos::Metrics& metrics, const TrainingState& state) {
   }
 }
 
-void report_update(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
-                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps,
-                   int64_t& next_checkpoint_step) {
+void record_episode(core::EpisodeStats& episodes, const TrainingCallbacks& callbacks, double episode_return,
+                    int64_t episode_length) {
+  episodes.add(episode_return, episode_length);
+  if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+}
+
+UpdateReporter::UpdateReporter(const TrainingState& start, int64_t checkpoint_interval_steps)
+    : checkpoint_interval_steps_(checkpoint_interval_steps),
+      next_checkpoint_step_((start.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps),
+      steps_at_start_(start.global_step) {}
+
+double UpdateReporter::steps_per_second(int64_t global_step) const {
+  return static_cast<double>(global_step - steps_at_start_) / std::max(clock_.elapsed_seconds(), 1e-9);
+}
+
+void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
+                            const TrainingCallbacks& callbacks) {
+  metrics.emplace("charts/SPS", steps_per_second(state.global_step));
   if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
   if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
   if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
-  if (state.global_step >= next_checkpoint_step) {
-    if (callbacks.on_checkpoint) callbacks.on_checkpoint(state);
-    next_checkpoint_step += checkpoint_interval_steps;
-  }
+  if (checkpoint_due(state.global_step) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
+}
+
+bool UpdateReporter::checkpoint_due(int64_t global_step) {
+  if (global_step < next_checkpoint_step_) return false;
+  next_checkpoint_step_ += checkpoint_interval_steps_;
+  return true;
 }
 
 }  // namespace concord::policies

@@ -5,6 +5,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/core/episode_stats.h"
+#include "concord/core/timer.h"
 
 namespace concord::policies {
 
@@ -44,12 +45,33 @@ class Policy {
 // Throws std::runtime_error naming the first metric that is NaN or infinite.
 void check_finite(const algos::Metrics& metrics, const TrainingState& state);
 
-// The end of an update, the same in every policy's loop: adds the recent episodes'
-// charts/episodic_return and charts/episodic_length to `metrics`, calls on_update, and calls
-// on_checkpoint once global_step reaches next_checkpoint_step (which then moves on by
-// checkpoint_interval_steps).
-void report_update(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
-                   const TrainingCallbacks& callbacks, int64_t checkpoint_interval_steps,
-                   int64_t& next_checkpoint_step);
+// Counts an ended episode in `episodes` and passes it to callbacks.on_episode.
+void record_episode(core::EpisodeStats& episodes, const TrainingCallbacks& callbacks, double episode_return,
+                    int64_t episode_length);
+
+// The end of an update, the same in every policy's loop. Made when the loop starts (a resumed
+// run's first checkpoint falls at the next multiple of checkpoint_interval_steps).
+class UpdateReporter {
+ public:
+  UpdateReporter(const TrainingState& start, int64_t checkpoint_interval_steps);
+
+  // Env steps per second of wall time since the loop started.
+  double steps_per_second(int64_t global_step) const;
+  double elapsed_seconds() const { return clock_.elapsed_seconds(); }
+
+  // Adds charts/SPS (unless the loop measured it itself) and the recent episodes'
+  // charts/episodic_return and charts/episodic_length to `metrics`, calls on_update, then
+  // on_checkpoint if checkpoint_due(state.global_step).
+  void report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
+              const TrainingCallbacks& callbacks);
+  // Whether global_step reached the next checkpoint; if so the next one moves on by the interval.
+  bool checkpoint_due(int64_t global_step);
+
+ private:
+  int64_t checkpoint_interval_steps_;
+  int64_t next_checkpoint_step_;
+  int64_t steps_at_start_;
+  core::Stopwatch clock_;
+};
 
 }  // namespace concord::policies

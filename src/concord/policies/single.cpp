@@ -49,12 +49,9 @@ void SinglePolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingStat
   RolloutCollector collector(env_, learner.rollout_length(), device_);
   nn::ActorCritic model = learner.model();
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
-    episodes_.add(episode_return, episode_length);
-    if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+    record_episode(episodes_, callbacks, episode_return, episode_length);
   };
-  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
-  core::Stopwatch clock;
-  const int64_t steps_at_start = state.global_step;
+  UpdateReporter reporter(state, checkpoint_interval_steps);
   double rollout_seconds = 0.0;
   double update_seconds = 0.0;
 
@@ -78,11 +75,9 @@ void SinglePolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingStat
     check_finite(metrics, state);
 
     metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-    metrics["charts/SPS"] =
-        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
-    report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);
+    reporter.report(state, metrics, episodes_, callbacks);
   }
 }
 
@@ -91,15 +86,12 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
   TransitionCollector collector(env_, device_);
   algos::Actor& actor = learner.actor();
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
-    episodes_.add(episode_return, episode_length);
-    if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
+    record_episode(episodes_, callbacks, episode_return, episode_length);
   };
-  int64_t next_checkpoint_step = (state.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps;
+  UpdateReporter reporter(state, checkpoint_interval_steps);
   const int64_t steps_per_iteration = collector.num_envs() * ranks_in_lockstep_;
   const int64_t learning_starts = learner.learning_starts();
   const int64_t train_frequency = learner.train_frequency();
-  core::Stopwatch clock;
-  const int64_t steps_at_start = state.global_step;
   double rollout_seconds = 0.0;
   double update_seconds = 0.0;
   // Polled at every update, and every so often before the first: ranks in lockstep poll at the
@@ -108,8 +100,8 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
   int64_t iteration = 0;
 
   while (state.global_step < total_steps) {
-    const bool update_due = state.global_step > learning_starts;
-    if ((update_due || iteration % kPollEvery == 0) && callbacks.should_stop && callbacks.should_stop()) break;
+    const bool learning = state.global_step > learning_starts;
+    if ((learning || iteration % kPollEvery == 0) && callbacks.should_stop && callbacks.should_stop()) break;
     ++iteration;
 
     // --- Act once in every env and remember the transitions ---
@@ -137,11 +129,9 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
     if (metrics.empty()) continue;
     check_finite(metrics, state);
 
-    metrics["charts/SPS"] =
-        static_cast<double>(state.global_step - steps_at_start) / std::max(clock.elapsed_seconds(), 1e-9);
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
-    report_update(state, metrics, episodes_, callbacks, checkpoint_interval_steps, next_checkpoint_step);
+    reporter.report(state, metrics, episodes_, callbacks);
   }
 }
 
