@@ -1,4 +1,5 @@
 #include "concord/algos/module_checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -64,18 +65,18 @@ TEST(ModuleCheckpoint, EachMisfitIsNamedWithTheAlgorithmsHint) {
   core::Checkpoint without = checkpoint;
   without.tensors.erase("model/second.bias");
   EXPECT_EQ(problem_of([&] { check_module(without, "model/", *module, hints); }),
-            "tensor \"model/second.bias\" is missing (missing second.bias)");
+            "tensor 'model/second.bias' is missing (missing second.bias)");
 
   core::Checkpoint extra = checkpoint;
   extra.tensors["model/third.weight"] = torch::zeros({1});
   extra.tensors["other/third.weight"] = torch::zeros({1});  // another prefix is not this module's business
   EXPECT_EQ(problem_of([&] { check_module(extra, "model/", *module, hints); }),
-            "tensor \"model/third.weight\" is not a parameter or buffer of this learner (unexpected third.weight)");
+            "tensor 'model/third.weight' is not a parameter or buffer of this learner (unexpected third.weight)");
 
   core::Checkpoint reshaped = checkpoint;
   reshaped.tensors["model/first.weight"] = torch::zeros({2, 4});
   EXPECT_EQ(problem_of([&] { check_module(reshaped, "model/", *module); }),
-            "tensor \"model/first.weight\" has shape [2, 4], this learner's is [2, 3]");
+            "tensor 'model/first.weight' has shape [2, 4], this learner's is [2, 3]");
 }
 
 TEST(ModuleCheckpoint, MetadataAndOptimiserStateAreCheckedBeforeUse) {
@@ -86,12 +87,12 @@ TEST(ModuleCheckpoint, MetadataAndOptimiserStateAreCheckedBeforeUse) {
   checkpoint.metadata["target_sync_step"] = "soon";
   check_algorithm(checkpoint, "ppo");
   EXPECT_EQ(problem_of([&] { check_algorithm(checkpoint, "dqn"); }),
-            "metadata \"algorithm\" is \"ppo\", expected \"dqn\"");
+            "metadata 'algorithm' is \"ppo\", expected \"dqn\"");
   EXPECT_EQ(problem_of([&] { check_algorithm(core::Checkpoint{}, "dqn"); }),
-            "metadata \"algorithm\" is missing, expected \"dqn\"");
-  EXPECT_EQ(metadata_integer(checkpoint, "updates"), 12);
-  EXPECT_EQ(problem_of([&] { metadata_integer(checkpoint, "target_sync_step"); }),
-            "metadata \"target_sync_step\" is missing or not an integer");
+            "metadata 'algorithm' is missing, expected \"dqn\"");
+  EXPECT_EQ(core::metadata_int(checkpoint, "updates"), 12);
+  EXPECT_EQ(problem_of([&] { core::metadata_int(checkpoint, "target_sync_step"); }),
+            "metadata 'target_sync_step' is missing or not an integer");
 
   torch::optim::Adam adam(module->parameters(), torch::optim::AdamOptions(0.1));
   module->first->weight.mutable_grad() = torch::ones_like(module->first->weight);
@@ -100,17 +101,17 @@ TEST(ModuleCheckpoint, MetadataAndOptimiserStateAreCheckedBeforeUse) {
   torch::optim::Adam scratch(module->parameters(), torch::optim::AdamOptions(0.1));
   check_optimizer(checkpoint, "optimizer", scratch, torch::kCPU);
   EXPECT_EQ(problem_of([&] { check_optimizer(checkpoint, "optimizer/q", scratch, torch::kCPU); }),
-            "tensor \"optimizer/q\" is missing");
+            "tensor 'optimizer/q' is missing");
   checkpoint.tensors["garbage"] = torch::full({5}, 3, torch::kUInt8);
   const std::string garbage = problem_of([&] { check_optimizer(checkpoint, "garbage", scratch, torch::kCPU); });
-  EXPECT_EQ(garbage.rfind("tensor \"garbage\" is not a readable optimiser state: ", 0), 0u) << garbage;
+  EXPECT_EQ(garbage.rfind("tensor 'garbage' is not a readable optimiser state: ", 0), 0u) << garbage;
 
   checkpoint.tensors["replay/fields/a"] = torch::zeros({1});
   checkpoint.tensors["replay/size"] = torch::zeros({1});
-  const TensorMap replay = tensors_under(checkpoint, "replay/");
+  const auto replay = core::tensors_under(checkpoint, "replay/");
   ASSERT_EQ(replay.size(), 2u);
   EXPECT_EQ(replay.count("fields/a"), 1u);
-  EXPECT_TRUE(tensors_under(checkpoint, "target/").empty());
+  EXPECT_TRUE(core::tensors_under(checkpoint, "target/").empty());
 }
 
 }  // namespace

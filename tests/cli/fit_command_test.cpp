@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -125,6 +126,66 @@ TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
     EXPECT_EQ(steps % 20, 0) << "an evaluation step";
   }
   EXPECT_EQ(runs, 1);
+}
+
+// The steps (first column) of a run's metrics.csv, in file order.
+std::vector<int64_t> csv_steps(const std::filesystem::path& run_dir) {
+  std::ifstream csv(run_dir / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);  // the header
+  std::vector<int64_t> steps;
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  return steps;
+}
+
+// `concord fit --resume RUN_DIR` continues the step count from the checkpoint, with a longer
+// --steps; a checkpoint older than metrics.csv (a run killed between the two) drops the rows after
+// it, so no step appears twice.
+TEST(FitCommandTest, ResumeContinuesTheStepsWithoutRepeatingMetricRows) {
+  const auto root = fresh_dir("fit", "resume");
+  const CommandResult first = run_concord(
+      "fit --strategy local_sgd --workers 2 --steps 20 --set fit.checkpoint_interval=10 "
+      "--set fit.eval_interval=10 --progress off --run-root " +
+      root.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::filesystem::path run_dir = std::filesystem::directory_iterator(root)->path();
+  std::filesystem::copy_file(run_dir / "checkpoint.ckpt", root / "at20.ckpt");
+
+  const CommandResult resumed = run_concord("fit --resume " + run_dir.string() + " --steps 40 --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed at steps 20"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("steps                40"), std::string::npos) << resumed.output;
+  EXPECT_EQ(csv_steps(run_dir), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(core::read_checkpoint_header(run_dir / "checkpoint.ckpt").at("metadata").at("steps"), 40);
+
+  std::filesystem::copy_file(root / "at20.ckpt", run_dir / "checkpoint.ckpt",
+                             std::filesystem::copy_options::overwrite_existing);
+  const CommandResult again = run_concord("fit --resume " + run_dir.string() + " --steps 30 --progress off");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(csv_steps(run_dir), (std::vector<int64_t>{10, 20, 30}));
+}
+
+// What a resume refuses, each in one line: another config, a run directory without a checkpoint,
+// a missing directory, and GAP's fits, whose state it does not save yet.
+TEST(FitCommandTest, ResumeRefusesAChangedConfigAndAMissingCheckpoint) {
+  const auto root = fresh_dir("fit", "resume_errors");
+  const CommandResult first =
+      run_concord("fit --workers 2 --steps 4 --set fit.eval_interval=4 --progress off --run-root " + root.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::filesystem::path run_dir = std::filesystem::directory_iterator(root)->path();
+  const auto expect_error = [](const std::string& arguments, const std::string& message) {
+    const CommandResult result = run_concord(arguments);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_NE(result.output.find(message), std::string::npos) << arguments << ": " << result.output;
+  };
+  expect_error("fit --resume " + run_dir.string() + " --set fit.learning_rate=0.5",
+               "--resume continues a run with its own config.toml");
+  expect_error("fit --resume " + run_dir.string() + " --strategy easgd",
+               "--resume continues a run with its own config.toml");
+  expect_error("fit --resume " + (root / "missing").string(), "does not exist");
+  expect_error("fit --task gan --resume " + run_dir.string(), "--resume is not supported for --task gan yet");
+  std::filesystem::remove(run_dir / "checkpoint.ckpt");
+  expect_error("fit --resume " + run_dir.string(), "checkpoint.ckpt");
 }
 
 }  // namespace

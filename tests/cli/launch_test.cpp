@@ -168,6 +168,20 @@ TEST(TorchrunEnvironment, RanksOffsetByNodeRank) {
   EXPECT_THROW(concord::launch::torchrun_environment(topology, 0), std::invalid_argument);
 }
 
+// Found by tests/fuzz/launch_env_fuzz: `concord launch -n 4096 --nnodes 300` was accepted, and then
+// every rank refused its WORLD_SIZE=1228800 (ranks accept at most 1,000,000).
+TEST(TorchrunEnvironment, RefusesAWorldItsRanksWouldRefuse) {
+  concord::launch::LaunchTopology topology;
+  topology.nproc_per_node = 4096;
+  topology.nnodes = 300;
+  EXPECT_THROW(concord::launch::torchrun_environment(topology, 0), std::invalid_argument);
+  topology.nnodes = 244;  // 999,424 processes
+  EXPECT_NO_THROW(concord::launch::torchrun_environment(topology, 0));
+  topology.nproc_per_node = 1 << 30;  // a product past 2^31 is refused too, not overflowed
+  topology.nnodes = 4;
+  EXPECT_THROW(concord::launch::torchrun_environment(topology, 0), std::invalid_argument);
+}
+
 TEST(WaitStatus, DescribesExitsAndSignals) {
   // system() returns the shell's wait status.
   EXPECT_EQ(concord::launch::describe_wait_status(std::system("exit 3")), "exited with status 3");
@@ -366,6 +380,111 @@ TEST(Launch, SecondSignalKillsAtOnce) {
   EXPECT_THAT(launcher.output(), HasSubstr("was killed by signal 9 (SIGKILL)"));
 }
 
+// --- restarts ------------------------------------------------------------------------------------
+
+// torchrun's --max-restarts: the failed group is stopped and started again, each rank seeing its
+// restart count, each restart logged with the rank and cause.
+TEST(Launch, AFailedGroupIsRestartedUpToMaxRestarts) {
+  const CommandResult result =
+      launch_script("-n 2 --max-restarts 2",
+                    "echo attempt $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS; "
+                    "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then exit 3; fi; exit 0");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("restart 1 of 2: rank 1 (pid "));
+  EXPECT_THAT(result.output, HasSubstr("restart 2 of 2: rank 1 (pid "));
+  EXPECT_THAT(result.output, HasSubstr(") exited with status 3; no run directory declared, starting afresh"));
+  EXPECT_EQ(count_occurrences(result.output, "restart "), 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("[rank 0] attempt 2 of 2"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 1] attempt 2 of 2"));
+}
+
+TEST(Launch, RestartsRunOutAndTheLastFailureIsTheError) {
+  const CommandResult result = launch_script("-n 2 --max-restarts 1", "if [ $RANK = 1 ]; then exit 3; fi; exit 0");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "restart 1 of 1: "), 1) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "restart "), 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("concord: error: rank 1 (pid "));
+}
+
+// Without --max-restarts nothing restarts (torchrun's default of 0).
+TEST(Launch, NoRestartByDefault) {
+  const CommandResult result = launch_script("-n 1", "echo attempt $TORCHELASTIC_RESTART_COUNT; exit 3");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "attempt 0"), 1) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "restart "), 0) << result.output;
+}
+
+// The restarted group is told the run directory rank 0 declared before, and only then.
+TEST(Launch, ARestartedGroupIsToldRank0sRunDirectory) {
+  const auto dir = fresh_dir("restart_run_dir");
+  const CommandResult result = launch_script(
+      "-n 2 --max-restarts 1",
+      "echo \"resume=[$CONCORD_RESTART_RUN_DIR]\"; if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+      "if [ $RANK = 0 ]; then echo \"run-dir " +
+          dir.string() +
+          "\" > \"$CONCORD_LAUNCH_CONTROL\"; exit 0; fi; i=0; "
+          "until grep -qs run-dir \"$CONCORD_LAUNCH_CONTROL\" || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; "
+          "exit 3; fi; exit 0");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "resume=[]"), 2) << result.output;
+  EXPECT_EQ(count_occurrences(result.output, "resume=[" + dir.string() + "]"), 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("; continuing from " + dir.string()));
+}
+
+// `concord train` in a restarted group continues rank 0's run from its checkpoint: one run
+// directory, the step count going on from the checkpoint, the metrics without a repeated step.
+// The first attempt trains 640 steps, then its wrapper fails as a crash after the checkpoint would.
+TEST(Launch, ARestartedTrainContinuesFromTheCheckpoint) {
+  const auto root = fresh_dir("restart_train");
+  const std::string train = std::string(CONCORD_BINARY) +
+                            " train --num-envs 4 --set algo.ppo.num_steps=32 --progress off --run-root " +
+                            root.string();
+  const CommandResult result =
+      launch_script("-n 1 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + train +
+                                                 " --total-timesteps 640 || exit 9; exit 3; fi; exec " + train +
+                                                 " --total-timesteps 1280");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank 0 (pid "));
+  EXPECT_THAT(result.output, HasSubstr("restarted: continuing"));
+  EXPECT_THAT(result.output, HasSubstr("resumed at step 640 (update 5)"));
+  std::vector<std::filesystem::path> run_dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) run_dirs.push_back(entry.path());
+  ASSERT_EQ(run_dirs.size(), 1u) << result.output;
+  std::ifstream csv(run_dirs.front() / "metrics.csv");
+  std::vector<int64_t> steps;
+  std::string line;
+  std::getline(csv, line);  // the header
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  std::vector<int64_t> expected;
+  for (int64_t step = 128; step <= 1280; step += 128) expected.push_back(step);
+  EXPECT_EQ(steps, expected);
+}
+
+// The same for `concord fit` on two ranks: the restarted group takes every rank's state back from
+// rank 0's checkpoint at step 20 and goes on to 40.
+TEST(Launch, ARestartedFitContinuesFromTheCheckpoint) {
+  const auto root = fresh_dir("restart_fit");
+  const std::string fit = std::string(CONCORD_BINARY) +
+                          " fit --strategy local_sgd --set fit.checkpoint_interval=10 --set fit.eval_interval=10 "
+                          "--progress off --run-root " +
+                          root.string();
+  const CommandResult result =
+      launch_script("-n 2 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + fit +
+                                                 " --steps 20 || exit 9; exit 3; fi; exec " + fit + " --steps 40");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank "));
+  EXPECT_THAT(result.output, HasSubstr("resumed at steps 20"));
+  std::vector<std::filesystem::path> run_dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) run_dirs.push_back(entry.path());
+  ASSERT_EQ(run_dirs.size(), 1u) << result.output;
+  std::ifstream csv(run_dirs.front() / "metrics.csv");
+  std::vector<int64_t> steps;
+  std::string line;
+  std::getline(csv, line);  // the header
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+}
+
 void expect_one_line_error(const std::string& arguments, const std::string& needle, int exit_code) {
   const CommandResult result = run_concord(arguments);
   EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;
@@ -380,6 +499,7 @@ TEST(Launch, BadFlagsGetOneClearLine) {
   expect_one_line_error("launch --nnodes 2 --node-rank 2 -- true", "--node-rank: must be below --nnodes", 2);
   expect_one_line_error("launch --master-port 70000 -- true", "--master-port", 2);
   expect_one_line_error("launch --grace-seconds 5000 -- true", "--grace-seconds", 2);
+  expect_one_line_error("launch --max-restarts -1 -- true", "--max-restarts", 2);
 }
 
 TEST(Launch, ProgramThatCannotStartGetsOneClearLine) {

@@ -206,6 +206,51 @@ TEST(MultiProcess, ConcordLaunchLetsActorProcessesSurviveAKilledActor) {
   EXPECT_GE(header.at("metadata").at("global_step").get<int64_t>(), 30000);
 }
 
+// `concord launch --max-restarts` survives two SIGKILLs of a multi_learner rank: rank 0 in the
+// first group, rank 1 in the second, each once the run is some updates past a checkpoint. Each
+// group after restarts from rank 0's last checkpoint; the run ends with the full step count, one
+// run directory, metrics whose steps only go up, and a checkpoint that `eval` accepts.
+TEST(MultiProcess, ConcordLaunchRestartsAfterTwoKilledRanksAndFinishes) {
+  const auto root = concord::test::fresh_dir("multi_process", "launch_restarts");
+  const std::string r = root.string();
+  const std::string train = std::string(CONCORD_BINARY) + " train --config " + kCartPoleConfig +
+                            " --policy multi_learner --total-timesteps 20480 "
+                            "--set train.checkpoint_interval_steps=1024 --set comm.timeout_seconds=20 "
+                            "--progress off --run-root " +
+                            r;
+  // 256 steps an update, a row each: the kills come at 19 rows (step 4864) and 49 (12544).
+  const std::string script =
+      "if [ $TORCHELASTIC_RESTART_COUNT -lt 2 ] && [ $RANK = $TORCHELASTIC_RESTART_COUNT ]; then "
+      "rows=$((20 + 30 * TORCHELASTIC_RESTART_COUNT)); (i=0; until [ \"$(cat " +
+      r +
+      "/*/metrics.csv 2>/dev/null | wc -l)\" -ge $rows ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+      "kill -KILL $$) & fi; exec " +
+      train;
+  const concord::test::CommandResult launched =
+      concord::test::run_concord("launch -n 2 --max-restarts 2 --grace-seconds 2 -- sh -c '" + script + "'");
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_THAT(launched.output, HasSubstr("restart 1 of 2: rank 0 (pid "));
+  EXPECT_THAT(launched.output, HasSubstr("restart 2 of 2: rank 1 (pid "));
+  EXPECT_EQ(launched.output.find("restart 3"), std::string::npos) << launched.output;
+  const auto dirs = run_dirs(root);
+  ASSERT_EQ(dirs.size(), 1u) << launched.output;
+  const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
+  EXPECT_EQ(header.at("metadata").at("global_step").get<int64_t>(), 20480);
+  EXPECT_EQ(header.at("metadata").at("updates").get<int64_t>(), 80);
+
+  std::ifstream csv(dirs[0] / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);  // the header
+  std::vector<int64_t> steps;
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  std::vector<int64_t> expected;
+  for (int64_t step = 256; step <= 20480; step += 256) expected.push_back(step);
+  EXPECT_EQ(steps, expected);
+
+  const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 2");
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+}
+
 TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {
   const auto root = concord::test::fresh_dir("multi_process", "launch");
   const concord::test::CommandResult launched = concord::test::run_concord(

@@ -187,6 +187,16 @@ TEST(FitScheduleLearning, AbsaLearnsWithAdversarialExamples) {
   EXPECT_TRUE(test::learns(fit_and_test, fit_bar(0.8)));
 }
 
+// The same defect tests/fuzz/config_fuzz found in gan.pairs: int keys were cast, so 2^32 + 2
+// workers (or clients, or power iterations) ran as 2.
+TEST(FitTest, IntKeysBeyondAnIntAreRefusedNotTruncated) {
+  for (const char* key : {"fit.workers", "fit.fedavg.clients", "fit.abs.power_iterations"}) {
+    core::Config config = fit_test_config();
+    config.set(key, int64_t{(int64_t{1} << 32) + 2}, "test");
+    EXPECT_THROW(fit_config_from(config), core::ConfigError) << key;
+  }
+}
+
 TEST(FitTest, AdaptiveSchedulesRefuseWhatTheyCannotRun) {
   core::Config absa_without_epochs = fit_test_config();
   absa_without_epochs.set("fit.schedule", std::string("absa"), "test");
@@ -229,8 +239,8 @@ TEST(FitTest, BatchNormStatisticsTravelWithTheModel) {
     config.apply_override("fit.fedavg.local_batch=50", "test");
     torch::Tensor checkpointed;
     FitCallbacks callbacks;
-    callbacks.on_checkpoint = [&](int64_t, const torch::Tensor&, const torch::Tensor& statistics) {
-      checkpointed = statistics.clone();
+    callbacks.on_checkpoint = [&](int64_t, const core::Checkpoint& state) {
+      checkpointed = state.tensors.at("running_statistics").clone();
     };
     const FitResult result = fit_with_threads(fit_config_from(config), config, slice, callbacks);
     ASSERT_EQ(result.running_statistics.numel(), 1376) << strategy;  // 19 layers' means and variances

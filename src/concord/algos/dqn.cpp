@@ -24,6 +24,7 @@
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/module_checkpoint.h"
 #include "concord/algos/tensor_checks.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/torch_thread.h"
 
@@ -471,8 +472,8 @@ void Dqn::load(const core::Checkpoint& checkpoint) {
   // Everything is checked (the optimiser state and the replay read into scratch copies) before
   // anything changes.
   check_algorithm(checkpoint, kAlgorithm);
-  const int64_t updates = metadata_integer(checkpoint, "updates");
-  const int64_t target_sync_step = metadata_integer(checkpoint, "target_sync_step");
+  const int64_t updates = core::metadata_int(checkpoint, "updates");
+  const int64_t target_sync_step = core::metadata_int(checkpoint, "target_sync_step");
   ModuleHints hints;
   hints.missing = [](const std::string& key) {
     return key.find("head") != std::string::npos ? std::string(" (saved with another algo.dqn.dueling?)")
@@ -483,16 +484,16 @@ void Dqn::load(const core::Checkpoint& checkpoint) {
   check_optimizer(checkpoint, kOptimizerTensor, *make_optimizer(config_, parameters_), device_);
 
   std::unique_ptr<ReplayBuffer> restored;
-  const TensorMap replay_state = tensors_under(checkpoint, kReplayPrefix);
+  const TensorMap replay_state = core::tensors_under(checkpoint, kReplayPrefix);
   if (config_.checkpoint_replay && !replay_state.empty()) {
     const at::Tensor& observations =
-        checkpoint_tensor(checkpoint, std::string(kReplayPrefix) + "fields/" + dqn_replay::kObservation);
+        core::checkpoint_tensor(checkpoint, std::string(kReplayPrefix) + "fields/" + dqn_replay::kObservation);
     try {
       restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations.scalar_type()));
       restored->load_state(replay_state);
     } catch (const std::invalid_argument& error) {
-      checkpoint_corrupt(std::string("the replay (tensors \"") + kReplayPrefix +
-                         "...\") does not fit: " + error.what());
+      core::checkpoint_corrupt(std::string("the replay (tensors '") + kReplayPrefix +
+                               "...') does not fit: " + error.what());
     }
   }
 

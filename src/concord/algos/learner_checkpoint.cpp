@@ -1,6 +1,7 @@
 #include "concord/algos/learner_checkpoint.h"
 
 #include "concord/algos/module_checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 
 namespace concord::algos {
 
@@ -17,7 +18,7 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
                            const nn::ActorCritic& model, torch::optim::Optimizer& optimizer,
                            torch::optim::Optimizer& scratch, RewardScaler* reward_scaler) {
   check_algorithm(checkpoint, algorithm);
-  const int64_t updates = metadata_integer(checkpoint, "updates");
+  const int64_t updates = core::metadata_int(checkpoint, "updates");
   const auto buffers = model->named_buffers();
   ModuleHints hints;
   hints.missing = [&](const std::string& key) {
@@ -30,8 +31,8 @@ int64_t load_learner_state(const core::Checkpoint& checkpoint, const std::string
   if (reward_scaler) {
     reward_scaler->check(checkpoint);
   } else if (RewardScaler::in_checkpoint(checkpoint)) {
-    checkpoint_corrupt(
-        "it holds reward-normalisation state (tensors \"reward_scaler/...\"), and this learner does not "
+    core::checkpoint_corrupt(
+        "it holds reward-normalisation state (tensors 'reward_scaler/...'), and this learner does not "
         "normalise rewards (algo." +
         algorithm + ".normalize_reward is false)");
   }

@@ -5,13 +5,10 @@
 #include <exception>
 #include <sstream>
 
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/optimizer_bytes.h"
 
 namespace concord::algos {
-
-void checkpoint_corrupt(const std::string& problem) {
-  throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, "", problem);
-}
 
 torch::OrderedDict<std::string, at::Tensor> module_state(const torch::nn::Module& module) {
   torch::OrderedDict<std::string, at::Tensor> state = module.named_parameters();
@@ -34,21 +31,21 @@ void check_module(const core::Checkpoint& checkpoint, const std::string& prefix,
     if (found == checkpoint.tensors.end()) {
       throw core::CheckpointError(
           core::CheckpointError::Kind::kTensorMissing, "",
-          "tensor \"" + name + "\" is missing" + (hints.missing ? hints.missing(tensor.key()) : std::string()));
+          "tensor '" + name + "' is missing" + (hints.missing ? hints.missing(tensor.key()) : std::string()));
     }
     if (found->second.sizes() != tensor.value().sizes()) {
       std::ostringstream out;
-      out << "tensor \"" << name << "\" has shape " << found->second.sizes() << ", this learner's is "
+      out << "tensor '" << name << "' has shape " << found->second.sizes() << ", this learner's is "
           << tensor.value().sizes();
-      checkpoint_corrupt(out.str());
+      core::checkpoint_corrupt(out.str());
     }
   }
   for (const auto& entry : checkpoint.tensors) {
     if (entry.first.rfind(prefix, 0) != 0) continue;
     const std::string key = entry.first.substr(prefix.size());
     if (!state.contains(key)) {
-      checkpoint_corrupt("tensor \"" + entry.first + "\" is not a parameter or buffer of this learner" +
-                         (hints.unexpected ? hints.unexpected(key) : std::string()));
+      core::checkpoint_corrupt("tensor '" + entry.first + "' is not a parameter or buffer of this learner" +
+                               (hints.unexpected ? hints.unexpected(key) : std::string()));
     }
   }
 }
@@ -64,11 +61,11 @@ void save_optimizer(core::Checkpoint& checkpoint, const std::string& name, const
 
 void check_optimizer(const core::Checkpoint& checkpoint, const std::string& name, torch::optim::Optimizer& scratch,
                      const at::Device& device) {
-  const at::Tensor& bytes = checkpoint_tensor(checkpoint, name);
+  const at::Tensor& bytes = core::checkpoint_tensor(checkpoint, name);
   try {
     core::optimizer_from_bytes(bytes, scratch, device);
   } catch (const std::exception& error) {
-    checkpoint_corrupt("tensor \"" + name + "\" is not a readable optimiser state: " + error.what());
+    core::checkpoint_corrupt("tensor '" + name + "' is not a readable optimiser state: " + error.what());
   }
 }
 
@@ -80,34 +77,10 @@ void load_optimizer(const core::Checkpoint& checkpoint, const std::string& name,
 void check_algorithm(const core::Checkpoint& checkpoint, const std::string& algorithm) {
   const nlohmann::json& metadata = checkpoint.metadata;
   if (!metadata.contains("algorithm") || metadata["algorithm"] != algorithm) {
-    checkpoint_corrupt("metadata \"algorithm\" is " +
-                       (metadata.contains("algorithm") ? metadata["algorithm"].dump() : std::string("missing")) +
-                       ", expected \"" + algorithm + "\"");
+    core::checkpoint_corrupt("metadata 'algorithm' is " +
+                             (metadata.contains("algorithm") ? metadata["algorithm"].dump() : std::string("missing")) +
+                             ", expected \"" + algorithm + "\"");
   }
-}
-
-int64_t metadata_integer(const core::Checkpoint& checkpoint, const std::string& key) {
-  const nlohmann::json& metadata = checkpoint.metadata;
-  if (!metadata.contains(key) || !metadata[key].is_number_integer()) {
-    checkpoint_corrupt("metadata \"" + key + "\" is missing or not an integer");
-  }
-  return metadata[key].get<int64_t>();
-}
-
-const at::Tensor& checkpoint_tensor(const core::Checkpoint& checkpoint, const std::string& name) {
-  const auto found = checkpoint.tensors.find(name);
-  if (found == checkpoint.tensors.end()) {
-    throw core::CheckpointError(core::CheckpointError::Kind::kTensorMissing, "", "tensor \"" + name + "\" is missing");
-  }
-  return found->second;
-}
-
-TensorMap tensors_under(const core::Checkpoint& checkpoint, const std::string& prefix) {
-  TensorMap found;
-  for (const auto& [name, tensor] : checkpoint.tensors) {
-    if (name.rfind(prefix, 0) == 0) found[name.substr(prefix.size())] = tensor;
-  }
-  return found;
 }
 
 }  // namespace concord::algos

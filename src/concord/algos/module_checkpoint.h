@@ -8,7 +8,6 @@
 #include <functional>
 #include <string>
 
-#include "concord/algos/experience.h"
 #include "concord/core/checkpoint.h"
 
 namespace concord::algos {
@@ -16,7 +15,8 @@ namespace concord::algos {
 // The pieces every learner's save()/load() is made of, so that each algorithm checks what it
 // reads in the same way and says the same things: a load checks everything before it changes
 // anything, and every problem is a core::CheckpointError (with an empty path, which the caller
-// fills in) naming the tensor or metadata key at fault.
+// fills in) naming the tensor or metadata key at fault. The readers of single fields are
+// core/checkpoint_fields.h's.
 
 // A module's parameters and buffers, by name (buffers after parameters).
 torch::OrderedDict<std::string, at::Tensor> module_state(const torch::nn::Module& module);
@@ -51,14 +51,4 @@ void load_optimizer(const core::Checkpoint& checkpoint, const std::string& name,
 
 // Throws unless metadata "algorithm" is `algorithm`.
 void check_algorithm(const core::Checkpoint& checkpoint, const std::string& algorithm);
-// Metadata `key` as an integer; throws if it is missing or not one.
-int64_t metadata_integer(const core::Checkpoint& checkpoint, const std::string& key);
-// Tensor `name`; throws kTensorMissing if it is not there.
-const at::Tensor& checkpoint_tensor(const core::Checkpoint& checkpoint, const std::string& name);
-// The tensors under `prefix`, by the rest of their names (empty if none).
-TensorMap tensors_under(const core::Checkpoint& checkpoint, const std::string& prefix);
-
-// Throws kCorrupt with `problem`.
-[[noreturn]] void checkpoint_corrupt(const std::string& problem);
-
 }  // namespace concord::algos

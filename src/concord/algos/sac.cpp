@@ -20,6 +20,7 @@
 
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/module_checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/torch_thread.h"
 
@@ -412,15 +413,15 @@ void Sac::save(core::Checkpoint& checkpoint) const {
 void Sac::load(const core::Checkpoint& checkpoint) {
   // Check everything first.
   check_algorithm(checkpoint, kAlgorithm);
-  const int64_t updates = metadata_integer(checkpoint, "updates");
-  const int64_t gradient_steps = metadata_integer(checkpoint, "gradient_steps");
+  const int64_t updates = core::metadata_int(checkpoint, "updates");
+  const int64_t gradient_steps = core::metadata_int(checkpoint, "gradient_steps");
   check_module(checkpoint, "model/", *model_);
   check_module(checkpoint, "target/", *targets_);
   for (const auto& buffer : model_->named_buffers()) {
     const at::Tensor& saved = checkpoint.tensors.at("model/" + buffer.key());
     if (!at::equal(saved.to(at::kCPU, at::kFloat), buffer.value().to(at::kCPU, at::kFloat))) {
-      checkpoint_corrupt("tensor \"model/" + buffer.key() +
-                         "\" differs: the checkpoint was trained for other action bounds");
+      core::checkpoint_corrupt("tensor 'model/" + buffer.key() +
+                               "' differs: the checkpoint was trained for other action bounds");
     }
   }
   const std::pair<const char*, torch::optim::Optimizer*> optimizers[] = {{"optimizer/actor", optimizers_.actor.get()},
@@ -432,18 +433,18 @@ void Sac::load(const core::Checkpoint& checkpoint) {
   check_optimizer(checkpoint, "optimizer/alpha", *scratch.alpha, device_);
   core::Rng rng;
   {
-    std::istringstream in(bytes_text(checkpoint_tensor(checkpoint, kReplayRng)));
+    std::istringstream in(bytes_text(core::checkpoint_tensor(checkpoint, kReplayRng)));
     in >> rng;
-    if (in.fail()) checkpoint_corrupt(std::string("tensor \"") + kReplayRng + "\" is not a generator state");
+    if (in.fail()) core::checkpoint_corrupt(std::string("tensor '") + kReplayRng + "' is not a generator state");
   }
-  const TensorMap replay_state = tensors_under(checkpoint, kReplayPrefix);
+  const TensorMap replay_state = core::tensors_under(checkpoint, kReplayPrefix);
   std::unique_ptr<ReplayBuffer> replay;
   if (!replay_state.empty()) {
     replay = std::make_unique<ReplayBuffer>(replay_->config());
     try {
       replay->load_state(replay_state);
     } catch (const std::invalid_argument& error) {
-      checkpoint_corrupt(std::string("its replay does not fit this learner's: ") + error.what());
+      core::checkpoint_corrupt(std::string("its replay does not fit this learner's: ") + error.what());
     }
   }
 

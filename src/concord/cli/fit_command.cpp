@@ -1,11 +1,13 @@
 // concord fit: supervised data-parallel training of an MNIST classifier under a synchronisation
 // strategy (sync, local_sgd, easgd, gossip, fedavg, fedsgd), with workers as threads of this
 // process or, under `concord launch -n W -- concord fit ...`, as processes joined over Gloo.
-// Rank 0 owns the run directory: progress, metrics (CSV + TensorBoard), checkpoints.
+// Rank 0 owns the run directory: progress, metrics (CSV + TensorBoard), checkpoints, which hold
+// every rank's state so that `--resume RUN_DIR` continues as `concord train --resume` does.
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -16,12 +18,15 @@
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
+#include "concord/cli/training_checkpoint.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/progress_bar.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit.h"
+#include "concord/supervised/replica_state.h"
 
 namespace concord::cli {
 namespace {
@@ -39,9 +44,34 @@ struct FitFlags {
   std::string schedule;
   int64_t gans = 0;
   int64_t swap_every = 0;
+  std::string resume;
 };
 
+// A resumed fit keeps its run's config.toml; only the length of training and the progress mode
+// may change, as under `concord train --resume`.
+const std::set<std::string> kResumeMayChange = {"fit.steps", "fit.fedavg.rounds", "fit.epochs", "run.progress"};
+
+core::Config resumed_fit_config(const FitFlags& flags) {
+  const std::string gan_refusal = "--resume is not supported for --task gan yet";
+  if (flags.task == "gan") throw std::invalid_argument(gan_refusal);
+  if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || flags.run.seed >= 0 ||
+      !flags.run.run_root.empty() || !flags.task.empty() || !flags.dataset.empty() || !flags.model.empty() ||
+      !flags.strategy.empty() || flags.workers > 0 || !flags.schedule.empty() || flags.gans > 0 ||
+      flags.swap_every > 0) {
+    throw core::ConfigError(
+        "--resume continues a run with its own config.toml; only --steps, --rounds and --epochs may change");
+  }
+  core::Config config = resumed_run_config(flags.resume);
+  if (config.get_string("fit.task") == "gan") throw std::invalid_argument(gan_refusal);
+  if (flags.steps > 0) config.set("fit.steps", flags.steps, "--steps");
+  if (flags.rounds > 0) config.set("fit.fedavg.rounds", flags.rounds, "--rounds");
+  if (flags.epochs > 0) config.set("fit.epochs", flags.epochs, "--epochs");
+  if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  return config;
+}
+
 core::Config fit_command_config(const FitFlags& flags) {
+  if (!flags.resume.empty()) return resumed_fit_config(flags);
   core::Config config = resolve_config(flags.run);
   if (!flags.task.empty()) config.set("fit.task", flags.task, "--task");
   const bool gan = config.get_string("fit.task") == "gan";
@@ -110,10 +140,32 @@ void run_fit(const FitFlags& flags) {
   const std::string steps_name = fit.federated() ? "rounds" : "steps";
   const int64_t total = fit.federated() ? fit.rounds : supervised::step_budget(fit, data.train.size());
 
+  // Every rank reads the checkpoint, as under `concord train --resume`, and takes its own part.
+  // A group restarted by `concord launch --max-restarts` runs its command again, so its config is
+  // the command's, checked against the checkpoint's as for --resume.
+  const std::string resume_dir = flags.resume.empty() ? restarted_run_dir() : flags.resume;
+  std::optional<core::Checkpoint> resumed;
+  int64_t resumed_step = 0;
+  if (!resume_dir.empty()) {
+    const std::filesystem::path file = checkpoint_path(resume_dir);
+    resumed = core::load_checkpoint(file);
+    check_resumable(checkpoint_config(*resumed, file), config, file, kResumeMayChange);
+    try {
+      supervised::replica_state(*resumed, 0, fit.workers);
+      resumed_step = core::metadata_int(*resumed, steps_name);
+    } catch (const core::CheckpointError& error) {
+      throw error.with_path(file);
+    }
+  }
+
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-" + fit.model + "-" + fit.strategy));
+    run.emplace(start_run(std::move(config), "fit", resume_dir, fit.dataset + "-" + fit.model + "-" + fit.strategy));
+    if (resumed) {
+      spdlog::info("resumed at {} {}", steps_name, resumed_step);
+      run->metrics->resume_at(resumed_step);
+    }
     spdlog::info("fitting {} on {} ({} train / {} test images) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,
@@ -134,16 +186,14 @@ void run_fit(const FitFlags& flags) {
                                          : fmt::format(", batch {} x {}, lr {:.3g}, top eigenvalue {:.4g}", fit.workers,
                                                        record.batch_size, record.learning_rate, record.top_eigenvalue));
   };
-  callbacks.on_checkpoint = [&](int64_t step, const torch::Tensor& parameters, const torch::Tensor& statistics) {
-    core::Checkpoint checkpoint;
-    checkpoint.metadata = {{"command", "fit"},
-                           {steps_name, step},
-                           {"model", fit.model},
-                           {"strategy", fit.strategy},
-                           {"config", run->config.to_toml()}};
-    checkpoint.tensors["parameters"] = parameters;
-    if (statistics.numel() > 0) checkpoint.tensors["running_statistics"] = statistics;
-    core::save_checkpoint(run->run_dir / "checkpoint.ckpt", checkpoint);
+  callbacks.on_checkpoint = [&](int64_t step, const core::Checkpoint& state) {
+    core::Checkpoint checkpoint = state;
+    checkpoint.metadata["command"] = "fit";
+    checkpoint.metadata[steps_name] = step;
+    checkpoint.metadata["model"] = fit.model;
+    checkpoint.metadata["strategy"] = fit.strategy;
+    checkpoint.metadata["config"] = run->config.to_toml();
+    core::save_checkpoint(checkpoint_path(run->run_dir), checkpoint);
   };
 
   // SIGINT/SIGTERM end the fit at its next evaluation step, checkpointed, as they end `concord train`.
@@ -152,8 +202,15 @@ void run_fit(const FitFlags& flags) {
   {
     SignalStop signals;
     callbacks.should_stop = [&signals] { return signals.requested(); };
-    fitted.emplace(communicator ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks)
-                                : supervised::fit_with_threads(fit, run_config, data, callbacks));
+    const core::Checkpoint* resume_from = resumed ? &*resumed : nullptr;
+    try {
+      fitted.emplace(communicator
+                         ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks, resume_from)
+                         : supervised::fit_with_threads(fit, run_config, data, callbacks, resume_from));
+    } catch (const core::CheckpointError& error) {
+      if (resume_dir.empty()) throw;
+      throw error.with_path(checkpoint_path(resume_dir));
+    }
     stop_signal = signals.signal();
   }
   const supervised::FitResult& result = *fitted;
@@ -181,6 +238,7 @@ void run_fit(const FitFlags& flags) {
   std::printf("%-20s %.1f s\n", "wall time", last.seconds);
   std::printf("%-20s %s\n", "run directory", run->run_dir.string().c_str());
   if (stop_signal != 0) {
+    std::printf("%-20s concord fit --resume %s\n", "continue with", run->run_dir.string().c_str());
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(stop_signal)};
   }
@@ -209,6 +267,8 @@ void add_fit_command(CLI::App& app) {
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
   command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  command->add_option("--resume", flags->resume,
+                      "Continue the fit in this run directory from its last checkpoint (--task classifier)");
   command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps; --task gan: gan.steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")

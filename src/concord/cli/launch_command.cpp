@@ -32,6 +32,7 @@ struct LaunchFlags {
   launch::LaunchTopology topology;
   int master_port = 0;  // 0: not given
   double grace_seconds = 10.0;
+  int max_restarts = 0;
   bool raw_output = false;
   std::vector<std::string> command;
 };
@@ -87,20 +88,10 @@ void run_launch(LaunchFlags flags) {
                  topology.master_addr, topology.nnodes);
   }
 
-  std::vector<launch::ChildSpec> children;
-  for (int local_rank = 0; local_rank < topology.nproc_per_node; ++local_rank) {
-    launch::ChildSpec child;
-    child.name = "rank " + std::to_string(topology.global_rank(local_rank));
-    child.argv = flags.command;
-    child.environment = launch::torchrun_environment(topology, local_rank);
-    children.push_back(std::move(child));
-  }
   // As torchrun does: N processes each using every core for intra-op parallelism oversubscribe
   // the machine, so each gets one thread unless the user chose otherwise.
-  if (topology.nproc_per_node > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    for (launch::ChildSpec& child : children) child.environment.emplace_back("OMP_NUM_THREADS", "1");
-    spdlog::info("OMP_NUM_THREADS=1 for each process (set it to override)");
-  }
+  const bool one_thread_each = topology.nproc_per_node > 1 && std::getenv("OMP_NUM_THREADS") == nullptr;
+  if (one_thread_each) spdlog::info("OMP_NUM_THREADS=1 for each process (set it to override)");
 
   const int first_rank = topology.global_rank(0);
   spdlog::info("launching ranks {}-{} of {} (node {} of {}), rendezvous at {}:{}", first_rank,
@@ -115,19 +106,45 @@ void run_launch(LaunchFlags flags) {
   }
   const std::filesystem::path control_dir = control_template;
   const std::filesystem::path control_file = control_dir / "control";
-  for (launch::ChildSpec& child : children) {
-    child.environment.emplace_back(launch::kLaunchControlVariable, control_file.string());
-  }
+  // The group's processes; a restarted group continues from the run directory rank 0 declared.
+  const auto group = [&](int restart_count, const std::string& run_dir) {
+    std::vector<launch::ChildSpec> children;
+    for (int local_rank = 0; local_rank < topology.nproc_per_node; ++local_rank) {
+      launch::ChildSpec child;
+      child.name = "rank " + std::to_string(topology.global_rank(local_rank));
+      child.argv = flags.command;
+      child.environment = launch::torchrun_environment(topology, local_rank, restart_count, flags.max_restarts);
+      if (one_thread_each) child.environment.emplace_back("OMP_NUM_THREADS", "1");
+      child.environment.emplace_back(launch::kLaunchControlVariable, control_file.string());
+      if (!run_dir.empty()) child.environment.emplace_back(launch::kRestartRunDirVariable, run_dir);
+      children.push_back(std::move(child));
+    }
+    return children;
+  };
 
   launch::SupervisorOptions options;
   options.grace_period = std::chrono::milliseconds(static_cast<long long>(flags.grace_seconds * 1000.0));
   options.prefix_output = !flags.raw_output;
   options.tolerates_failure = [&](std::size_t index) {
-    return topology.global_rank(static_cast<int>(index)) != 0 && launch::other_ranks_may_fail(control_file);
+    return topology.global_rank(static_cast<int>(index)) != 0 &&
+           launch::read_launch_control(control_file).other_ranks_may_fail;
   };
   launch::SupervisionResult result;
   try {
-    result = launch::supervise(children, options);
+    // torchrun's --max-restarts: a failed group is stopped as a whole and started again, up to
+    // max_restarts times; a signal to the launcher ends it instead.
+    std::string run_dir;
+    for (int restart_count = 0;; ++restart_count) {
+      result = launch::supervise(group(restart_count, run_dir), options);
+      if (result.success || result.received_signal != 0 || restart_count == flags.max_restarts) break;
+      const std::string declared = launch::read_launch_control(control_file).run_dir;
+      if (!declared.empty()) run_dir = declared;
+      std::error_code ignored;
+      std::filesystem::remove(control_file, ignored);  // the new group declares afresh
+      spdlog::warn(
+          "restart {} of {}: {}; {}", restart_count + 1, flags.max_restarts, result.failure,
+          run_dir.empty() ? std::string("no run directory declared, starting afresh") : "continuing from " + run_dir);
+    }
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove_all(control_dir, ignored);
@@ -154,7 +171,9 @@ void add_launch_command(CLI::App& app) {
       "When a process fails (non-zero status or a signal), the launcher names its rank and cause,\n"
       "stops the others (SIGTERM, then SIGKILL after --grace-seconds) and exits with status 1;\n"
       "unless rank 0 declared that its run goes on without it (actor_processes, on_actor_failure =\n"
-      "\"continue\"): then the launcher only warns.\n"
+      "\"continue\"): then the launcher only warns. With --max-restarts K it then starts the group\n"
+      "again, up to K times, with TORCHELASTIC_RESTART_COUNT set and CONCORD_RESTART_RUN_DIR naming\n"
+      "rank 0's run directory: `concord train` and `concord fit` continue from its last checkpoint.\n"
       "SIGINT/SIGTERM/SIGHUP/SIGQUIT to the launcher are forwarded to every process; when each then\n"
       "exits with 0 or 128 + the signal's number, the launcher exits with 128 + that number.");
   command->add_option("-n,--nproc-per-node", flags->topology.nproc_per_node, "Processes to start on this node")
@@ -176,6 +195,12 @@ void add_launch_command(CLI::App& app) {
   command
       ->add_option("--grace-seconds", flags->grace_seconds, "Time processes have to exit after SIGTERM before SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  command
+      ->add_option("--max-restarts", flags->max_restarts,
+                   "Times a failed group of processes is stopped and started again, continuing from rank 0's "
+                   "last checkpoint (torchrun's --max-restarts)")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   command->add_flag("--raw-output", flags->raw_output,
                     "Let processes write straight to this terminal, without the '[rank i] ' prefix");

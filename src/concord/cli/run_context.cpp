@@ -11,6 +11,7 @@
 #include "concord/core/atomic_file.h"
 #include "concord/core/logging.h"
 #include "concord/core/run_dir.h"
+#include "concord/launch/launch_control.h"
 
 namespace concord::cli {
 
@@ -34,7 +35,19 @@ RunContext start_run(core::Config config, const std::string& command_name,
                                                           context.config.get_bool("log.tensorboard"),
                                                           /*append=*/!existing_run_dir.empty());
   spdlog::info("run directory {}", context.run_dir.string());
+  launch::declare_run_dir(context.run_dir);  // for `concord launch --max-restarts`
   return context;
+}
+
+std::string restarted_run_dir(const std::string& checkpoint_file) {
+  const std::string dir = launch::restart_run_dir();
+  if (dir.empty()) return dir;
+  if (!std::filesystem::exists(std::filesystem::path(dir) / checkpoint_file)) {
+    spdlog::warn("restarted, but {} holds no {} yet: starting afresh", dir, checkpoint_file);
+    return "";
+  }
+  spdlog::warn("restarted: continuing {} from its last checkpoint", dir);
+  return dir;
 }
 
 std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {

@@ -1,6 +1,7 @@
 #include "concord/cli/training_checkpoint.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "concord/cli/run_config.h"
@@ -83,6 +84,26 @@ core::Config checkpoint_config(const core::Checkpoint& checkpoint, const std::fi
   core::Config config(concord_schema());
   config.merge_toml(found->get<std::string>(), "'" + file.string() + "'");
   return config;
+}
+
+core::Config resumed_run_config(const std::string& run_dir) {
+  if (!std::filesystem::is_directory(run_dir)) {
+    throw std::invalid_argument("--resume: run directory '" + run_dir + "' does not exist");
+  }
+  core::Config config(concord_schema());
+  config.merge_file((std::filesystem::path(run_dir) / "config.toml").string());
+  return config;
+}
+
+void check_resumable(const core::Config& trained_with, const core::Config& config, const std::filesystem::path& file,
+                     const std::set<std::string>& may_change) {
+  for (const auto& [key, entry] : config.schema().entries()) {
+    if (may_change.count(key) > 0) continue;
+    if (trained_with.get(key) != config.get(key)) {
+      throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
+                                  "was trained with a different " + key + " than the run's config.toml says");
+    }
+  }
 }
 
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& run_dir_or_file) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "concord/algos/learner.h"
@@ -32,6 +33,17 @@ policies::TrainingState checked_training_state(const core::Checkpoint& checkpoin
 // The config a checkpoint `concord train` wrote was trained with; throws CheckpointError naming
 // `file` if it holds none, and core::ConfigError if it does not parse.
 core::Config checkpoint_config(const core::Checkpoint& checkpoint, const std::filesystem::path& file);
+
+// The config a run resumed with `--resume RUN_DIR` trains with: the run's own config.toml. Throws
+// std::invalid_argument when the directory does not exist, and core::ConfigError when the file is
+// missing or does not parse.
+core::Config resumed_run_config(const std::string& run_dir);
+
+// The checkpoint must be the one the run directory's config.toml trained: a different seed, env or
+// any other key but `may_change` (the length of training, the progress mode) means a file from
+// elsewhere or edited. Throws CheckpointError naming `file` and the first key that differs.
+void check_resumable(const core::Config& trained_with, const core::Config& config, const std::filesystem::path& file,
+                     const std::set<std::string>& may_change);
 
 // A checkpoint file, or a run directory holding one, resolved to the file.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& run_dir_or_file);

@@ -28,26 +28,13 @@ core::Config training_config(const TrainFlags& flags) {
       !flags.run.env_id.empty()) {
     throw core::ConfigError("--resume continues a run with its own config.toml; only --total-timesteps may change");
   }
-  core::Config config(concord_schema());
-  config.merge_file((std::filesystem::path(flags.resume) / "config.toml").string());
+  core::Config config = resumed_run_config(flags.resume);
   if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
   if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
   return config;
 }
 
 namespace {
-
-// The checkpoint must be the one this run directory's config.toml trained: a different seed, env
-// or any other key (but the two a resume may change) means a file from elsewhere or edited.
-void check_resumable(const core::Config& trained_with, const core::Config& config, const std::filesystem::path& file) {
-  for (const auto& [key, entry] : config.schema().entries()) {
-    if (key == "train.total_timesteps" || key == "run.progress") continue;
-    if (trained_with.get(key) != config.get(key)) {
-      throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
-                                  "was trained with a different " + key + " than the run's config.toml says");
-    }
-  }
-}
 
 std::function<bool()> stop_condition(const SignalStop& signals, const TrainingHooks& hooks) {
   return [&signals, &hooks] { return signals.requested() || (hooks.should_stop && hooks.should_stop()); };
@@ -81,16 +68,19 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     throw std::invalid_argument("--resume: run directory '" + flags.resume + "' does not exist");
   }
   core::Config config = training_config(flags);
+  // A restarted group runs its command again, so its config is the command's; the checkpoint's
+  // own must then be the same (check_resumable), as for --resume.
+  const std::string resume_dir = flags.resume.empty() ? restarted_run_dir() : flags.resume;
   // Everything that can reject the config (or the checkpoint) is built before the run
   // directory exists.
   policies::TrainingState state;
   std::optional<core::Checkpoint> checkpoint;
-  const std::filesystem::path resume_file = flags.resume.empty() ? "" : checkpoint_path(flags.resume);
-  if (!flags.resume.empty()) {
+  const std::filesystem::path resume_file = resume_dir.empty() ? "" : checkpoint_path(resume_dir);
+  if (!resume_dir.empty()) {
     checkpoint = core::load_checkpoint(resume_file);
     const core::Config trained_with = checkpoint_config(*checkpoint, resume_file);
     state = checked_training_state(*checkpoint, trained_with, resume_file);
-    check_resumable(trained_with, config, resume_file);
+    check_resumable(trained_with, config, resume_file, {"train.total_timesteps", "run.progress"});
   }
   std::optional<TrainingRun> restored;
   try {
@@ -104,8 +94,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
 
-  RunContext run = start_run(std::move(config), "train", flags.resume);
-  if (!flags.resume.empty()) {
+  RunContext run = start_run(std::move(config), "train", resume_dir);
+  if (!resume_dir.empty()) {
     spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
     run.metrics->resume_at(state.global_step);
   }

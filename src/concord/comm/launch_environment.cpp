@@ -33,8 +33,9 @@ const char* variable(const char* name) {
 int parse_int(const char* name, const char* text, int minimum) {
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < minimum || value > 1'000'000) {
-    throw CommError(std::string(name) + "='" + text + "' is not an integer >= " + std::to_string(minimum));
+  if (end == text || *end != '\0' || value < minimum || value > torchrun::kLargestValue) {
+    throw CommError(std::string(name) + "='" + text + "' is not an integer in [" + std::to_string(minimum) + ", " +
+                    std::to_string(torchrun::kLargestValue) + "]");
   }
   return static_cast<int>(value);
 }

@@ -19,4 +19,8 @@ inline constexpr const char* kMasterPort = "MASTER_PORT";           // rank 0's 
 inline constexpr const char* kRestartCount = "TORCHELASTIC_RESTART_COUNT";
 inline constexpr const char* kMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";
 
+// The largest value a rank accepts in any of these variables: a launcher must not start a larger
+// world, whose ranks would each refuse their WORLD_SIZE.
+inline constexpr int kLargestValue = 1'000'000;
+
 }  // namespace concord::comm::torchrun

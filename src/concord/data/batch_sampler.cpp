@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
+
 namespace concord::data {
 
 ShuffledBatches::ShuffledBatches(int64_t size, int64_t batch_size, uint64_t seed)
@@ -33,6 +36,30 @@ torch::Tensor ShuffledBatches::next() {
   std::vector<int64_t> batch(order_.begin() + position_, order_.begin() + end);
   position_ = end;
   return torch::tensor(batch, torch::kInt64);
+}
+
+void ShuffledBatches::save(core::Checkpoint& checkpoint, const std::string& name) const {
+  checkpoint.metadata[name] = {
+      {"batch_size", batch_size_}, {"position", position_}, {"generator", core::rng_state(rng_)}};
+  checkpoint.tensors[name + ".order"] = torch::tensor(order_, torch::kInt64);
+}
+
+void ShuffledBatches::load(const core::Checkpoint& checkpoint, const std::string& name) {
+  const torch::Tensor& order =
+      core::checkpoint_tensor(checkpoint, name + ".order", torch::empty({size_}, torch::kInt64));
+  const int64_t batch_size = core::metadata_int(checkpoint, name, "batch_size");
+  const int64_t position = core::metadata_int(checkpoint, name, "position");
+  if (batch_size != batch_size_ || position < 0 || position > size_) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, {},
+                                "metadata '" + name + "' has batch_size " + std::to_string(batch_size) +
+                                    " and position " + std::to_string(position) + ", expected batch_size " +
+                                    std::to_string(batch_size_) + " and a position in [0, " + std::to_string(size_) +
+                                    "]");
+  }
+  core::restore_rng(rng_, core::metadata_string(checkpoint, name, "generator"), name + ".generator");
+  const torch::Tensor contiguous = order.contiguous();
+  order_.assign(contiguous.data_ptr<int64_t>(), contiguous.data_ptr<int64_t>() + size_);
+  position_ = position;
 }
 
 }  // namespace concord::data

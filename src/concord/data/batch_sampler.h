@@ -1,11 +1,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
 
 #include "concord/core/rng.h"
+
+namespace concord::core {
+struct Checkpoint;
+}
 
 namespace concord::data {
 
@@ -21,6 +26,12 @@ class ShuffledBatches {
   torch::Tensor next();
   // Batches in one epoch.
   int64_t batches_per_epoch() const { return (size_ + batch_size_ - 1) / batch_size_; }
+
+  // Where in which order it is, as metadata[name] and tensor "<name>.order", so that a resumed
+  // run continues the epoch it was in instead of reshuffling. load() throws core::CheckpointError
+  // (with no path) for state of another size or batch size.
+  void save(core::Checkpoint& checkpoint, const std::string& name) const;
+  void load(const core::Checkpoint& checkpoint, const std::string& name);
 
  private:
   void reshuffle();

@@ -1,13 +1,18 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 namespace concord::launch {
 
 // How a rank tells `concord launch` something the launcher cannot know from the command line.
-// The launcher names a file in a directory of its own (mode 0700) in this variable; a rank
-// writes it, and the launcher reads it when it has to decide.
+// The launcher names a file in a directory of its own (mode 0700) in this variable; rank 0
+// writes it, one declaration a line, and the launcher reads it when it has to decide.
 inline constexpr const char* kLaunchControlVariable = "CONCORD_LAUNCH_CONTROL";
+
+// Set by `concord launch --max-restarts` on the processes of a restarted group: the run directory
+// that rank 0 of the group before declared, for the restarted command to continue from.
+inline constexpr const char* kRestartRunDirVariable = "CONCORD_RESTART_RUN_DIR";
 
 // Rank 0 declares that the run goes on when another rank fails (actor_processes with
 // on_actor_failure = "continue" drops a dead actor), so that the launcher does not stop the
@@ -15,7 +20,19 @@ inline constexpr const char* kLaunchControlVariable = "CONCORD_LAUNCH_CONTROL";
 // a failure, as it would anyway).
 void declare_other_ranks_may_fail();
 
-// The launcher's side: whether `control_file` holds that declaration.
-bool other_ranks_may_fail(const std::filesystem::path& control_file);
+// Rank 0 declares the run directory it writes checkpoints to, so that a restarted group can
+// continue from them. Does nothing outside `concord launch`; never throws (a restart then starts
+// afresh).
+void declare_run_dir(const std::filesystem::path& run_dir);
+
+// What rank 0 declared in `control_file`; false and "" where it declared nothing.
+struct LaunchControl {
+  bool other_ranks_may_fail = false;
+  std::string run_dir;
+};
+LaunchControl read_launch_control(const std::filesystem::path& control_file);
+
+// kRestartRunDirVariable, or "" when this process is not a restarted rank.
+std::string restart_run_dir();
 
 }  // namespace concord::launch

@@ -469,6 +469,7 @@ class Supervisor {
       }
     }
     result.success = result.failure.empty();
+    result.received_signal = received_signal_;
     return result;
   }
 

@@ -56,6 +56,8 @@ struct SupervisionResult {
   // The signal forwarded to the children when one stopped a run whose every child then exited
   // with status 0 or 128 + that signal (a clean stop), else 0; `success` is then true.
   int stop_signal = 0;
+  // The signal the supervisor received and forwarded, whether or not the stop was clean; else 0.
+  int received_signal = 0;
 };
 
 // Runs `children` to completion as described above and reports how they ended. Failures of

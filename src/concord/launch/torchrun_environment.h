@@ -23,7 +23,9 @@ struct LaunchTopology {
 // the same environment under `concord launch` as under torchrun (comm::LaunchEnvironment):
 // RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK,
 // ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT,
-// TORCHELASTIC_MAX_RESTARTS. Throws std::invalid_argument for an impossible topology or rank.
-std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank);
+// TORCHELASTIC_MAX_RESTARTS (the group's restarts so far, and the most allowed). Throws
+// std::invalid_argument for an impossible topology or rank.
+std::vector<std::pair<std::string, std::string>> torchrun_environment(const LaunchTopology& topology, int local_rank,
+                                                                      int restart_count = 0, int max_restarts = 0);
 
 }  // namespace concord::launch

@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
+
 namespace concord::supervised {
 
 AdaptiveBatchSchedule::AdaptiveBatchSchedule(const AdaptiveBatchOptions& options)
@@ -54,6 +57,31 @@ bool AdaptiveBatchSchedule::end_of_epoch(int64_t epoch, double eigenvalue) {
 
 double AdaptiveBatchSchedule::adversarial_share(int64_t epochs_completed) const {
   return epochs_completed < options_.adversarial_until_epoch ? share_ : 0.0;
+}
+
+void AdaptiveBatchSchedule::save(core::Checkpoint& checkpoint) const {
+  checkpoint.metadata["schedule"] = {
+      {"batch_size", batch_size_}, {"learning_rate", learning_rate_},         {"adversarial_share", share_},
+      {"reference", reference_},   {"has_reference", has_reference_ ? 1 : 0}, {"last_change_epoch", last_change_epoch_},
+      {"doublings", doublings_}};
+}
+
+void AdaptiveBatchSchedule::load(const core::Checkpoint& checkpoint) {
+  // Read into a copy: a malformed section leaves this schedule as it was.
+  AdaptiveBatchSchedule restored = *this;
+  restored.batch_size_ = core::metadata_int(checkpoint, "schedule", "batch_size");
+  restored.learning_rate_ = core::metadata_double(checkpoint, "schedule", "learning_rate");
+  restored.share_ = core::metadata_double(checkpoint, "schedule", "adversarial_share");
+  restored.reference_ = core::metadata_double(checkpoint, "schedule", "reference");
+  restored.has_reference_ = core::metadata_int(checkpoint, "schedule", "has_reference") != 0;
+  restored.last_change_epoch_ = core::metadata_int(checkpoint, "schedule", "last_change_epoch");
+  restored.doublings_ = static_cast<int>(core::metadata_int(checkpoint, "schedule", "doublings"));
+  if (restored.batch_size_ < 1 || !(restored.learning_rate_ > 0.0)) {
+    throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, {},
+                                "metadata 'schedule' has batch_size " + std::to_string(restored.batch_size_) +
+                                    " and learning_rate " + std::to_string(restored.learning_rate_));
+  }
+  *this = restored;
 }
 
 }  // namespace concord::supervised

@@ -2,6 +2,10 @@
 
 #include <cstdint>
 
+namespace concord::core {
+struct Checkpoint;
+}
+
 namespace concord::supervised {
 
 // ABS / ABSA's decisions (Yao et al. 2018, "Hessian-based analysis of large batch training and
@@ -44,6 +48,12 @@ class AdaptiveBatchSchedule {
   // The share of the batch that is adversarial during epoch `epoch` (0-based epochs completed).
   double adversarial_share(int64_t epochs_completed) const;
   int doublings() const { return doublings_; }
+
+  // Everything end_of_epoch() decides from (the batch, learning rate, share, the reference
+  // eigenvalue and the epoch of the last doubling) as metadata["schedule"]. load() throws
+  // core::CheckpointError (with no path) for a section that is missing or malformed.
+  void save(core::Checkpoint& checkpoint) const;
+  void load(const core::Checkpoint& checkpoint);
 
  private:
   AdaptiveBatchOptions options_;

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/rng.h"
 #include "concord/data/batch_sampler.h"
 #include "concord/data/partition.h"
@@ -12,7 +13,7 @@ namespace concord::supervised {
 
 FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
                           const data::TrainTestSplit& data, comm::Communicator& communicator,
-                          const FitCallbacks& callbacks) {
+                          const FitCallbacks& callbacks, const core::Checkpoint* resume_from) {
   const uint64_t partition_seed = core::derive_seed(fit.seed, 2);
   const std::vector<torch::Tensor> client_rows =
       fit.partition == "iid" ? data::iid_partition(data.train.size(), fit.clients, partition_seed)
@@ -36,8 +37,27 @@ FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn
   FitMonitor monitor(fit, communicator, data.test, callbacks, fit.rounds);
   monitor.note_schedule(fit.local_batch, fit.learning_rate, 0.0);
   int64_t samples = 0;
+  int64_t first_round = 1;
+  if (resume_from != nullptr) {
+    // The global model rather than this replica: the replica's statistics were averaged across
+    // ranks for the evaluation, which the next round's global model does not see.
+    global.copy_(core::checkpoint_tensor(*resume_from, "global", global));
+    load_global();
+    server.load(*resume_from);
+    monitor.load(*resume_from, model, parameters.values());
+    first_round = core::metadata_int(*resume_from, "loop", "round") + 1;
+    samples = core::metadata_int(*resume_from, "loop", "samples");
+  }
+  int64_t round = first_round - 1;  // the last round taken
+  // Between rounds every rank holds the same global model, and the clients' plain SGD keeps no
+  // state from one round to the next.
+  monitor.set_state_saver([&](core::Checkpoint& state) {
+    state.tensors["global"] = global.clone();
+    server.save(state);
+    state.metadata["loop"] = {{"round", round}, {"samples", samples}};
+  });
   torch::Tensor weighted_sum = torch::zeros_like(global);
-  for (int64_t round = 1; round <= fit.rounds; ++round) {
+  for (round = first_round; round <= fit.rounds; ++round) {
     weighted_sum.zero_();
     double weight = 0.0;
     double loss_sum = 0.0;

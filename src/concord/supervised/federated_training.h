@@ -1,6 +1,7 @@
 #pragma once
 
 #include "concord/comm/communicator.h"
+#include "concord/core/checkpoint.h"
 #include "concord/data/mnist.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/fit_config.h"
@@ -19,8 +20,12 @@ namespace concord::supervised {
 //   x <- sum over ranks / weight over ranks                  (one allreduce)
 //
 // `model`/`parameters` is this rank's copy of the global model (parameters flattened from it).
+// Checkpoints hold the global model, the round, and the server's client draw; `resume_from` (this
+// rank's part of one, replica_state.h) continues with the clients the uninterrupted run would
+// have drawn. Clients need nothing more: each round starts them from the global model, with plain
+// SGD and batches seeded by the round.
 FitResult train_federated(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
                           const data::TrainTestSplit& data, comm::Communicator& communicator,
-                          const FitCallbacks& callbacks);
+                          const FitCallbacks& callbacks, const core::Checkpoint* resume_from = nullptr);
 
 }  // namespace concord::supervised

@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/classifier.h"
 #include "concord/supervised/federated_training.h"
+#include "concord/supervised/replica_state.h"
 #include "concord/supervised/replica_training.h"
 #include "concord/sync/sync_registry.h"
 
@@ -36,16 +38,20 @@ void check_strategy(const FitConfig& fit, const core::Config& config) {
 }
 
 FitResult fit_replica(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
-                      comm::Communicator& communicator, const FitCallbacks& callbacks) {
+                      comm::Communicator& communicator, const FitCallbacks& callbacks,
+                      const core::Checkpoint* resume_from) {
+  std::optional<core::Checkpoint> mine;
+  if (resume_from != nullptr) mine = replica_state(*resume_from, communicator.rank(), communicator.world_size());
+  const core::Checkpoint* state = mine ? &*mine : nullptr;
   torch::nn::Sequential model = build_seeded_classifier(fit);
   nn::FlatParameters parameters(*model);
-  if (fit.federated()) return train_federated(fit, model, parameters, data, communicator, callbacks);
+  if (fit.federated()) return train_federated(fit, model, parameters, data, communicator, callbacks, state);
   auto strategy = sync::make_sync_strategy(fit.strategy, config, communicator);
-  return train_replica(fit, model, parameters, *strategy, data, communicator, callbacks);
+  return train_replica(fit, model, parameters, *strategy, data, communicator, callbacks, state);
 }
 
 FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, const data::TrainTestSplit& data,
-                           const FitCallbacks& callbacks) {
+                           const FitCallbacks& callbacks, const core::Checkpoint* resume_from) {
   comm::ThreadGroup group(fit.workers, fit.timeout());
   std::vector<std::unique_ptr<comm::Communicator>> communicators;
   for (int rank = 0; rank < fit.workers; ++rank) communicators.push_back(group.communicator(rank));
@@ -59,7 +65,7 @@ FitResult fit_with_threads(const FitConfig& fit, const core::Config& config, con
     workers.push_back(core::torch_thread(core::thread_seed(fit.seed, static_cast<uint64_t>(rank)), [&, rank] {
       try {
         FitResult mine = fit_replica(fit, config, data, *communicators[static_cast<size_t>(rank)],
-                                     rank == 0 ? callbacks : FitCallbacks{});
+                                     rank == 0 ? callbacks : FitCallbacks{}, resume_from);
         if (rank == 0) result = std::move(mine);
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();

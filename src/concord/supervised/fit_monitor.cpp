@@ -2,9 +2,50 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint_fields.h"
+#include "concord/supervised/replica_state.h"
 #include "concord/supervised/running_statistics.h"
 
 namespace concord::supervised {
+namespace {
+
+// The broadcast decision's bits.
+constexpr int64_t kStop = 1;
+constexpr int64_t kCheckpoint = 2;
+
+nlohmann::json record_json(const FitRecord& record) {
+  return {{"step", record.step},
+          {"samples", record.samples},
+          {"train_loss", record.train_loss},
+          {"test_loss", record.test.loss},
+          {"test_accuracy", record.test.accuracy},
+          {"sync_bytes", record.sync.bytes},
+          {"sync_rounds", record.sync.rounds},
+          {"seconds", record.seconds},
+          {"batch_size", record.batch_size},
+          {"learning_rate", record.learning_rate},
+          {"top_eigenvalue", record.top_eigenvalue}};
+}
+
+FitRecord record_from(const core::Checkpoint& state) {
+  const auto get_int = [&](const char* key) { return core::metadata_int(state, "record", key); };
+  const auto get_double = [&](const char* key) { return core::metadata_double(state, "record", key); };
+  FitRecord record;
+  record.step = get_int("step");
+  record.samples = get_int("samples");
+  record.train_loss = get_double("train_loss");
+  record.test.loss = get_double("test_loss");
+  record.test.accuracy = get_double("test_accuracy");
+  record.sync.bytes = get_int("sync_bytes");
+  record.sync.rounds = get_int("sync_rounds");
+  record.seconds = get_double("seconds");
+  record.batch_size = get_int("batch_size");
+  record.learning_rate = get_double("learning_rate");
+  record.top_eigenvalue = get_double("top_eigenvalue");
+  return record;
+}
+
+}  // namespace
 
 FitMonitor::FitMonitor(const FitConfig& fit, comm::Communicator& communicator, const data::LabelledData& test,
                        const FitCallbacks& callbacks, int64_t last_step)
@@ -19,7 +60,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
   if (step % fit_.eval_interval != 0 && step != last_step_) return true;
 
   average_running_statistics(*model, communicator_);
-  torch::Tensor stop = torch::zeros({1}, torch::kInt64);
+  torch::Tensor decision = torch::zeros({1}, torch::kInt64);
   if (leader) {
     FitRecord record;
     record.step = step;
@@ -27,7 +68,7 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
     record.train_loss = loss_sum_ / static_cast<double>(loss_count_);
     record.test = evaluate(model, test_);
     record.sync = stats;
-    record.seconds = clock_.elapsed_seconds();
+    record.seconds = seconds_before_ + clock_.elapsed_seconds();
     record.batch_size = batch_size_;
     record.learning_rate = learning_rate_;
     record.top_eigenvalue = top_eigenvalue_;
@@ -42,16 +83,52 @@ bool FitMonitor::after_step(int64_t step, int64_t samples, double loss, torch::n
     if (callbacks_.on_evaluation) callbacks_.on_evaluation(record);
     const bool finished = reached || step == last_step_ || (callbacks_.should_stop && callbacks_.should_stop());
     const bool checkpoint_due = fit_.checkpoint_interval > 0 && step - last_checkpoint_ >= fit_.checkpoint_interval;
-    if (callbacks_.on_checkpoint && (checkpoint_due || finished)) {
-      callbacks_.on_checkpoint(step, result_.parameters, result_.running_statistics);
-      last_checkpoint_ = step;
-    }
-    stop.fill_(finished ? 1 : 0);
+    const bool checkpoint = callbacks_.on_checkpoint && (checkpoint_due || finished);
+    decision.fill_((finished ? kStop : 0) | (checkpoint ? kCheckpoint : 0));
   }
   loss_sum_ = 0.0;
   loss_count_ = 0;
-  communicator_.broadcast(stop, 0);
-  return stop.item<int64_t>() == 0;
+  communicator_.broadcast(decision, 0);
+  const int64_t decided = decision.item<int64_t>();
+  if ((decided & kCheckpoint) != 0) {
+    last_checkpoint_ = step;
+    core::Checkpoint mine;
+    if (save_state_) save_state_(mine);
+    save(mine);
+    core::Checkpoint state = gather_replica_states(communicator_, mine);
+    if (leader) {
+      state.tensors["parameters"] = result_.parameters;
+      if (result_.running_statistics.numel() > 0) state.tensors["running_statistics"] = result_.running_statistics;
+      callbacks_.on_checkpoint(step, state);
+    }
+  }
+  return (decided & kStop) == 0;
+}
+
+void FitMonitor::save(core::Checkpoint& state) const {
+  state.metadata["monitor"] = {{"last_checkpoint", last_checkpoint_},
+                               {"steps_to_target", result_.steps_to_target},
+                               {"seconds_to_target", result_.seconds_to_target},
+                               {"batch_size", batch_size_},
+                               {"learning_rate", learning_rate_},
+                               {"top_eigenvalue", top_eigenvalue_}};
+  state.metadata["record"] = record_json(result_.final);
+}
+
+void FitMonitor::load(const core::Checkpoint& state, torch::nn::Sequential& model, const torch::Tensor& parameters) {
+  const FitRecord record = record_from(state);
+  last_checkpoint_ = core::metadata_int(state, "monitor", "last_checkpoint");
+  result_.steps_to_target = core::metadata_int(state, "monitor", "steps_to_target");
+  result_.seconds_to_target = core::metadata_double(state, "monitor", "seconds_to_target");
+  batch_size_ = core::metadata_int(state, "monitor", "batch_size");
+  learning_rate_ = core::metadata_double(state, "monitor", "learning_rate");
+  top_eigenvalue_ = core::metadata_double(state, "monitor", "top_eigenvalue");
+  result_.final = record;
+  seconds_before_ = record.seconds;
+  if (communicator_.rank() == 0) {
+    result_.parameters = parameters.detach().clone();
+    result_.running_statistics = running_statistics(*model);
+  }
 }
 
 }  // namespace concord::supervised

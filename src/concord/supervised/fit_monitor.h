@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "concord/comm/communicator.h"
+#include "concord/core/checkpoint.h"
 #include "concord/core/timer.h"
 #include "concord/data/labelled_data.h"
 #include "concord/supervised/evaluation.h"
@@ -40,8 +41,9 @@ struct FitResult {
 struct FitCallbacks {
   std::function<void(int64_t step)> on_step;
   std::function<void(const FitRecord&)> on_evaluation;
-  std::function<void(int64_t step, const torch::Tensor& parameters, const torch::Tensor& running_statistics)>
-      on_checkpoint;
+  // `state` is every rank's (replica_state.h) beside rank 0's "parameters" and the averaged
+  // "running_statistics" (if any): what a resumed fit continues from.
+  std::function<void(int64_t step, const core::Checkpoint& state)> on_checkpoint;
   // Polled by rank 0 at every evaluation step; true makes that step the last one, checkpointed
   // (a signal asking the fit to stop). Only evaluation steps broadcast rank 0's decision, so the
   // stop waits for the next one: at most fit.eval_interval steps.
@@ -51,8 +53,10 @@ struct FitCallbacks {
 // The bookkeeping a fit loop shares with every other: after each step (or round) it collects
 // the loss, and every fit.eval_interval steps the replicas average their batch-norm statistics
 // (running_statistics.h) and rank 0 evaluates its replica on the test set,
-// reports the record, checkpoints when due and decides whether to stop (the last step, or the
-// target accuracy reached); the decision is broadcast so that every rank stops at the same step.
+// decides whether to stop (the last step, or the target accuracy reached) and whether to
+// checkpoint; the decisions are broadcast so that every rank stops at the same step and takes
+// part in gathering the checkpoint: every rank's state (the loop's, through the saver, and the
+// monitor's own) onto rank 0 (replica_state.h).
 class FitMonitor {
  public:
   FitMonitor(const FitConfig& fit, comm::Communicator& communicator, const data::LabelledData& test,
@@ -72,15 +76,28 @@ class FitMonitor {
     top_eigenvalue_ = top_eigenvalue;
   }
 
+  // What the loop saves of itself (counters, replica, strategy, schedule, sampler) into this
+  // rank's part of every checkpoint; set before the first step.
+  void set_state_saver(std::function<void(core::Checkpoint&)> save) { save_state_ = std::move(save); }
+
+  // A resumed fit: restores the monitor's part of this rank's state (the last checkpointed step,
+  // the last record, the time and the schedule so far), and makes rank 0's `parameters` and
+  // `model`'s statistics the result until the next evaluation. Throws core::CheckpointError
+  // (with no path).
+  void load(const core::Checkpoint& state, torch::nn::Sequential& model, const torch::Tensor& parameters);
+
   const FitResult& result() const { return result_; }
 
  private:
+  void save(core::Checkpoint& state) const;
+
   const FitConfig& fit_;
   comm::Communicator& communicator_;
   const data::LabelledData& test_;
   const FitCallbacks& callbacks_;
   int64_t last_step_;
   core::Stopwatch clock_;
+  double seconds_before_ = 0.0;  // of the runs this one resumed
   double loss_sum_ = 0.0;
   int64_t loss_count_ = 0;
   int64_t last_checkpoint_ = 0;
@@ -88,6 +105,7 @@ class FitMonitor {
   double learning_rate_ = 0.0;
   double top_eigenvalue_ = 0.0;
   FitResult result_;
+  std::function<void(core::Checkpoint&)> save_state_;
 };
 
 }  // namespace concord::supervised

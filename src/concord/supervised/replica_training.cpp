@@ -5,12 +5,14 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/rng.h"
 #include "concord/data/batch_sampler.h"
 #include "concord/parallel/synchronous_sgd.h"
 #include "concord/supervised/adaptive_batch_schedule.h"
 #include "concord/supervised/fgsm.h"
 #include "concord/supervised/hessian.h"
+#include "concord/supervised/replica_state.h"
 
 namespace concord::supervised {
 namespace {
@@ -68,11 +70,13 @@ void set_learning_rate(torch::optim::SGD& optimizer, double learning_rate) {
 
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
                         sync::SyncStrategy& strategy, const data::TrainTestSplit& data,
-                        comm::Communicator& communicator, const FitCallbacks& callbacks) {
+                        comm::Communicator& communicator, const FitCallbacks& callbacks,
+                        const core::Checkpoint* resume_from) {
   const int workers = communicator.world_size();
   AdaptiveBatchSchedule schedule(schedule_options(fit));
+  if (resume_from != nullptr) schedule.load(*resume_from);
   torch::optim::SGD optimizer({parameters.values()},
-                              torch::optim::SGDOptions(fit.learning_rate).momentum(fit.momentum));
+                              torch::optim::SGDOptions(schedule.learning_rate()).momentum(fit.momentum));
   double adversarial_share = 0.0;  // of this epoch (ABSA)
   // Every rank keeps the training set resident and receives only its slice of each step's row
   // indices, which rank 0 draws.
@@ -99,7 +103,30 @@ FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::
   int64_t samples = 0;
   int64_t epoch = 0;  // epochs completed
   int64_t step_in_epoch = 0;
-  for (int64_t step = 1; step <= fit.steps; ++step) {
+  int64_t first_step = 1;
+  if (resume_from != nullptr) {
+    // After the strategy's attach() (in SynchronousSgd's constructor), whose broadcast of rank
+    // 0's parameters would otherwise overwrite a replica that had drifted.
+    load_replica(*resume_from, *model, parameters, optimizer);
+    strategy.load(*resume_from);
+    batches->load(*resume_from, "sampler");
+    monitor.load(*resume_from, model, parameters.values());
+    first_step = core::metadata_int(*resume_from, "loop", "step") + 1;
+    samples = core::metadata_int(*resume_from, "loop", "samples");
+    epoch = core::metadata_int(*resume_from, "loop", "epoch");
+    step_in_epoch = core::metadata_int(*resume_from, "loop", "step_in_epoch");
+  }
+  int64_t step = first_step - 1;  // the last step taken
+  monitor.set_state_saver([&](core::Checkpoint& state) {
+    save_replica(state, *model, parameters, optimizer);
+    strategy.save(state);
+    schedule.save(state);
+    batches->save(state, "sampler");
+    state.metadata["loop"] = {{"step", step}, {"samples", samples}, {"epoch", epoch}, {"step_in_epoch", step_in_epoch}};
+  });
+  // A budget in epochs that a resumed fit had already spent leaves nothing to do.
+  const bool epochs_left = fit.epochs == 0 || epoch < fit.epochs;
+  for (step = first_step; epochs_left && step <= fit.steps; ++step) {
     adversarial_share = schedule.adversarial_share(epoch);
     torch::Tensor rows = batches->next();
     // An epoch's last batch may be short; one with fewer rows than workers cannot be sliced.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "concord/comm/communicator.h"
+#include "concord/core/checkpoint.h"
 #include "concord/data/mnist.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/supervised/fit_config.h"
@@ -28,9 +29,13 @@ namespace concord::supervised {
 //                the schedule may double B and the learning rate (adaptive_batch_schedule.h)
 //              monitor: evaluate / checkpoint / stop (fit.steps or fit.epochs reached)
 //
-// `model` and `parameters` are this rank's replica (parameters flattened from model).
+// `model` and `parameters` are this rank's replica (parameters flattened from model). Checkpoints
+// hold each rank's replica, momentum and strategy state, the schedule, the sampler's place in its
+// epoch and the loop's counters; `resume_from` (this rank's part of one, replica_state.h)
+// continues from there with the steps and rows the uninterrupted fit would have taken.
 FitResult train_replica(const FitConfig& fit, torch::nn::Sequential& model, nn::FlatParameters& parameters,
                         sync::SyncStrategy& strategy, const data::TrainTestSplit& data,
-                        comm::Communicator& communicator, const FitCallbacks& callbacks);
+                        comm::Communicator& communicator, const FitCallbacks& callbacks,
+                        const core::Checkpoint* resume_from = nullptr);
 
 }  // namespace concord::supervised

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
@@ -101,6 +103,24 @@ void Easgd::asynchronous_exchange() {
   const torch::Tensor difference = x - centre_;
   x.sub_(difference, config_.alpha);
   centre_.add_(difference, config_.alpha);
+}
+
+void Easgd::save(core::Checkpoint& checkpoint) const {
+  save_sync_stats(checkpoint, stats_);
+  checkpoint.metadata["sync"]["steps"] = steps_;
+  checkpoint.tensors["sync.centre"] = centre_.detach().clone();
+  checkpoint.tensors["sync.velocity"] = velocity_.detach().clone();
+}
+
+void Easgd::load(const core::Checkpoint& checkpoint) {
+  const torch::Tensor& centre = core::checkpoint_tensor(checkpoint, "sync.centre", centre_);
+  const torch::Tensor& velocity = core::checkpoint_tensor(checkpoint, "sync.velocity", velocity_);
+  const SyncStats stats = load_sync_stats(checkpoint);
+  steps_ = core::metadata_int(checkpoint, "sync", "steps");
+  stats_ = stats;
+  torch::NoGradGuard no_grad;
+  centre_.copy_(centre);
+  velocity_.copy_(velocity);
 }
 
 std::unique_ptr<SyncStrategy> make_easgd(const SyncContext& context, const EasgdConfig& config) {

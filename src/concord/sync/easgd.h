@@ -55,6 +55,10 @@ class Easgd : public SyncStrategy {
   void synchronize_gradients() override;
   void after_step() override;
   SyncStats stats() const override { return stats_; }
+  // The step count, this rank's copy of the centre variable (asynchronous: rank 0's is the one
+  // that counts), EAMSGD's velocity and the stats.
+  void save(core::Checkpoint& checkpoint) const override;
+  void load(const core::Checkpoint& checkpoint) override;
 
   // The centre variable x~ as this rank knows it (asynchronous: current only on rank 0).
   const torch::Tensor& centre() const { return centre_; }

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
@@ -48,6 +50,17 @@ void FederatedAveraging::average(const torch::Tensor& weighted_sum, double weigh
   const double total_weight = message[weighted_sum.numel()].item<double>();
   if (!(total_weight > 0.0)) throw std::runtime_error("fedavg: no client contributed to this round's average");
   weighted_sum.copy_(message.narrow(0, 0, weighted_sum.numel()).view_as(weighted_sum).div_(total_weight));
+}
+
+void FederatedAveraging::save(core::Checkpoint& checkpoint) const {
+  save_sync_stats(checkpoint, stats_);
+  checkpoint.metadata["sync"]["generator"] = core::rng_state(rng_);
+}
+
+void FederatedAveraging::load(const core::Checkpoint& checkpoint) {
+  const SyncStats stats = load_sync_stats(checkpoint);
+  core::restore_rng(rng_, core::metadata_string(checkpoint, "sync", "generator"), "sync.generator");
+  stats_ = stats;
 }
 
 }  // namespace concord::sync

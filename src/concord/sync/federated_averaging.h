@@ -48,6 +48,11 @@ class FederatedAveraging {
 
   SyncStats stats() const { return stats_; }
 
+  // The client draw's generator and the stats, so that a resumed run draws the clients the
+  // uninterrupted one would have. load() throws core::CheckpointError (with no path).
+  void save(core::Checkpoint& checkpoint) const;
+  void load(const core::Checkpoint& checkpoint);
+
  private:
   comm::Communicator& communicator_;
   FederatedAveragingConfig config_;

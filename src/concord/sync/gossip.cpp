@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
@@ -86,6 +88,20 @@ void Gossip::after_step() {
     weight_ = gossip_mix(x, weight_, incoming.narrow(0, 0, x.numel()), sent_weight);
   }
   if (sending) sending->wait();
+}
+
+void Gossip::save(core::Checkpoint& checkpoint) const {
+  save_sync_stats(checkpoint, stats_);
+  checkpoint.metadata["sync"]["weight"] = weight_;
+  checkpoint.metadata["sync"]["generator"] = core::rng_state(rng_);
+}
+
+void Gossip::load(const core::Checkpoint& checkpoint) {
+  const SyncStats stats = load_sync_stats(checkpoint);
+  const double weight = core::metadata_double(checkpoint, "sync", "weight");
+  core::restore_rng(rng_, core::metadata_string(checkpoint, "sync", "generator"), "sync.generator");
+  stats_ = stats;
+  weight_ = weight;
 }
 
 std::unique_ptr<SyncStrategy> make_gossip(const SyncContext& context, const GossipConfig& config) {

@@ -44,6 +44,9 @@ class Gossip : public SyncStrategy {
   void attach(nn::FlatParameters& parameters) override;
   void after_step() override;
   SyncStats stats() const override { return stats_; }
+  // The shared exchange generator, this rank's weight and the stats.
+  void save(core::Checkpoint& checkpoint) const override;
+  void load(const core::Checkpoint& checkpoint) override;
 
   double weight() const { return weight_; }
   // This step's pattern: targets[i] is the peer rank i pushes to, or -1 when it keeps quiet.

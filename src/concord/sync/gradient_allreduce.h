@@ -44,6 +44,9 @@ class GradientAllreduce : public SyncStrategy {
   void synchronize_gradients() override;
   SyncStats stats() const override { return stats_; }
   bool keeps_replicas_identical() const override { return true; }
+  // Only the stats: the buckets are rebuilt by attach().
+  void save(core::Checkpoint& checkpoint) const override { save_sync_stats(checkpoint, stats_); }
+  void load(const core::Checkpoint& checkpoint) override { stats_ = load_sync_stats(checkpoint); }
 
   // Buckets as [begin, end) element ranges of the flat gradient, in launch order.
   const std::vector<std::pair<int64_t, int64_t>>& buckets() const { return bucket_ranges_; }

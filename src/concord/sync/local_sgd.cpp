@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
 #include "concord/sync/payload.h"
 
@@ -50,6 +52,16 @@ void LocalSgd::after_step() {
   communicator_.allreduce_mean(parameters_->values());
   stats_.bytes += payload_bytes(parameters_->values());
   ++stats_.rounds;
+}
+
+void LocalSgd::save(core::Checkpoint& checkpoint) const {
+  save_sync_stats(checkpoint, stats_);
+  checkpoint.metadata["sync"]["steps"] = steps_;
+}
+
+void LocalSgd::load(const core::Checkpoint& checkpoint) {
+  stats_ = load_sync_stats(checkpoint);
+  steps_ = core::metadata_int(checkpoint, "sync", "steps");
 }
 
 std::unique_ptr<SyncStrategy> make_local_sgd(const SyncContext& context, const LocalSgdConfig& config) {

@@ -39,6 +39,9 @@ class LocalSgd : public SyncStrategy {
   void synchronize_gradients() override;
   void after_step() override;
   SyncStats stats() const override { return stats_; }
+  // The step count (where the warm-up ends and the next average falls) and the stats.
+  void save(core::Checkpoint& checkpoint) const override;
+  void load(const core::Checkpoint& checkpoint) override;
 
  private:
   bool in_warmup() const { return steps_ < config_.warmup_steps; }

@@ -7,6 +7,10 @@
 #include "concord/nn/flat_parameters.h"
 #include "concord/sync/sync_context.h"
 
+namespace concord::core {
+struct Checkpoint;
+}
+
 namespace concord::sync {
 
 // What a strategy communicated so far, logged beside loss and accuracy.
@@ -14,6 +18,10 @@ struct SyncStats {
   int64_t bytes = 0;   // payload bytes this rank handed to the communicator
   int64_t rounds = 0;  // communication rounds (an allreduce of all buckets, an averaging, a gossip exchange)
 };
+
+// SyncStats as metadata["sync"]["bytes" / "rounds"], so that a resumed run keeps counting.
+void save_sync_stats(core::Checkpoint& checkpoint, const SyncStats& stats);
+SyncStats load_sync_stats(const core::Checkpoint& checkpoint);
 
 // How the replicas of one model on several ranks stay in agreement: allreduce of gradients every
 // step, local SGD, EASGD, gossip. A training loop (an RL learner's update, `concord fit`) calls
@@ -41,6 +49,13 @@ class SyncStrategy {
   // Whether every replica holds the same parameters after every step (synchronous allreduce),
   // so that a policy may check them bit for bit. Local SGD, EASGD and gossip let them drift.
   virtual bool keeps_replicas_identical() const { return false; }
+
+  // This rank's state beyond the parameters (step counters, the centre variable, the exchange
+  // generator, the stats so far), so that a run resumed from a checkpoint takes the steps the
+  // uninterrupted one would have. load() comes after attach(), whose broadcast it overrides.
+  // Throws core::CheckpointError (with no path) for state that does not fit.
+  virtual void save(core::Checkpoint& /*checkpoint*/) const {}
+  virtual void load(const core::Checkpoint& /*checkpoint*/) {}
 };
 
 // The strategy of a single replica: does nothing.
