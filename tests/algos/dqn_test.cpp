@@ -346,8 +346,15 @@ TEST(DqnTest, ReportsCleanRLsMetrics) {
   const Metrics metrics = dqn.update(250, 0.25);  // total 1000: duration 500, halfway
   EXPECT_EQ(metrics.count("losses/td_loss"), 1u);
   EXPECT_EQ(metrics.count("losses/q_values"), 1u);
-  EXPECT_NEAR(metrics.at("charts/epsilon"), 1.0 - 0.95 * 0.5, 1e-12);
   EXPECT_EQ(metrics.count("charts/beta"), 0u);
+  // Epsilon is the actor's, at the context the policy gives it: halfway through the decay.
+  EXPECT_EQ(metrics.count("charts/epsilon"), 0u);
+  const Metrics exploration = dqn.actor().exploration(ActingContext{false, 250, 1000, 0, 1});
+  ASSERT_EQ(exploration.size(), 1u);
+  EXPECT_NEAR(exploration.at("charts/epsilon"), 1.0 - 0.95 * 0.5, 1e-12);
+  // Ape-X: actor 3 of 8 explores with 0.4^(1 + 7 * 3 / 7), whatever the step.
+  EXPECT_NEAR(dqn.make_actor_replica()->exploration(ActingContext{false, 250, 1000, 3, 8}).at("charts/epsilon"),
+              std::pow(0.4, 1.0 + 7.0 * 3.0 / 7.0), 1e-12);
 }
 
 // ---- acting ----

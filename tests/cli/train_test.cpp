@@ -349,6 +349,24 @@ TEST(Train, DqnTrainsEvaluatesAndResumesWithItsReplay) {
   const auto first = concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt");
   EXPECT_EQ(first.at("metadata").at("global_step").get<int64_t>(), 12000);
   EXPECT_EQ(first.at("metadata").at("updates").get<int64_t>(), 1100);
+  {
+    // The actor's epsilon is reported: past half of the 12,000 steps it is end_e.
+    std::ifstream csv(run_dir / "metrics.csv");
+    std::string header, line, last;
+    std::getline(csv, header);
+    while (std::getline(csv, line)) last = line;
+    const auto split = [](const std::string& text) {
+      std::vector<std::string> cells;
+      std::istringstream in(text);
+      for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+      return cells;
+    };
+    const std::vector<std::string> names = split(header), values = split(last);
+    const auto column = std::find(names.begin(), names.end(), "charts/epsilon");
+    ASSERT_NE(column, names.end()) << header;
+    ASSERT_EQ(names.size(), values.size()) << last;
+    EXPECT_DOUBLE_EQ(std::stod(values[static_cast<size_t>(column - names.begin())]), 0.05);
+  }
 
   const CommandResult eval = run_concord("eval " + run_dir.string() + " --episodes 3");
   ASSERT_EQ(eval.exit_code, 0) << eval.output;

@@ -340,8 +340,20 @@ TEST(Apex, DqnAndSacRunUnderIt) {
         algos::make_learner(algo, config, spec.observation_space, spec.action_space);
     std::unique_ptr<Policy> policy = make_policy("apex", PolicyContext{config, env, *learner, torch::kCPU});
     TrainingState state;
-    policy->train(state, 2'000, int64_t{1} << 40, {});
+    std::vector<double> epsilons;
+    TrainingCallbacks callbacks;
+    callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+      if (metrics.count("charts/epsilon") != 0) epsilons.push_back(metrics.at("charts/epsilon"));
+    };
+    policy->train(state, 2'000, int64_t{1} << 40, callbacks);
     EXPECT_EQ(state.global_step, 2'000) << algo;
+    if (algo == "dqn") {
+      // The actors' own epsilons (Ape-X's 0.4 and 0.4^8 for the default 2 actors), averaged, at every update.
+      ASSERT_EQ(static_cast<int64_t>(epsilons.size()), state.updates);
+      for (const double epsilon : epsilons) EXPECT_NEAR(epsilon, (0.4 + std::pow(0.4, 8.0)) / 2.0, 1e-12);
+    } else {
+      EXPECT_TRUE(epsilons.empty()) << "SAC explores by its entropy, not an epsilon";
+    }
     EXPECT_GT(state.updates, 0) << algo;
     EXPECT_TRUE(learner->flat_parameters().values().isfinite().all().item<bool>()) << algo;
   }

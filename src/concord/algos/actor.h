@@ -1,12 +1,18 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include <torch/types.h>
 
 #include "concord/algos/experience.h"
 
 namespace concord::algos {
+
+// Named scalars reported beside the loss curves (CleanRL's names: "losses/td_loss",
+// "charts/epsilon", ...).
+using Metrics = std::map<std::string, double>;
 
 // Who is acting and when: what an Actor may need beyond the observations to choose actions
 // (an exploration schedule over training, a per-actor exploration rate as in Ape-X). Policies
@@ -44,6 +50,10 @@ class Actor {
  public:
   virtual ~Actor() = default;
   virtual ActorOutput act(const torch::Tensor& observations, const ActingContext& context) = 0;
+  // How this actor explores at `context` (DQN's "charts/epsilon"), for the policy to report with
+  // the learner's metrics: only the policy knows the context each actor acts in (Ape-X's
+  // per-actor epsilons). May run beside act(). None by default.
+  virtual Metrics exploration(const ActingContext& /*context*/) const { return {}; }
 };
 
 }  // namespace concord::algos

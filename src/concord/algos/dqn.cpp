@@ -203,6 +203,10 @@ double dqn_epsilon(const DqnConfig& config, const ActingContext& context) {
 EpsilonGreedyActor::EpsilonGreedyActor(nn::QNetwork network, DqnConfig config)
     : network_(std::move(network)), config_(std::move(config)) {}
 
+Metrics EpsilonGreedyActor::exploration(const ActingContext& context) const {
+  return {{"charts/epsilon", dqn_epsilon(config_, context)}};
+}
+
 ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const ActingContext& context) {
   const double epsilon = dqn_epsilon(config_, context);
   const int64_t rows = observations.size(0);
@@ -233,6 +237,7 @@ class DqnActorReplica final : public ActorReplica {
   ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
     return actor_.act(observations, context);
   }
+  Metrics exploration(const ActingContext& context) const override { return actor_.exploration(context); }
 
   void assign(const at::Tensor& flat_values) override {
     if (flat_values.numel() != parameters_.numel()) {
@@ -442,13 +447,9 @@ Metrics Dqn::update(int64_t global_step, double progress) {
     target_sync_step_ = reached;
   }
 
-  ActingContext now;
-  now.global_step = global_step;
-  now.total_steps = progress > 0.0 ? std::llround(static_cast<double>(global_step) / progress) : 0;
   Metrics metrics;
   metrics["losses/td_loss"] = loss.item<double>();
   metrics["losses/q_values"] = q_taken.detach().mean().item<double>();
-  metrics["charts/epsilon"] = dqn_epsilon(config_, now);
   metrics["charts/learning_rate"] = config_.learning_rate;
   if (config_.prioritized) metrics["charts/beta"] = beta;
   return metrics;

@@ -95,6 +95,8 @@ class EpsilonGreedyActor : public Actor {
  public:
   EpsilonGreedyActor(nn::QNetwork network, DqnConfig config);
   ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override;
+  // "charts/epsilon": dqn_epsilon at `context`.
+  Metrics exploration(const ActingContext& context) const override;
 
  private:
   nn::QNetwork network_;
@@ -137,8 +139,9 @@ inline constexpr const char* kBootstrapObservation = "bootstrap_observation";  /
 // between two updates is caught up at the next one, once.
 //
 // Metrics: losses/td_loss and losses/q_values (the mean Q_online(o, a) of the replayed actions) of
-// the last gradient step, charts/epsilon (dqn_epsilon at global_step, the run's total steps taken as
-// global_step / progress), charts/learning_rate, and charts/beta when prioritised.
+// the last gradient step, charts/learning_rate, and charts/beta when prioritised. charts/epsilon is
+// the actor's (EpsilonGreedyActor::exploration), which the policy reports: under Ape-X each actor
+// has its own.
 //
 // Observations go into the replay in the env's dtype (uint8 grids stay uint8): the replay is built
 // at the first observe(), which fixes the dtype. It lives on the CPU; sampled batches move to the

@@ -13,8 +13,6 @@
 
 namespace concord::algos {
 
-using Metrics = std::map<std::string, double>;
-
 // The Learner fragment: owns the parameters and the optimiser and turns Experience into
 // updates. It knows nothing of threads, processes or how the Experience was gathered.
 //

@@ -214,6 +214,7 @@ class Run {
           static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(now - learning_from_, 1));
       metrics["time/update_seconds"] = update_seconds;
       metrics["time/learner_wait_seconds"] = wait_seconds;
+      add_exploration(metrics, now);
       reporter.report(state_, metrics, episodes_, pausing);
     }
   }
@@ -276,6 +277,17 @@ class Run {
     for (const auto& [episode_return, episode_length] : finished) {
       record_episode(episodes_, callbacks_, episode_return, episode_length);
     }
+  }
+
+  // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
+  void add_exploration(algos::Metrics& metrics, int64_t global_step) const {
+    const int num_actors = static_cast<int>(replicas_.size());
+    algos::Metrics sum;
+    for (int a = 0; a < num_actors; ++a) {
+      const algos::ActingContext context{false, global_step, total_steps_, a, num_actors};
+      for (const auto& [name, value] : replicas_[static_cast<size_t>(a)]->exploration(context)) sum[name] += value;
+    }
+    for (const auto& [name, value] : sum) metrics.emplace(name, value / num_actors);
   }
 
   // ---- stopping ----

@@ -128,6 +128,8 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
     update_seconds += update_clock.elapsed_seconds();
     if (metrics.empty()) continue;
     check_finite(metrics, state);
+    const algos::Metrics exploration = actor.exploration({false, state.global_step, total_steps, 0, 1});
+    metrics.insert(exploration.begin(), exploration.end());
 
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
