@@ -7,9 +7,12 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 namespace concord::test {
 
@@ -46,6 +49,25 @@ inline std::filesystem::path fresh_dir(const std::string& suite, const std::stri
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path;
+}
+
+// The directories directly under `root` (the run directories a command made there).
+inline std::vector<std::filesystem::path> run_directories(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (entry.is_directory()) found.push_back(entry.path());
+  }
+  return found;
+}
+
+// The steps (first column) of a run's metrics.csv, in file order.
+inline std::vector<int64_t> csv_steps(const std::filesystem::path& run_dir) {
+  std::ifstream csv(run_dir / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);  // the header
+  std::vector<int64_t> steps;
+  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  return steps;
 }
 
 }  // namespace concord::test

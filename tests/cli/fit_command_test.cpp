@@ -128,15 +128,7 @@ TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
   EXPECT_EQ(runs, 1);
 }
 
-// The steps (first column) of a run's metrics.csv, in file order.
-std::vector<int64_t> csv_steps(const std::filesystem::path& run_dir) {
-  std::ifstream csv(run_dir / "metrics.csv");
-  std::string line;
-  std::getline(csv, line);  // the header
-  std::vector<int64_t> steps;
-  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
-  return steps;
-}
+using concord::test::csv_steps;
 
 // `concord fit --resume RUN_DIR` continues the step count from the checkpoint, with a longer
 // --steps; a checkpoint older than metrics.csv (a run killed between the two) drops the rows after

@@ -447,14 +447,9 @@ TEST(Launch, ARestartedTrainContinuesFromTheCheckpoint) {
   EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank 0 (pid "));
   EXPECT_THAT(result.output, HasSubstr("restarted: continuing"));
   EXPECT_THAT(result.output, HasSubstr("resumed at step 640 (update 5)"));
-  std::vector<std::filesystem::path> run_dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(root)) run_dirs.push_back(entry.path());
+  const std::vector<std::filesystem::path> run_dirs = concord::test::run_directories(root);
   ASSERT_EQ(run_dirs.size(), 1u) << result.output;
-  std::ifstream csv(run_dirs.front() / "metrics.csv");
-  std::vector<int64_t> steps;
-  std::string line;
-  std::getline(csv, line);  // the header
-  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  const std::vector<int64_t> steps = concord::test::csv_steps(run_dirs.front());
   std::vector<int64_t> expected;
   for (int64_t step = 128; step <= 1280; step += 128) expected.push_back(step);
   EXPECT_EQ(steps, expected);
@@ -474,14 +469,9 @@ TEST(Launch, ARestartedFitContinuesFromTheCheckpoint) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank "));
   EXPECT_THAT(result.output, HasSubstr("resumed at steps 20"));
-  std::vector<std::filesystem::path> run_dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(root)) run_dirs.push_back(entry.path());
+  const std::vector<std::filesystem::path> run_dirs = concord::test::run_directories(root);
   ASSERT_EQ(run_dirs.size(), 1u) << result.output;
-  std::ifstream csv(run_dirs.front() / "metrics.csv");
-  std::vector<int64_t> steps;
-  std::string line;
-  std::getline(csv, line);  // the header
-  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
+  const std::vector<int64_t> steps = concord::test::csv_steps(run_dirs.front());
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
 }
 

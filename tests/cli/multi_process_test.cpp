@@ -51,13 +51,7 @@ std::vector<concord::test::RankResult> run_training_ranks(int world_size, const 
   return results;
 }
 
-std::vector<std::filesystem::path> run_dirs(const std::filesystem::path& root) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    if (entry.is_directory()) found.push_back(entry.path());
-  }
-  return found;
-}
+using concord::test::run_directories;
 
 double eval_mean_return(const std::string& output) {
   std::smatch match;
@@ -79,7 +73,7 @@ TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
     EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
     EXPECT_THAT(ranks[0].output, HasSubstr("8 envs in all, 2 ranks"));
     EXPECT_THAT(ranks[1].output, HasSubstr("rank 1 of 2"));
-    const auto dirs = run_dirs(root);
+    const auto dirs = run_directories(root);
     EXPECT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";
     if (dirs.size() != 1u) return -1e9;
     const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 20");
@@ -96,7 +90,7 @@ TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {
       run_training_ranks(2, root, "--config " + kCartPoleConfig + " --policy multi_learner --total-timesteps 2048");
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
-  const auto dirs = run_dirs(root);
+  const auto dirs = run_directories(root);
   ASSERT_EQ(dirs.size(), 1u);
   const int port = concord::test::free_port();
   std::vector<concord::test::RankProcess> processes;
@@ -134,7 +128,7 @@ TEST(MultiProcess, RanksWithDifferentConfigsAreRefused) {
     EXPECT_EQ(rank.exit_code, 1);
     EXPECT_THAT(rank.output, HasSubstr("config mismatch"));
   }
-  EXPECT_TRUE(run_dirs(root).empty());
+  EXPECT_TRUE(run_directories(root).empty());
 }
 
 TEST(MultiProcess, ASingleProcessPolicyUnderALauncherIsRefused) {
@@ -152,7 +146,7 @@ TEST(MultiProcess, WithoutALauncherMultiLearnerIsAWorldOfOne) {
   const concord::test::CommandResult train = concord::test::run_concord(
       "train --policy multi_learner --total-timesteps 2048 --progress off --run-root " + root.string());
   ASSERT_EQ(train.exit_code, 0) << train.output;
-  EXPECT_EQ(run_dirs(root).size(), 1u);
+  EXPECT_EQ(run_directories(root).size(), 1u);
 }
 
 TEST(MultiProcess, ActorProcessesSurviveAnActorKilledMidRun) {
@@ -176,7 +170,7 @@ TEST(MultiProcess, ActorProcessesSurviveAnActorKilledMidRun) {
   ASSERT_EQ(rank0.exit_code, 0) << rank0.output;
   EXPECT_EQ(rank1.exit_code, 0) << rank1.output;
   EXPECT_THAT(rank0.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left)"));
-  const auto dirs = run_dirs(root);
+  const auto dirs = run_directories(root);
   ASSERT_EQ(dirs.size(), 1u);
   const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 3");
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
@@ -200,7 +194,7 @@ TEST(MultiProcess, ConcordLaunchLetsActorProcessesSurviveAKilledActor) {
   EXPECT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_THAT(launched.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left)"));
   EXPECT_THAT(launched.output, HasSubstr("was killed by signal 9 (SIGKILL); the run goes on without it"));
-  const auto dirs = run_dirs(root);
+  const auto dirs = run_directories(root);
   ASSERT_EQ(dirs.size(), 1u);
   const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
   EXPECT_GE(header.at("metadata").at("global_step").get<int64_t>(), 30000);
@@ -232,20 +226,15 @@ TEST(MultiProcess, ConcordLaunchRestartsAfterTwoKilledRanksAndFinishes) {
   EXPECT_THAT(launched.output, HasSubstr("restart 1 of 2: rank 0 (pid "));
   EXPECT_THAT(launched.output, HasSubstr("restart 2 of 2: rank 1 (pid "));
   EXPECT_EQ(launched.output.find("restart 3"), std::string::npos) << launched.output;
-  const auto dirs = run_dirs(root);
+  const auto dirs = run_directories(root);
   ASSERT_EQ(dirs.size(), 1u) << launched.output;
   const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
   EXPECT_EQ(header.at("metadata").at("global_step").get<int64_t>(), 20480);
   EXPECT_EQ(header.at("metadata").at("updates").get<int64_t>(), 80);
 
-  std::ifstream csv(dirs[0] / "metrics.csv");
-  std::string line;
-  std::getline(csv, line);  // the header
-  std::vector<int64_t> steps;
-  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
   std::vector<int64_t> expected;
   for (int64_t step = 256; step <= 20480; step += 256) expected.push_back(step);
-  EXPECT_EQ(steps, expected);
+  EXPECT_EQ(concord::test::csv_steps(dirs[0]), expected);
 
   const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 2");
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
@@ -259,7 +248,7 @@ TEST(MultiProcess, ConcordLaunchRunsMultiLearner) {
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_THAT(launched.output, HasSubstr("[rank 1] "));
   EXPECT_THAT(launched.output, HasSubstr("in all, 2 ranks"));
-  EXPECT_EQ(run_dirs(root).size(), 1u);
+  EXPECT_EQ(run_directories(root).size(), 1u);
 }
 
 TEST(MultiProcess, MpirunRanksComeFromOpenMpiVariables) {
@@ -277,7 +266,7 @@ TEST(MultiProcess, MpirunRanksComeFromOpenMpiVariables) {
   const int status = pclose(pipe);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
   EXPECT_THAT(output, HasSubstr("in all, 2 ranks"));
-  EXPECT_EQ(run_dirs(root).size(), 1u);
+  EXPECT_EQ(run_directories(root).size(), 1u);
 }
 
 }  // namespace

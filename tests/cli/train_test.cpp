@@ -260,14 +260,9 @@ TEST(Train, ResumeDropsTheMetricsBeyondTheCheckpoint) {
   EXPECT_THAT(resumed.output, ::testing::HasSubstr("resumed at step 640 (update 5)"));
   EXPECT_FALSE(std::filesystem::exists(stale)) << "the resume removes a killed writer's temporary";
 
-  std::ifstream csv(run_dir / "metrics.csv");
-  std::vector<int64_t> steps;
-  std::string line;
-  std::getline(csv, line);  // the header
-  while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
   std::vector<int64_t> expected;
   for (int64_t step = 128; step <= 1280; step += 128) expected.push_back(step);
-  EXPECT_EQ(steps, expected);
+  EXPECT_EQ(concord::test::csv_steps(run_dir), expected);
 
   // The last event file starts by telling TensorBoard to drop the older files' steps after 640.
   std::filesystem::path newest;
