@@ -35,6 +35,7 @@ namespace {
 using concord::test::CommandResult;
 using concord::test::run_concord;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using Clock = std::chrono::steady_clock;
 
@@ -453,6 +454,27 @@ TEST(Launch, ARestartedTrainContinuesFromTheCheckpoint) {
   std::vector<int64_t> expected;
   for (int64_t step = 128; step <= 1280; step += 128) expected.push_back(step);
   EXPECT_EQ(steps, expected);
+}
+
+// A group that failed before its first checkpoint (here: its checkpoint removed) leaves rows in
+// metrics.csv; the restarted `concord train` starts afresh in the same run directory, and its rows
+// replace them.
+TEST(Launch, ARestartBeforeAnyCheckpointStartsAfreshInTheSameRunDirectory) {
+  const auto root = fresh_dir("restart_afresh");
+  const std::string train = std::string(CONCORD_BINARY) +
+                            " train --num-envs 4 --set algo.ppo.num_steps=32 --total-timesteps 640 --progress off "
+                            "--run-root " +
+                            root.string();
+  const CommandResult result = launch_script(
+      "-n 1 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + train + " || exit 9; rm " +
+                                   root.string() + "/*/checkpoint.ckpt; exit 3; fi; exec " + train);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("holds no checkpoint.ckpt yet: starting afresh in it"));
+  EXPECT_THAT(result.output, Not(HasSubstr("resumed at step")));
+  const std::vector<std::filesystem::path> run_dirs = concord::test::run_directories(root);
+  ASSERT_EQ(run_dirs.size(), 1u) << result.output;
+  EXPECT_EQ(concord::test::csv_steps(run_dirs.front()), (std::vector<int64_t>{128, 256, 384, 512, 640}));
+  EXPECT_TRUE(std::filesystem::exists(run_dirs.front() / "checkpoint.ckpt"));
 }
 
 // The same for `concord fit` on two ranks: the restarted group takes every rank's state back from

@@ -143,7 +143,8 @@ void run_fit(const FitFlags& flags) {
   // Every rank reads the checkpoint, as under `concord train --resume`, and takes its own part.
   // A group restarted by `concord launch --max-restarts` runs its command again, so its config is
   // the command's, checked against the checkpoint's as for --resume.
-  const std::string resume_dir = flags.resume.empty() ? restarted_run_dir() : flags.resume;
+  const RestartedRun restarted = flags.resume.empty() ? restarted_run() : RestartedRun{};
+  const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : flags.resume;
   std::optional<core::Checkpoint> resumed;
   int64_t resumed_step = 0;
   if (!resume_dir.empty()) {
@@ -161,11 +162,11 @@ void run_fit(const FitFlags& flags) {
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", resume_dir, fit.dataset + "-" + fit.model + "-" + fit.strategy));
-    if (resumed) {
-      spdlog::info("resumed at {} {}", steps_name, resumed_step);
-      run->metrics->resume_at(resumed_step);
-    }
+    run.emplace(start_run(std::move(config), "fit", resume_dir.empty() ? restarted.run_dir : resume_dir,
+                          fit.dataset + "-" + fit.model + "-" + fit.strategy));
+    if (resumed) spdlog::info("resumed at {} {}", steps_name, resumed_step);
+    // At step 0 for a restart without a checkpoint: the failed group's rows go.
+    if (resumed || !restarted.run_dir.empty()) run->metrics->resume_at(resumed_step);
     spdlog::info("fitting {} on {} ({} train / {} test images) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,

@@ -39,15 +39,16 @@ RunContext start_run(core::Config config, const std::string& command_name,
   return context;
 }
 
-std::string restarted_run_dir(const std::string& checkpoint_file) {
-  const std::string dir = launch::restart_run_dir();
-  if (dir.empty()) return dir;
-  if (!std::filesystem::exists(std::filesystem::path(dir) / checkpoint_file)) {
-    spdlog::warn("restarted, but {} holds no {} yet: starting afresh", dir, checkpoint_file);
-    return "";
+RestartedRun restarted_run(const std::string& checkpoint_file) {
+  RestartedRun restarted{launch::restart_run_dir(), false};
+  if (restarted.run_dir.empty()) return restarted;
+  restarted.checkpointed = std::filesystem::exists(std::filesystem::path(restarted.run_dir) / checkpoint_file);
+  if (restarted.checkpointed) {
+    spdlog::warn("restarted: continuing {} from its last checkpoint", restarted.run_dir);
+  } else {
+    spdlog::warn("restarted, but {} holds no {} yet: starting afresh in it", restarted.run_dir, checkpoint_file);
   }
-  spdlog::warn("restarted: continuing {} from its last checkpoint", dir);
-  return dir;
+  return restarted;
 }
 
 std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {

@@ -29,10 +29,15 @@ struct RunContext {
 RunContext start_run(core::Config config, const std::string& command_name,
                      const std::filesystem::path& existing_run_dir = {}, const std::string& subject = "");
 
-// The run directory a group restarted by `concord launch --max-restarts` continues (its rank 0
-// declared it, launch_control.h), when it holds `checkpoint_file`; "" outside a restart or when
-// the failed group wrote no checkpoint (logged: the restarted run starts afresh).
-std::string restarted_run_dir(const std::string& checkpoint_file = "checkpoint.ckpt");
+// Where a group restarted by `concord launch --max-restarts` goes on: the run directory rank 0 of
+// the failed group declared (launch_control.h); "" outside a restart. `checkpointed` when it holds
+// `checkpoint_file` to resume from; without one the run starts afresh in the same directory
+// (logged), so that one launched run keeps one directory.
+struct RestartedRun {
+  std::string run_dir;
+  bool checkpointed = false;
+};
+RestartedRun restarted_run(const std::string& checkpoint_file = "checkpoint.ckpt");
 
 // The environment engine's settings from the [env] section and run.seed. Throws core::ConfigError
 // for an env.num_envs, env.num_threads or env.batch_size beyond what the engine can index.

@@ -70,7 +70,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   core::Config config = training_config(flags);
   // A restarted group runs its command again, so its config is the command's; the checkpoint's
   // own must then be the same (check_resumable), as for --resume.
-  const std::string resume_dir = flags.resume.empty() ? restarted_run_dir() : flags.resume;
+  const RestartedRun restarted = flags.resume.empty() ? restarted_run() : RestartedRun{};
+  const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : flags.resume;
   // Everything that can reject the config (or the checkpoint) is built before the run
   // directory exists.
   policies::TrainingState state;
@@ -94,11 +95,10 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
 
-  RunContext run = start_run(std::move(config), "train", resume_dir);
-  if (!resume_dir.empty()) {
-    spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
-    run.metrics->resume_at(state.global_step);
-  }
+  RunContext run = start_run(std::move(config), "train", resume_dir.empty() ? restarted.run_dir : resume_dir);
+  if (!resume_dir.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
+  // At step 0 for a restart without a checkpoint: the failed group's rows go.
+  if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);
   // env.num_envs is the run's total, whatever the number of ranks sharing it.
   spdlog::info("training {} on {} for {} steps ({} envs{}, policy {}, device {})", algo, env_id, training.total_steps(),
                training.env_config().num_envs,
