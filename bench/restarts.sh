@@ -3,7 +3,8 @@
 # `concord launch --max-restarts`, each with one rank (picked at random; the index is into the
 # launcher's children by pid, which is the rank order but for pid wrap-around) SIGKILLed at a
 # random moment; counts the runs that finish with the full step count and a checkpoint `concord eval`
-# accepts. Baseline beside it: the same kill without --max-restarts, which must fail.
+# accepts (a run in which no rank was left to kill, the run already over, counts as failed).
+# Baseline beside it: the same kill without --max-restarts, which must fail.
 #   bash bench/restarts.sh [runs (20)] [build dir (build)]
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +21,12 @@ one_run() {  # <run dir root> <max restarts>; prints "<launcher status> <final s
     --set train.checkpoint_interval_steps=2048 --set comm.timeout_seconds=20 --progress off \
     --run-root "$dir" > "$dir.log" 2>&1 &
   local launcher=$!
+  # The random moment counts from when both ranks run (a loaded machine may start them late).
+  local waited=0
+  until [ "$(pgrep -c -P "$launcher")" -ge 2 ] || [ $waited -ge 200 ]; do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
   local delay_ms=$((500 + RANDOM % 3500))
   sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
   local ranks=($(pgrep -P "$launcher"))
@@ -52,7 +59,10 @@ for i in $(seq 1 "$runs"); do
   mkdir -p "$work/run$i"
   read -r status step eval_status delay killed restarts <<< "$(one_run "$work/run$i" 3)"
   ok=0
-  if [ "$status" = 0 ] && [ "$step" = "$total" ] && [ "$eval_status" = 0 ]; then ok=1; finished=$((finished + 1)); fi
+  if [ "$status" = 0 ] && [ "$step" = "$total" ] && [ "$eval_status" = 0 ] && [ "$killed" != "rank-index--" ]; then
+    ok=1
+    finished=$((finished + 1))
+  fi
   echo "run $i: killed $killed after $delay, $restarts restart(s); launcher exit $status, final step $step, eval exit $eval_status$([ $ok = 1 ] || echo '  <- FAILED')"
   [ $ok = 1 ] || tail -n 5 "$work/run$i.log"
 done
