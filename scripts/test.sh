@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: install dependencies, check the format,
-# build, run every test, then the learning tests under two other BLAS kernels.
+# build, run every test, then the learning tests under two other BLAS kernels and the fuzzers.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -11,3 +11,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # one kernel clears must fail here, not by chance on somebody else's machine. Arguments narrow
 # the ctest run above (e.g. -R Foo); the check then is left out.
 if [ $# -eq 0 ]; then "$root/scripts/kernel_check.sh"; fi
+# Each libFuzzer target (tests/fuzz) for 20 s on its seed corpus, built with clang, ASan and UBSan
+# in a build directory of its own; a crash, leak or hang fails the suite.
+if [ $# -eq 0 ]; then "$root/scripts/fuzz.sh" 20; fi

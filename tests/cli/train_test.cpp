@@ -147,6 +147,8 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("eval " + (root / "missing").string(), "no such file");
   expect_error("train --resume " + (root / "missing").string(), "does not exist");
   expect_error("train --policy gossip --run-root " + root.string(), "unknown policy 'gossip'");
+  expect_error("train --set run.torch_threads=0 --run-root " + root.string(), "run.torch_threads must be >= 1, got 0");
+  expect_error("train --set run.torch_threads=4294967297 --run-root " + root.string(), "run.torch_threads");
   expect_error("train --policy hogwild --run-root " + root.string(), "policy 'hogwild' applies each update");
 
   // A training run, then its checkpoint truncated and corrupted.

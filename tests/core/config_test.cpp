@@ -126,6 +126,30 @@ TEST(Config, ResolvedTomlRoundTripsAndDigestTracksValues) {
   EXPECT_NE(reread.digest(), config.digest());
 }
 
+// Found by tests/fuzz/config_fuzz: a bare word with a byte that is not UTF-8 (--set env.id=$'\xf7')
+// was taken as is, and to_toml() wrote it as U+00F7, which reads back as other bytes.
+TEST(Config, StringsThatAreNotUtf8AreRefused) {
+  Config config(test_schema());
+  EXPECT_THROW(config.apply_override("env.id=Cart\xf7Pole"), ConfigError);
+  EXPECT_THROW(config.set("env.id", std::string("\xc0\xaf"), "--env"), ConfigError);  // overlong '/'
+  EXPECT_EQ(config.get_string("env.id"), "CartPole-v1");
+  config.apply_override("env.id=Cart\xc3\xb7Pole");  // U+00F7 spelled in UTF-8 is fine
+  Config reread(test_schema());
+  reread.merge_toml(config.to_toml(), "resolved");
+  EXPECT_EQ(reread.get_string("env.id"), "Cart\xc3\xb7Pole");
+}
+
+// Found with tests/fuzz/config_fuzz: to_toml() and digest() threw std::out_of_range ("stod") for a
+// subnormal value, so `--set algo.learning_rate=1e-310` ended a run with "error: stod".
+TEST(Config, SubnormalFloatsRoundTrip) {
+  Config config(test_schema());
+  config.apply_override("algo.learning_rate=1e-310");
+  Config reread(test_schema());
+  reread.merge_toml(config.to_toml(), "resolved");
+  EXPECT_EQ(reread.get_double("algo.learning_rate"), 1e-310);
+  EXPECT_EQ(reread.digest(), config.digest());
+}
+
 TEST(ConfigSchema, DuplicateDeclarationIsALogicError) {
   ConfigSchema schema;
   schema.declare("a", int64_t{1}, "");

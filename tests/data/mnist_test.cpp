@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "concord/core/crc32c.h"
 #include "concord/data/mnist_cache.h"
 #include "core/temp_dir.h"
 
@@ -40,6 +41,45 @@ TEST_F(MnistFilesTest, CorruptCacheIsOneClearError) {
   } catch (const DatasetError& error) {
     EXPECT_NE(std::string(error.what()).find("corrupt"), std::string::npos) << error.what();
   }
+}
+
+// A cache with a valid CRC over `header_and_data` (magic, count, rows, cols, labels, pixels).
+std::string with_crc(std::string header_and_data) {
+  std::string bytes = std::move(header_and_data);
+  const uint32_t crc = core::crc32c(bytes);
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
+  return bytes;
+}
+
+std::string cache_header(uint32_t count, uint32_t rows, uint32_t cols) {
+  std::string bytes = "CMNIST01";
+  for (uint32_t value : {count, rows, cols}) {
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+  }
+  return bytes;
+}
+
+// Found by tests/fuzz/mnist_fuzz: 65536 images of 2^24 x 2^24 pixels are 2^64 bytes, which wrapped
+// to 0 and matched a file of 65536 labels; LibTorch then threw c10::Error allocating the images.
+TEST_F(MnistFilesTest, HeaderWhoseSizeWrapsAroundIsCorrupt) {
+  const auto path = dir_ / "c.bin";
+  write_bytes(path, with_crc(cache_header(65536, 1u << 24, 1u << 24) + std::string(65536, '\0')));
+  try {
+    read_mnist_cache(path);
+    FAIL() << "a header implying 2^64 pixels was accepted";
+  } catch (const DatasetError& error) {
+    EXPECT_NE(std::string(error.what()).find("corrupt"), std::string::npos) << error.what();
+  }
+}
+
+// Found by tests/fuzz/mnist_fuzz: an empty cache passed the null data pointer of an empty tensor
+// to memcpy (undefined behaviour, even for 0 bytes).
+TEST_F(MnistFilesTest, EmptyCacheReadsAsNoDigits) {
+  const auto path = dir_ / "c.bin";
+  write_bytes(path, with_crc(cache_header(0, 28, 28)));
+  const LabelledData read = read_mnist_cache(path);
+  EXPECT_EQ(read.size(), 0);
+  EXPECT_EQ(read.images.sizes(), (std::vector<int64_t>{0, 1, 28, 28}));
 }
 
 TEST_F(MnistFilesTest, MissingDataNamesTheSetupScript) {

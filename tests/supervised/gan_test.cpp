@@ -134,6 +134,18 @@ TEST(GanConfigTest, RefusesSwappingWithOnePairAndOtherBadValuesNamingTheKey) {
   EXPECT_NE(message_of(gan).find("gan.model = transformer"), std::string::npos);
 }
 
+// Found by tests/fuzz/config_fuzz: gan.pairs was cast to int, so 2^32 + 2 trained 2 pairs.
+TEST(GanConfigTest, PairsBeyondAnIntAreRefusedNotTruncated) {
+  core::ConfigSchema schema;
+  schema.declare("run.seed", int64_t{1}, "");
+  declare_gan_keys(schema);
+  core::Config config(schema);
+  config.set("gan.pairs", int64_t{(int64_t{1} << 32) + 2}, "test");
+  EXPECT_THROW(gan_config_from(config), core::ConfigError);
+  config.set("gan.pairs", int64_t{3}, "test");
+  EXPECT_EQ(gan_config_from(config).pairs, 3);
+}
+
 // Big-endian 32-bit integer at `offset` of a PNG's bytes.
 uint32_t big_endian(const std::string& bytes, size_t offset) {
   uint32_t value = 0;

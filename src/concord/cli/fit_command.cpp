@@ -122,7 +122,7 @@ void run_fit(const FitFlags& flags) {
   core::Config config = fit_command_config(flags);
   if (config.get_string("fit.task") == "gan") return run_gan_fit(std::move(config));
   supervised::FitConfig fit = supervised::fit_config_from(config);
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+  set_torch_threads(config);
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
   fit.workers = concord::launch::launched_ranks(launch, config, "fit.workers", fit.workers);

@@ -46,7 +46,7 @@ std::filesystem::path grid_path(const std::filesystem::path& run_dir, int64_t st
 void run_gan_fit(core::Config config) {
   supervised::GanConfig gan = supervised::gan_config_from(config);
   const supervised::FitConfig fit = supervised::fit_config_from(config);  // fit.data_dir, and fit.* stays valid
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+  set_torch_threads(config);
 
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
   if (launch.is_distributed()) {

@@ -8,7 +8,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <ATen/Parallel.h>
+
 #include "concord/core/atomic_file.h"
+#include "concord/core/config_fields.h"
 #include "concord/core/logging.h"
 #include "concord/core/run_dir.h"
 #include "concord/launch/launch_control.h"
@@ -49,6 +52,12 @@ RestartedRun restarted_run(const std::string& checkpoint_file) {
     spdlog::warn("restarted, but {} holds no {} yet: starting afresh in it", restarted.run_dir, checkpoint_file);
   }
   return restarted;
+}
+
+void set_torch_threads(const core::Config& config) {
+  const int threads = core::get_int_in_range(config, "run.torch_threads");
+  if (threads < 1) throw core::ConfigError("run.torch_threads must be >= 1, got " + std::to_string(threads));
+  at::set_num_threads(threads);
 }
 
 std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {

@@ -39,6 +39,10 @@ struct RestartedRun {
 };
 RestartedRun restarted_run(const std::string& checkpoint_file = "checkpoint.ckpt");
 
+// LibTorch's intra-op threads as run.torch_threads says. Throws core::ConfigError naming the key
+// for a value below 1 or beyond an int (a cast would take 2^32 + 1 for 1).
+void set_torch_threads(const core::Config& config);
+
 // The environment engine's settings from the [env] section and run.seed. Throws core::ConfigError
 // for an env.num_envs, env.num_threads or env.batch_size beyond what the engine can index.
 envs::VectorEnvConfig vector_env_config(const core::Config& config);

@@ -44,7 +44,7 @@ EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_di
   report.seed = seed.value_or(static_cast<uint64_t>(config.get_int("run.seed") + policies::kEvalSeedOffset));
   report.stochastic = stochastic;
   torch::manual_seed(report.seed);
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+  set_torch_threads(config);
   const TrainedAgent agent = restore_trained_agent(trained);
   envs::VectorEnvConfig env_config = vector_env_config(config);
   env_config.seed = report.seed;

@@ -71,7 +71,7 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   if (rank() > 0) seed = core::derive_seed(seed, kRankSeedStream + static_cast<uint64_t>(rank()));
   env_config_.seed = seed;
   torch::manual_seed(seed);
-  torch::set_num_threads(static_cast<int>(config.get_int("run.torch_threads")));
+  set_torch_threads(config);
   learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
   bonus_ = explore::make_bonus(config, env_spec_.observation_space);
   if (resume_from != nullptr) {

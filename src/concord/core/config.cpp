@@ -1,6 +1,7 @@
 #include "concord/core/config.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -50,6 +51,32 @@ ConfigValue convert_node(const toml::node& node, const ConfigValue& like, const 
   throw mismatch(node_type(node));
 }
 
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool is_utf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
+// A string value a TOML file can hold, so that to_toml() writes it back unchanged: TOML text is
+// UTF-8, and to_toml() would write a stray byte as the code point of the same number.
+void require_utf8(const std::string& text, const std::string& key, const std::string& source) {
+  if (!is_utf8(text)) throw ConfigError("config key '" + key + "' in " + source + " must be UTF-8 text");
+}
+
 std::string format_value(const ConfigValue& value) {
   std::ostringstream out;
   std::visit(
@@ -66,7 +93,8 @@ std::string format_value(const ConfigValue& value) {
           for (int precision = 1; precision <= 17; ++precision) {
             std::ostringstream shorter;
             shorter << std::setprecision(precision) << v;
-            if (std::stod(shorter.str()) == v) {
+            // strtod, not stod: stod throws std::out_of_range for a subnormal such as 1e-310.
+            if (std::strtod(shorter.str().c_str(), nullptr) == v) {
               number.str(shorter.str());
               break;
             }
@@ -202,6 +230,7 @@ void Config::apply_override(const std::string& assignment, const std::string& so
     parsed_ok = false;
   }
   if (std::holds_alternative<std::string>(entry.default_value) && (!parsed_ok || !parsed["value"].is_string())) {
+    require_utf8(raw_value, key, source);
     values_[key] = raw_value;  // a bare word such as CartPole-v1
   } else if (!parsed_ok) {
     throw ConfigError("config key '" + key + "' in " + source + " must be " + config_type_name(entry.default_value) +
@@ -221,6 +250,7 @@ void Config::set(const std::string& key, ConfigValue value, const std::string& s
     throw ConfigError("config key '" + key + "' in " + source + " must be " + config_type_name(entry.default_value) +
                       ", got " + config_type_name(value));
   }
+  if (const auto* text = std::get_if<std::string>(&value)) require_utf8(*text, key, source);
   values_[key] = std::move(value);
   origins_[key] = source;
 }

@@ -62,7 +62,14 @@ LabelledData read_mnist_cache(const std::filesystem::path& path) {
   const uint32_t count = read_u32(bytes, 8);
   const uint32_t rows = read_u32(bytes, 12);
   const uint32_t cols = read_u32(bytes, 16);
-  const uint64_t pixel_count = uint64_t{count} * rows * cols;
+  const uint64_t image_size = uint64_t{rows} * cols;  // two 32-bit factors: no overflow yet
+  // The product with the count can wrap around 2^64 and match a small file (then LibTorch throws
+  // its own error allocating the images), so it is bounded by the file's size first.
+  if (image_size != 0 && count > bytes.size() / image_size) {
+    throw corrupt(path, std::to_string(bytes.size()) + " bytes where the header implies " + std::to_string(count) +
+                            " images of " + std::to_string(rows) + "x" + std::to_string(cols) + " pixels");
+  }
+  const uint64_t pixel_count = count * image_size;
   const uint64_t expected_size = kHeaderSize + count + pixel_count + 4;
   if (bytes.size() != expected_size) {
     throw corrupt(path,
@@ -73,10 +80,11 @@ LabelledData read_mnist_cache(const std::filesystem::path& path) {
   }
   const auto* label_bytes = reinterpret_cast<const uint8_t*>(bytes.data() + kHeaderSize);
   torch::Tensor labels = torch::empty({count}, torch::kUInt8);
-  std::memcpy(labels.data_ptr<uint8_t>(), label_bytes, count);
+  // An empty tensor's data pointer may be null, which memcpy must not be given even for 0 bytes.
+  if (count > 0) std::memcpy(labels.data_ptr<uint8_t>(), label_bytes, count);
   if (count > 0 && labels.max().item<int>() > 9) throw corrupt(path, "a label outside 0..9");
   torch::Tensor pixels = torch::empty({count, 1, rows, cols}, torch::kUInt8);
-  std::memcpy(pixels.data_ptr<uint8_t>(), label_bytes + count, pixel_count);
+  if (pixel_count > 0) std::memcpy(pixels.data_ptr<uint8_t>(), label_bytes + count, pixel_count);
   return {pixels.to(torch::kFloat32).div_(255.0), labels.to(torch::kInt64)};
 }
 

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "concord/core/config_fields.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/supervised/classifier.h"
 
@@ -102,7 +103,7 @@ FitConfig fit_config_from(const core::Config& config) {
     spdlog::warn("fit.strategy = \"sync\" is deprecated; it is \"allreduce\", as in sync.strategy");
     fit.strategy = "allreduce";
   }
-  fit.workers = static_cast<int>(config.get_int("fit.workers"));
+  fit.workers = core::get_int_in_range(config, "fit.workers");  // a cast would take 2^32 + 2 for 2
   fit.steps = config.get_int("fit.steps");
   fit.batch_size = config.get_int("fit.batch_size");
   fit.learning_rate = config.get_double("fit.learning_rate");
@@ -118,7 +119,7 @@ FitConfig fit_config_from(const core::Config& config) {
   fit.abs_max_lr_ratio = config.get_int("fit.abs.max_lr_ratio");
   fit.abs_force_after_epochs = config.get_int("fit.abs.force_after_epochs");
   fit.abs_hessian_batch = config.get_int("fit.abs.hessian_batch");
-  fit.abs_power_iterations = static_cast<int>(config.get_int("fit.abs.power_iterations"));
+  fit.abs_power_iterations = core::get_int_in_range(config, "fit.abs.power_iterations");
   fit.abs_tolerance = config.get_double("fit.abs.tolerance");
   fit.abs_adversarial_share = config.get_double("fit.abs.adversarial_share");
   fit.abs_fgsm_epsilon = config.get_double("fit.abs.fgsm_epsilon");
@@ -126,7 +127,7 @@ FitConfig fit_config_from(const core::Config& config) {
   if (config.schema().contains("comm.timeout_seconds")) fit.timeout_seconds = config.get_double("comm.timeout_seconds");
   fit.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   fit.rounds = config.get_int("fit.fedavg.rounds");
-  fit.clients = static_cast<int>(config.get_int("fit.fedavg.clients"));
+  fit.clients = core::get_int_in_range(config, "fit.fedavg.clients");
   fit.client_fraction = config.get_double("fit.fedavg.client_fraction");
   fit.local_epochs = config.get_int("fit.fedavg.local_epochs");
   fit.local_batch = config.get_int("fit.fedavg.local_batch");

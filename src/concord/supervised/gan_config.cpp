@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "concord/core/config_fields.h"
+
 namespace concord::supervised {
 namespace {
 
@@ -35,7 +37,7 @@ void declare_gan_keys(core::ConfigSchema& schema) {
 GanConfig gan_config_from(const core::Config& config) {
   GanConfig gan;
   gan.model = config.get_string("gan.model");
-  gan.pairs = static_cast<int>(config.get_int("gan.pairs"));
+  gan.pairs = core::get_int_in_range(config, "gan.pairs");  // a cast would take 2^32 + 2 for 2
   gan.swap = config.get_bool("gan.swap");
   gan.swap_every = config.get_int("gan.swap_every");
   gan.steps = config.get_int("gan.steps");
