@@ -227,6 +227,7 @@ class TimedCommunicator : public Communicator {
       inner_->wait();
       seconds_ += clock.elapsed_seconds();
     }
+    void abort() override { inner_->abort(); }
 
    private:
     std::unique_ptr<Request> inner_;

@@ -27,6 +27,7 @@
 #include "concord/launch/wait_status.h"
 
 #include "cli/concord_process.h"
+#include "hang_guard.h"
 
 extern char** environ;
 
@@ -213,6 +214,26 @@ TEST(ProcessSupervisor, AllCleanExitsSucceed) {
   child.argv = {"sh", "-c", "test \"$GREETING\" = hello"};
   child.environment = {{"GREETING", "hello"}};
   const auto result = concord::launch::supervise({child, child}, {});
+  EXPECT_TRUE(result.success) << result.failure;
+}
+
+// Rank 0 finished and lets rank 1 fail (actor_processes dropped it): a rank 1 that will never end
+// by itself (stopped, as a SIGSTOPped actor is) is stopped after the grace period, and the run
+// succeeds on rank 0's word.
+TEST(ProcessSupervisor, RanksRank0LetsFailAreStoppedAfterItFinishes) {
+  concord::launch::ChildSpec rank0;
+  rank0.name = "rank 0";
+  rank0.argv = {"true"};
+  concord::launch::ChildSpec stalled;
+  stalled.name = "rank 1";
+  stalled.argv = {"sh", "-c", "kill -STOP $$"};
+  concord::launch::SupervisorOptions options;
+  options.grace_period = std::chrono::milliseconds(300);
+  options.tolerates_failure = [](std::size_t index) { return index != 0; };
+  concord::launch::SupervisionResult result;
+  concord::test::ends_within(std::chrono::seconds(120), "supervising a stopped rank 1", [&] {
+    result = concord::launch::supervise({rank0, stalled}, options);
+  });
   EXPECT_TRUE(result.success) << result.failure;
 }
 

@@ -200,6 +200,33 @@ TEST(MultiProcess, ConcordLaunchLetsActorProcessesSurviveAKilledActor) {
   EXPECT_GE(header.at("metadata").at("global_step").get<int64_t>(), 30000);
 }
 
+// A SIGSTOPped actor neither dies nor closes its connection. The learner names it within half of
+// comm.timeout_seconds and trains on with the other actor, which never times out meanwhile; once
+// rank 0 is done the launcher stops the stalled rank after the grace period, and the run succeeds.
+TEST(MultiProcess, ConcordLaunchLetsActorProcessesOutliveAStalledActor) {
+  const auto root = concord::test::fresh_dir("multi_process", "launch_actor_stalled");
+  const std::string r = root.string();
+  const std::string train = std::string(CONCORD_BINARY) + " train --config " + kCartPoleConfig +
+                            " --policy actor_processes --total-timesteps 30000 --set comm.timeout_seconds=8 "
+                            "--progress off --run-root " +
+                            r;
+  const std::string script = "if [ $RANK = 2 ]; then (i=0; until [ \"$(cat " + r +
+                             "/*/metrics.csv 2>/dev/null | wc -l)\" -ge 3 ] || "
+                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -STOP $$) & fi; exec " +
+                             train;
+  const concord::test::CommandResult launched =
+      concord::test::run_concord("launch -n 3 --grace-seconds 2 -- sh -c '" + script + "'");
+  EXPECT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_THAT(launched.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left): "));
+  EXPECT_THAT(launched.output, HasSubstr("within 4.000000 s (half of comm.timeout_seconds)"));
+  EXPECT_THAT(launched.output, HasSubstr("still running 2 s after rank 0 finished; stopping it"));
+  EXPECT_THAT(launched.output, ::testing::Not(HasSubstr("[rank 1] concord: error")));
+  const auto dirs = run_directories(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
+  EXPECT_GE(header.at("metadata").at("global_step").get<int64_t>(), 30000);
+}
+
 // `concord launch --max-restarts` survives two SIGKILLs of a multi_learner rank: rank 0 in the
 // first group, rank 1 in the second, each once the run is some updates past a checkpoint. Each
 // group after restarts from rank 0's last checkpoint; the run ends with the full step count, one

@@ -25,6 +25,13 @@ class CommTimeout : public CommError {
   using CommError::CommError;
 };
 
+// A wait that Request::abort() ended: the peer is not known to have failed, and the connection
+// stays usable. A subclass of CommError.
+class CommAborted : public CommError {
+ public:
+  using CommError::CommError;
+};
+
 enum class ReduceOp { kSum, kMax, kMin };
 
 // An operation in flight. wait() blocks at most the communicator's timeout; it throws
@@ -33,6 +40,12 @@ class Request {
  public:
   virtual ~Request() = default;
   virtual void wait() = 0;
+  // Ends a wait() in progress, or the next one, at once with CommAborted, without failing the
+  // connection: a backend timeout is fatal to the rank (Gloo answers one by closing every
+  // connection of the process), an abort is not. Callers bound a wait by less than the timeout
+  // this way (comm::Watchdog). The only member another thread may call. An aborted receive may
+  // still be written by a message that arrives later, so its tensor must stay alive and unused.
+  virtual void abort() = 0;
 };
 
 // The messaging layer every multi-rank component uses: collectives and tagged point-to-point

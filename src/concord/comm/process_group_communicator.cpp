@@ -53,10 +53,22 @@ class WorkRequest : public Request {
   void wait() override {
     if (done_) return;
     done_ = true;
+    bool completed = false;
     try {
-      work_->wait(timeout_);
+      completed = work_->wait(timeout_);
     } catch (const std::exception& error) {
       rethrow(what_, error);
+    }
+    // Gloo's send and receive answer an abort by returning false from wait().
+    if (!completed) throw CommAborted(what_ + " was abandoned (aborted before it completed)");
+  }
+
+  void abort() override {
+    // Only Gloo's point-to-point work can be aborted; c10d's base Work refuses, and a collective
+    // cannot be abandoned by one rank alone, so its wait goes on to the timeout.
+    try {
+      work_->abort();
+    } catch (const std::exception&) {
     }
   }
 

@@ -53,6 +53,7 @@ namespace {
 class DoneRequest : public Request {
  public:
   void wait() override {}
+  void abort() override {}
 };
 
 torch::Tensor reduce(const std::vector<torch::Tensor>& tensors, ReduceOp op) {
@@ -237,10 +238,21 @@ class ThreadRecvRequest : public Request {
       }
       if (state_->left[static_cast<size_t>(source_)])
         throw CommError(what + ": rank " + std::to_string(source_) + " left the thread group");
+      if (aborted_) {
+        done_ = true;
+        throw CommAborted(what + " was abandoned (aborted before it completed)");
+      }
       if (state_->changed.wait_until(lock, deadline) == std::cv_status::timeout) {
         throw CommTimeout(what + ": nothing arrived within " + std::to_string(state_->timeout.count()) + " ms");
       }
     }
+  }
+
+ private:
+  void abort() override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    aborted_ = true;
+    state_->changed.notify_all();
   }
 
  private:
@@ -250,6 +262,7 @@ class ThreadRecvRequest : public Request {
   int destination_;
   int tag_;
   bool done_ = false;
+  bool aborted_ = false;  // guarded by state_->mutex
 };
 
 std::unique_ptr<Request> ThreadCommunicator::recv_async(const torch::Tensor& tensor, int source, int tag) {

@@ -212,7 +212,9 @@ class Supervisor {
   }
 
  private:
-  enum class Phase { kRunning, kStopping, kKilling };
+  // kFinishing: the first child finished cleanly while others it let fail still run (actors a
+  // policy dropped, perhaps stalled for good); they have the grace period to end by themselves.
+  enum class Phase { kRunning, kFinishing, kStopping, kKilling };
 
   // Forks and execs one child; false (with the failure recorded and the others being stopped)
   // if it could not be started.
@@ -334,7 +336,7 @@ class Supervisor {
     for (const char byte : signals) {
       const int signal_number = static_cast<unsigned char>(byte);
       if (signal_number == SIGCHLD) continue;  // reap_exited() runs after every wake-up
-      if (phase_ == Phase::kRunning) {
+      if (phase_ == Phase::kRunning || phase_ == Phase::kFinishing) {
         received_signal_ = signal_number;
         spdlog::warn("received {}; forwarding it to every rank (SIGKILL after {:.3g} s, or at once on a second signal)",
                      signal_name(signal_number), options_.grace_period.count() / 1000.0);
@@ -357,6 +359,7 @@ class Supervisor {
       child.status = status;
       if (exited_cleanly(status)) {
         spdlog::debug("{} finished", child.label());
+        if (index == 0 && phase_ == Phase::kRunning) begin_finishing();
       } else if (phase_ == Phase::kRunning && options_.tolerates_failure && options_.tolerates_failure(index)) {
         spdlog::warn("{} {}; the run goes on without it", child.label(), describe_wait_status(status));
       } else if (phase_ == Phase::kRunning) {
@@ -381,11 +384,23 @@ class Supervisor {
   // Starts stopping every running child with `signal_number`; `cause` (if any) is why the run
   // failed. Only the first stop counts; a run fails for its first reason.
   void begin_stop(const std::string& cause, int signal_number) {
-    if (phase_ != Phase::kRunning) return;
+    if (phase_ != Phase::kRunning && phase_ != Phase::kFinishing) return;
     if (!cause.empty()) failure_ = cause;
     phase_ = Phase::kStopping;
     deadline_ = Clock::now() + options_.grace_period;
     signal_running(signal_number);
+  }
+
+  // Rank 0 is done. Ranks whose failure it tolerates owe it nothing more: those still running
+  // after the grace period (a stalled actor never ends by itself) are stopped, and how they end
+  // does not fail the run. Without such ranks the others are waited for as before.
+  void begin_finishing() {
+    if (!any_running() || !options_.tolerates_failure) return;
+    for (std::size_t index = 0; index < children_.size(); ++index) {
+      if (children_[index].running && !options_.tolerates_failure(index)) return;
+    }
+    phase_ = Phase::kFinishing;
+    deadline_ = Clock::now() + options_.grace_period;
   }
 
   void kill_remaining() {
@@ -404,6 +419,16 @@ class Supervisor {
 
   void enforce_deadline() {
     if (phase_ == Phase::kRunning || !any_running() || Clock::now() < deadline_) return;
+    if (phase_ == Phase::kFinishing) {
+      for (const Child& child : children_) {
+        if (child.running) {
+          spdlog::warn("{} still running {:.3g} s after rank 0 finished; stopping it", child.label(),
+                       options_.grace_period.count() / 1000.0);
+        }
+      }
+      begin_stop("", SIGTERM);
+      return;
+    }
     if (phase_ == Phase::kStopping) {
       for (const Child& child : children_) {
         if (child.running) {

@@ -1,5 +1,6 @@
 #include "concord/policies/actor_processes.h"
 
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 
@@ -40,14 +41,34 @@ torch::Tensor describe(algos::Rollout& rollout) {
   return shapes;
 }
 
-algos::Rollout allocate(const torch::Tensor& shapes) {
+// The receive buffers an actor's description asks for. Another process's message is checked
+// before it sizes anything: a dtype a rollout can hold, at most kMaxDims non-negative sizes, and
+// at most 1 GiB per field. Throws comm::CommError naming the rank otherwise.
+algos::Rollout allocate(const torch::Tensor& shapes, int rank) {
+  const auto refuse = [rank](const std::string& problem) {
+    throw comm::CommError("actor rank " + std::to_string(rank) + " described its rollout wrongly: " + problem);
+  };
   algos::Rollout rollout;
   const auto tensors = rollout.fields();
-  for (int field = 0; field < kFields; ++field) {
-    const auto dtype = static_cast<c10::ScalarType>(shapes[field][0].item<int64_t>());
+  const int64_t* row = shapes.data_ptr<int64_t>();
+  for (int field = 0; field < kFields; ++field, row += 2 + kMaxDims) {
+    const int64_t code = row[0];
+    if (code != static_cast<int64_t>(torch::kFloat32) && code != static_cast<int64_t>(torch::kFloat64) &&
+        code != static_cast<int64_t>(torch::kInt64) && code != static_cast<int64_t>(torch::kUInt8)) {
+      refuse("field " + std::to_string(field) + " has dtype code " + std::to_string(code));
+    }
+    if (row[1] < 0 || row[1] > kMaxDims)
+      refuse("field " + std::to_string(field) + " has " + std::to_string(row[1]) + " dims");
+    const auto dtype = static_cast<c10::ScalarType>(code);
     std::vector<int64_t> sizes;
-    for (int64_t d = 0; d < shapes[field][1].item<int64_t>(); ++d)
-      sizes.push_back(shapes[field][2 + d].item<int64_t>());
+    double bytes = static_cast<double>(c10::elementSize(dtype));
+    for (int64_t d = 0; d < row[1]; ++d) {
+      if (row[2 + d] < 0) refuse("field " + std::to_string(field) + " has size " + std::to_string(row[2 + d]));
+      sizes.push_back(row[2 + d]);
+      bytes *= static_cast<double>(row[2 + d]);
+    }
+    if (bytes > static_cast<double>(int64_t{1} << 30))
+      refuse("field " + std::to_string(field) + " would take over 1 GiB");
     *tensors[static_cast<size_t>(field)] = torch::empty(sizes, torch::TensorOptions().dtype(dtype));
   }
   return rollout;
@@ -74,6 +95,26 @@ struct ActorProcessesPolicy::ActorLink {
   algos::Rollout rollout;  // receive buffers
   torch::Tensor episodes;  // float64 [1 + 2 * max episodes]: count, then (return, length) pairs
   torch::Tensor version = torch::zeros({1}, torch::kInt64);
+  // The messages in flight to or from this actor. Those of a dropped actor stay here, aborted:
+  // the backend may still write their buffers (or read them) if the actor wakes up.
+  std::vector<std::unique_ptr<comm::Request>> pending;
+
+  ~ActorLink() {
+    // Ends at once what a destructor would otherwise wait for until the timeout.
+    for (auto& request : pending) request->abort();
+  }
+
+  // Waits for every pending message until `deadline`, then clears them; throws
+  // comm::CommAborted when the deadline came first (the messages stay pending), or CommError.
+  void wait_pending(comm::Watchdog& watchdog, comm::Watchdog::Clock::time_point deadline) {
+    {
+      const comm::Watchdog::Armed armed = watchdog.arm(deadline, [this] {
+        for (auto& request : pending) request->abort();
+      });
+      for (auto& request : pending) request->wait();
+    }
+    pending.clear();
+  }
 };
 
 void ActorProcessesConfig::validate() const {
@@ -146,40 +187,73 @@ void ActorProcessesPolicy::actor_failed(ActorLink& link, const std::string& erro
 
 void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                  const TrainingCallbacks& callbacks) {
+  // A stalled actor is named after half the communicator's timeout: the healthy actors wait for
+  // their control the whole timeout, so they are served before they give up.
+  const auto patience = communicator_.timeout() / 2;
+  const std::string patience_text = std::to_string(std::chrono::duration<double>(patience).count()) + " s";
+  if (!watchdog_) watchdog_ = std::make_unique<comm::Watchdog>();
+
   // --- Start-up: every actor describes its rollout once ---
   actors_.clear();
+  std::vector<torch::Tensor> descriptions;
   for (int rank = 1; rank < communicator_.world_size(); ++rank) {
     auto link = std::make_unique<ActorLink>();
     link->rank = rank;
-    torch::Tensor shapes = torch::empty({kFields, 2 + kMaxDims}, torch::kInt64);
-    communicator_.recv(shapes, rank, kShapesTag);
-    link->rollout = allocate(shapes);
-    link->episodes = torch::zeros({1 + 2 * link->rollout.num_steps() * link->rollout.num_envs()}, torch::kFloat64);
+    descriptions.push_back(torch::empty({kFields, 2 + kMaxDims}, torch::kInt64));
+    link->pending.push_back(communicator_.recv_async(descriptions.back(), rank, kShapesTag));
     actors_.push_back(std::move(link));
   }
+  const auto described_by = comm::Watchdog::Clock::now() + patience;
+  const ActorLink* first_alive = nullptr;
+  for (size_t a = 0; a < actors_.size(); ++a) {
+    ActorLink& link = *actors_[a];
+    try {
+      link.wait_pending(*watchdog_, described_by);
+    } catch (const comm::CommAborted&) {
+      actor_failed(link, "did not describe its rollout within " + patience_text + " (half of comm.timeout_seconds)");
+      continue;
+    } catch (const comm::CommError& error) {
+      actor_failed(link, error.what());
+      continue;
+    }
+    link.rollout = allocate(descriptions[a], link.rank);
+    link.episodes = torch::zeros({1 + 2 * link.rollout.num_steps() * link.rollout.num_envs()}, torch::kFloat64);
+    if (first_alive == nullptr) first_alive = &link;
+  }
   nn::ActorCritic model = learner_.model();
-  const int64_t steps_per_actor_rollout = actors_.front()->rollout.num_steps() * actors_.front()->rollout.num_envs();
+  const int64_t steps_per_actor_rollout = first_alive->rollout.num_steps() * first_alive->rollout.num_envs();
   UpdateReporter reporter(state, checkpoint_interval_steps);
   double receive_seconds = 0.0;
   double update_seconds = 0.0;
 
   bool stop = false;
   while (!stop) {
-    // --- Receive rollout k from every live actor ---
+    // --- Receive rollout k from every live actor: all posted at once, one deadline for all ---
     core::Stopwatch receive_clock;
+    for (auto& link : actors_) {
+      if (!link->alive) continue;
+      try {
+        for (int field = 0; field < kFields; ++field) {
+          link->pending.push_back(communicator_.recv_async(*link->rollout.fields()[static_cast<size_t>(field)],
+                                                           link->rank, kRolloutTag + field));
+        }
+        link->pending.push_back(communicator_.recv_async(link->episodes, link->rank, kEpisodesTag));
+        link->pending.push_back(communicator_.recv_async(link->version, link->rank, kVersionTag));
+      } catch (const comm::CommError& error) {
+        actor_failed(*link, error.what());
+      }
+    }
+    const auto receive_deadline = comm::Watchdog::Clock::now() + patience;
     std::vector<algos::Rollout*> parts;
     double lag_sum = 0.0;
     for (auto& link : actors_) {
       if (!link->alive) continue;
       try {
-        std::vector<std::unique_ptr<comm::Request>> pending;
-        for (int field = 0; field < kFields; ++field) {
-          pending.push_back(communicator_.recv_async(*link->rollout.fields()[static_cast<size_t>(field)], link->rank,
-                                                     kRolloutTag + field));
-        }
-        pending.push_back(communicator_.recv_async(link->episodes, link->rank, kEpisodesTag));
-        pending.push_back(communicator_.recv_async(link->version, link->rank, kVersionTag));
-        for (auto& request : pending) request->wait();
+        link->wait_pending(*watchdog_, receive_deadline);
+      } catch (const comm::CommAborted&) {
+        actor_failed(*link, "sent no rollout within " + patience_text +
+                                " (half of comm.timeout_seconds): stalled, or slower than the timeout allows");
+        continue;
       } catch (const comm::CommError& error) {
         actor_failed(*link, error.what());
         continue;
@@ -213,20 +287,36 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     stop = state.global_step >= total_steps || (callbacks.should_stop && callbacks.should_stop());
     const bool send_parameters = !stop && state.updates % config_.broadcast_every == 0;
     torch::Tensor control = torch::tensor({stop ? int64_t{0} : int64_t{1}, send_parameters ? int64_t{1} : int64_t{0}});
-    for (auto& link : actors_) {
-      if (!link->alive) continue;
-      try {
-        communicator_.send(control, link->rank, kControlTag);
-        if (send_parameters) {
-          torch::NoGradGuard no_grad;
-          communicator_.send(learner_.flat_parameters().values().detach(), link->rank, kParametersTag);
-          int index = 0;
-          for (const auto& buffer : model->named_buffers()) {
-            communicator_.send(buffer.value(), link->rank, kBuffersTag + index++);
+    {
+      torch::NoGradGuard no_grad;
+      const torch::Tensor parameters = learner_.flat_parameters().values().detach();
+      for (auto& link : actors_) {
+        if (!link->alive) continue;
+        try {
+          link->pending.push_back(communicator_.send_async(control, link->rank, kControlTag));
+          if (send_parameters) {
+            link->pending.push_back(communicator_.send_async(parameters, link->rank, kParametersTag));
+            int index = 0;
+            for (const auto& buffer : model->named_buffers()) {
+              link->pending.push_back(communicator_.send_async(buffer.value(), link->rank, kBuffersTag + index++));
+            }
           }
+        } catch (const comm::CommError& error) {
+          actor_failed(*link, error.what());
         }
-      } catch (const comm::CommError& error) {
-        actor_failed(*link, error.what());
+      }
+      // Every send completes before the next update changes the parameters it reads.
+      const auto send_deadline = comm::Watchdog::Clock::now() + patience;
+      for (auto& link : actors_) {
+        if (!link->alive) continue;
+        try {
+          link->wait_pending(*watchdog_, send_deadline);
+        } catch (const comm::CommAborted&) {
+          actor_failed(*link, "took no control message within " + patience_text +
+                                  " (half of comm.timeout_seconds): stalled, or slower than the timeout allows");
+        } catch (const comm::CommError& error) {
+          actor_failed(*link, error.what());
+        }
       }
     }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "concord/comm/communicator.h"
+#include "concord/comm/watchdog.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
@@ -44,9 +45,13 @@ struct ActorProcessesConfig {
 //   learner:  receive rollout k from every live actor -> learner.update -> send control k
 //             (continue or stop; parameters follow every broadcast_every updates)
 //
-// Only point-to-point messages are used after start-up, so an actor that dies (its recv fails,
-// or times out after comm.timeout_seconds) can be dropped without stalling the others. The
-// learner's state is never touched by an actor's failure; rank 0's callbacks write checkpoints.
+// Only point-to-point messages are used after start-up, so an actor that dies (its connection
+// closes) or stalls can be dropped without stalling the others. The learner waits for an actor's
+// rollout, and for its control and parameters to be taken, at most half of comm.timeout_seconds
+// (the communicator's timeout), then abandons those messages (comm::Request::abort, which keeps
+// the connections; a Gloo timeout would close them all) and names the actor: the healthy actors,
+// which wait for their control the whole timeout, are served before they give up. The learner's
+// state is never touched by an actor's failure; rank 0's callbacks write checkpoints.
 class ActorProcessesPolicy : public Policy {
  public:
   // `env_config` is the whole run's (num_envs over all actors). Throws std::invalid_argument for
@@ -76,6 +81,7 @@ class ActorProcessesPolicy : public Policy {
   comm::Communicator& communicator_;
   explore::Bonus* bonus_;
   std::vector<std::unique_ptr<ActorLink>> actors_;  // on the learner
+  std::unique_ptr<comm::Watchdog> watchdog_;        // on the learner: bounds the waits on actors
   core::EpisodeStats episodes_;
 };
 
