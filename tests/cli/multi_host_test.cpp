@@ -118,6 +118,29 @@ std::map<std::string, std::string> host_variables(int rank) {
           {"MASTER_PORT", "29500"}};  // each namespace has its own, empty, port space
 }
 
+// The local addresses (hex, as /proc/net/tcp and tcp6 write them, each followed by a space) of the
+// sockets listening on the store's port 29500 inside namespace `name`; all zeros is the wildcard.
+std::string store_listeners(const std::string& ip, const std::string& name) {
+  std::string tables;
+  shell(ip + " netns exec " + name + " cat /proc/net/tcp /proc/net/tcp6", tables);
+  std::istringstream lines(tables);
+  std::string listeners;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    const std::size_t colon = local.find(':');
+    if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == "733C") {  // 29500
+      std::string address = local.substr(0, colon);
+      // An IPv6 wildcard is 32 zeros; an IPv4-mapped address ends in the IPv4 one.
+      if (address.size() == 32)
+        address = address.find_first_not_of('0') == std::string::npos ? "00000000" : address.substr(24);
+      listeners += address + " \n";
+    }
+  }
+  return listeners;
+}
+
 TEST(MultiHost, RanksInTwoNetworkNamespacesTrainTogether) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "needs root to create network namespaces (`ip netns add`); run the test as root";
@@ -135,6 +158,19 @@ TEST(MultiHost, RanksInTwoNetworkNamespacesTrainTogether) {
   const auto root = concord::test::fresh_dir("multi_host", "train");
   std::vector<concord::test::RankProcess> ranks;
   for (int rank = 0; rank < 2; ++rank) {
+    // Rank 1 starts once rank 0's store listens (it waits for rank 1 to join meanwhile): the store,
+    // which has no authentication, must listen on host a's address towards MASTER_ADDR, not on
+    // every interface.
+    if (rank == 1) {
+      std::string listeners;
+      for (int tries = 0; tries < 600 && listeners.empty(); ++tries) {
+        listeners = store_listeners(ip, hosts.a());
+        if (listeners.empty()) ::usleep(100 * 1000);
+      }
+      EXPECT_NE(listeners, "") << "rank 0's store never listened on port 29500";
+      EXPECT_EQ(listeners.find("00000000 "), std::string::npos) << "a wildcard listener:\n" << listeners;
+      EXPECT_NE(listeners.find("01004D0A "), std::string::npos) << "not on 10.77.0.1:\n" << listeners;
+    }
     // Same arguments on both hosts (run.root is part of the config both ranks must agree on);
     // only rank 0 writes a run directory.
     std::vector<std::string> arguments = {"netns", "exec", rank == 0 ? hosts.a() : hosts.b(), CONCORD_BINARY};

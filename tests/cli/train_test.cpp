@@ -16,6 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "concord/cli/training_checkpoint.h"
+#include "concord/cli/training_session.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/tensorboard_reader.h"
 
@@ -102,6 +104,69 @@ TEST(Train, ResumeContinuesFromTheCheckpointStep) {
   EXPECT_EQ(lines, 1 + 20);
 }
 
+// train.keep_checkpoints keeps the K newest checkpoints beside checkpoint.ckpt, each one eval and
+// the checkpoint reader accept; train.checkpoint_interval_seconds adds checkpoints by wall time
+// (here so short that every update takes one, whatever the step interval).
+TEST(Train, KeepsTheNewestCheckpointsAndCheckpointsByWallTime) {
+  const auto root = fresh_dir("keep");
+  // 4 envs x 32 steps = 128 steps per update; 10 updates; a checkpoint due every 256 steps.
+  const std::string flags =
+      "--num-envs 4 --set algo.ppo.num_steps=32 --progress off --total-timesteps 1280 "
+      "--set train.checkpoint_interval_steps=256 --set train.keep_checkpoints=3 --run-root ";
+  ASSERT_EQ(run_concord("train " + flags + (root / "steps").string()).exit_code, 0);
+  const auto run_dir = only_run_dir(root / "steps");
+  std::vector<int64_t> kept;
+  for (const auto& [step, file] : concord::cli::kept_checkpoints(run_dir)) {
+    kept.push_back(step);
+    EXPECT_EQ(concord::core::load_checkpoint(file).metadata.at("global_step").get<int64_t>(), step);
+  }
+  EXPECT_EQ(kept, (std::vector<int64_t>{768, 1024, 1280}));
+  const CommandResult eval =
+      run_concord("eval " + concord::cli::kept_checkpoint_path(run_dir, 768).string() + " --episodes 2");
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_EQ(concord::core::read_checkpoint_header(run_dir / "checkpoint.ckpt").at("metadata").at("global_step"), 1280);
+
+  ASSERT_EQ(run_concord("train " + flags + (root / "seconds").string() +
+                        " --set train.keep_checkpoints=100 --set train.checkpoint_interval_steps=100000"
+                        " --set train.checkpoint_interval_seconds=1e-9")
+                .exit_code,
+            0);
+  kept.clear();
+  for (const auto& entry : concord::cli::kept_checkpoints(only_run_dir(root / "seconds"))) kept.push_back(entry.first);
+  EXPECT_EQ(kept, (std::vector<int64_t>{128, 256, 384, 512, 640, 768, 896, 1024, 1152, 1280}));
+}
+
+// A run that fails for a reason outside the learner (here a hook that throws, as an actor's death
+// or a peer's timeout reaches the session) still leaves a checkpoint of its last update, so a
+// --resume or a restart loses nothing; the error itself reaches the caller unchanged.
+TEST(Train, AnErrorOutsideTheLearnerLeavesACheckpointOfTheLastUpdate) {
+  const auto root = fresh_dir("error_checkpoint");
+  concord::cli::TrainFlags flags;
+  flags.run.overrides = {"algo.ppo.num_steps=32", "run.log_level=\"off\""};
+  flags.run.num_envs = 4;
+  flags.run.progress = "off";
+  flags.run.run_root = root.string();
+  flags.total_timesteps = 1280;
+  concord::cli::TrainingHooks hooks;
+  hooks.on_update = [](const concord::policies::TrainingState& state, const concord::algos::Metrics&,
+                       const concord::core::EpisodeStats&) {
+    if (state.updates == 3) throw std::runtime_error("actor rank 1 failed: connection closed");
+  };
+  EXPECT_THROW(
+      {
+        try {
+          concord::cli::run_training_session(flags, hooks);
+        } catch (const std::runtime_error& error) {
+          EXPECT_STREQ(error.what(), "actor rank 1 failed: connection closed");
+          throw;
+        }
+      },
+      std::runtime_error);
+  const auto header = concord::core::read_checkpoint_header(only_run_dir(root) / "checkpoint.ckpt");
+  EXPECT_EQ(header.at("metadata").at("global_step").get<int64_t>(), 3 * 128);
+  EXPECT_EQ(header.at("metadata").at("updates").get<int64_t>(), 3);
+}
+
 // Observation and reward normalisation end to end: the statistics go into the checkpoint, eval
 // and --resume read them back.
 TEST(Train, NormalisationStatisticsTravelInTheCheckpoint) {
@@ -150,6 +215,24 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("train --set run.torch_threads=0 --run-root " + root.string(), "run.torch_threads must be >= 1, got 0");
   expect_error("train --set run.torch_threads=4294967297 --run-root " + root.string(), "run.torch_threads");
   expect_error("train --policy hogwild --run-root " + root.string(), "policy 'hogwild' applies each update");
+  expect_error("train --set train.keep_checkpoints=0 --run-root " + root.string(),
+               "train.keep_checkpoints must be between 1 and 1000000, got 0");
+  expect_error("train --set train.checkpoint_interval_seconds=-1 --run-root " + root.string(),
+               "train.checkpoint_interval_seconds must be >= 0");
+  expect_error("train --set run.log_level=\"loud\" --run-root " + root.string(), "unknown log level 'loud'");
+  expect_error("train --set run.device=\"tpu\" --run-root " + root.string(), "unknown device 'tpu'");
+  expect_error("train --set train.total_timesteps=0 --run-root " + root.string(),
+               "train.total_timesteps must be at least 1, got 0");
+  expect_error("train --set train.checkpoint_interval_steps=-5 --run-root " + root.string(),
+               "train.checkpoint_interval_steps must be at least 1, got -5");
+  {
+    const auto not_a_directory = root / "a_file";
+    std::filesystem::create_directories(root);
+    std::ofstream(not_a_directory) << "x";
+    expect_error("train --total-timesteps 64 --progress off --run-root " + (not_a_directory / "runs").string(),
+                 "cannot create run root");
+    std::filesystem::remove(not_a_directory);
+  }
 
   // A training run, then its checkpoint truncated and corrupted.
   ASSERT_EQ(
@@ -158,6 +241,17 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
           .exit_code,
       0);
   const auto run_dir = only_run_dir(root);
+  // A resumed run keeps its own config: flags that would change it are refused, not ignored.
+  for (const char* flag : {"--seed 3", "--num-envs 4", "--threads 2", "--set run.seed=3", "--env Acrobot-v1"}) {
+    expect_error("train --resume " + run_dir.string() + " " + flag, "only --total-timesteps and --progress may change");
+  }
+  expect_error("train --resume " + run_dir.string() + " --run-root " + (root / "elsewhere").string(),
+               "only --total-timesteps and --progress may change");
+  // A bad progress mode given as a key is refused before a run directory exists.
+  const auto no_run = root / "no_run";
+  expect_error("train --set run.progress=\"loud\" --run-root " + no_run.string(),
+               "run.progress must be auto, bar, plain or off, got 'loud'");
+  EXPECT_FALSE(std::filesystem::exists(no_run)) << "a refused run leaves no run directory";
   const auto checkpoint = run_dir / "checkpoint.ckpt";
   const auto size = std::filesystem::file_size(checkpoint);
   std::filesystem::resize_file(checkpoint, size / 2);

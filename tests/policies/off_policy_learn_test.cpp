@@ -1,6 +1,6 @@
 // The off-policy algorithms under every policy that runs them: the same DQN object learns
 // CartPole-v1 under single, sync_vector and multi_learner (2 ranks as threads), and SAC learns
-// Pendulum-v1 under single, in short runs (about 10 s each), clearly above a random policy
+// Pendulum-v1 under single and multi_learner, in short runs (about 10 s each), clearly above a random policy
 // (CartPole ~22; Pendulum about -1,200). The shipped presets (configs/dqn_cartpole.toml,
 // configs/sac_pendulum.toml) train longer; bench/dqn_speed and bench/RESULTS.md hold their figures.
 #include <memory>
@@ -115,51 +115,63 @@ INSTANTIATE_TEST_SUITE_P(Policies, OffPolicyLearning,
                                          Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kDqnSteps, 80.0},
                                          Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
 
-// multi_learner: two ranks as threads, each with its own replay and one env, gradients averaged
-// in every step; the replicas stay identical and learn.
-TEST(MultiLearnerOffPolicyLearning, TwoDqnRanksStayIdenticalAndLearn) {
-  const auto train = [](uint64_t seed) {
-    const core::Config config = config_with(kFastDqn);
-    comm::ThreadGroup group(2, std::chrono::seconds(60));
-    std::vector<std::unique_ptr<comm::Communicator>> communicators;
-    for (int rank = 0; rank < 2; ++rank) communicators.push_back(group.communicator(rank));
-    std::vector<torch::Tensor> parameters(2);
-    std::vector<std::string> errors(2);
-    double score = 0.0;
-    std::mutex construction;  // the global generator initialises weights: one rank at a time
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < 2; ++rank) {
-      threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
-        try {
-          const envs::VectorEnvConfig env = env_config("CartPole-v1", 2, 1, seed + 10 * static_cast<uint64_t>(rank));
-          std::unique_ptr<algos::Learner> learner;
-          {
-            std::lock_guard<std::mutex> lock(construction);
-            torch::manual_seed(seed + static_cast<uint64_t>(rank));
-            learner = learner_for("dqn", config, env);
-          }
-          std::unique_ptr<Policy> policy = make_policy(
-              "multi_learner",
-              PolicyContext{config, env, *learner, torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
-          TrainingState state;
-          policy->train(state, kDqnSteps, int64_t{1} << 40, {});
-          EXPECT_EQ(state.global_step, kDqnSteps);
-          parameters[static_cast<size_t>(rank)] = learner->flat_parameters().values().detach().clone();
-          if (rank == 0) score = evaluate(*learner, env_config("CartPole-v1", 1, 1, 0), seed);
-        } catch (const std::exception& error) {
-          errors[static_cast<size_t>(rank)] = error.what();
+// multi_learner: two ranks as threads, each with its own replay and envs, gradients averaged in
+// every step; the replicas stay identical, and rank 0's learns. Returns its evaluation.
+double two_ranks_learn(const std::string& algo, const std::vector<std::string>& overrides, const std::string& env_id,
+                       int envs_per_rank, int64_t steps, uint64_t seed) {
+  const core::Config config = config_with(overrides);
+  comm::ThreadGroup group(2, std::chrono::seconds(60));
+  std::vector<std::unique_ptr<comm::Communicator>> communicators;
+  for (int rank = 0; rank < 2; ++rank) communicators.push_back(group.communicator(rank));
+  std::vector<torch::Tensor> parameters(2);
+  std::vector<std::string> errors(2);
+  double score = 0.0;
+  std::mutex construction;  // the global generator initialises weights: one rank at a time
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.push_back(core::torch_thread(core::derive_seed(seed, static_cast<uint64_t>(rank)), [&, rank] {
+      try {
+        const envs::VectorEnvConfig env =
+            env_config(env_id, 2 * envs_per_rank, 1, seed + 10 * static_cast<uint64_t>(rank));
+        std::unique_ptr<algos::Learner> learner;
+        {
+          std::lock_guard<std::mutex> lock(construction);
+          torch::manual_seed(seed + static_cast<uint64_t>(rank));
+          learner = learner_for(algo, config, env);
         }
-      }));
-    }
-    for (std::thread& thread : threads) thread.join();
-    EXPECT_EQ(errors[0], "");
-    EXPECT_EQ(errors[1], "");
-    if (parameters[0].defined() && parameters[1].defined()) {
-      EXPECT_TRUE(torch::equal(parameters[0], parameters[1])) << "the replicas diverged";
-    }
-    return score;
-  };
-  EXPECT_TRUE(test::learns(train, test::LearningBar{80.0}));
+        std::unique_ptr<Policy> policy = make_policy(
+            "multi_learner",
+            PolicyContext{config, env, *learner, torch::kCPU, communicators[static_cast<size_t>(rank)].get()});
+        TrainingState state;
+        policy->train(state, steps, int64_t{1} << 40, {});
+        EXPECT_EQ(state.global_step, steps);
+        parameters[static_cast<size_t>(rank)] = learner->flat_parameters().values().detach().clone();
+        if (rank == 0) score = evaluate(*learner, env_config(env_id, 1, 1, 0), seed);
+      } catch (const std::exception& error) {
+        errors[static_cast<size_t>(rank)] = error.what();
+      }
+    }));
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  if (parameters[0].defined() && parameters[1].defined()) {
+    EXPECT_TRUE(torch::equal(parameters[0], parameters[1])) << "the replicas diverged";
+  }
+  return score;
+}
+
+TEST(MultiLearnerOffPolicyLearning, TwoDqnRanksStayIdenticalAndLearn) {
+  EXPECT_TRUE(
+      test::learns([](uint64_t seed) { return two_ranks_learn("dqn", kFastDqn, "CartPole-v1", 1, kDqnSteps, seed); },
+                   test::LearningBar{80.0}));
+}
+
+// SAC's three networks (actor, twin critics) and its entropy coefficient move in lockstep too.
+TEST(MultiLearnerOffPolicyLearning, TwoSacRanksStayIdenticalAndLearn) {
+  EXPECT_TRUE(test::learns(
+      [](uint64_t seed) { return two_ranks_learn("sac", kFastSac, "Pendulum-v1", 1, 2 * kSacSteps, seed); },
+      test::LearningBar{-700.0}));
 }
 
 }  // namespace

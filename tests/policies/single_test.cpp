@@ -77,6 +77,24 @@ TEST(SinglePolicy, ProgressCheckpointsAndStop) {
   EXPECT_THAT(learner.progresses, ::testing::ElementsAre(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7));
 }
 
+TEST(SinglePolicy, ARequestedCheckpointIsTakenAtTheNextUpdateEndWhateverTheStep) {
+  const envs::Registry registry = counting_registry(0);
+  envs::VectorEnv env(counting_config(2), registry);
+  RecordingLearner learner(5);  // 10 steps per update
+  SinglePolicy policy(env, learner, torch::kCPU);
+  TrainingState state;
+  std::vector<int64_t> checkpoints;
+  int polls = 0;
+  TrainingCallbacks callbacks;
+  callbacks.on_checkpoint = [&](const TrainingState& now) { checkpoints.push_back(now.global_step); };
+  // As train.checkpoint_interval_seconds does it, but counted in polls: one poll per update end.
+  callbacks.checkpoint_requested = [&] { return ++polls == 2 || polls == 6; };
+  policy.train(state, /*total_steps=*/80, /*checkpoint_interval_steps=*/50, callbacks);
+  EXPECT_EQ(polls, 8) << "polled once per update";
+  // Requested after updates 2 and 6; due by steps at 50.
+  EXPECT_EQ(checkpoints, (std::vector<int64_t>{20, 50, 60}));
+}
+
 TEST(SinglePolicy, NanLossStopsWithAClearError) {
   const envs::Registry registry = counting_registry(0);
   envs::VectorEnv env(counting_config(1), registry);

@@ -131,7 +131,7 @@ void run_fit(const FitFlags& flags) {
   const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
-    comm::ConnectOptions options;
+    comm::ConnectOptions options = connect_options(config);
     options.config_fingerprint = config.digest();
     options.timeout = fit.timeout();
     communicator = comm::connect(launch, options);

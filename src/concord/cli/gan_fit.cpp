@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/image_grid.h"
@@ -57,7 +58,7 @@ void run_gan_fit(core::Config config) {
   const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
   if (launch.is_distributed()) {
-    comm::ConnectOptions options;
+    comm::ConnectOptions options = connect_options(config);
     options.config_fingerprint = config.digest();
     options.timeout = fit.timeout();
     communicator = comm::connect(launch, options);

@@ -52,6 +52,11 @@ core::ConfigSchema concord_schema() {
                  "multi_learner (one learner per process), actor_processes (actor processes, one learner), apex");
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
+  schema.declare("train.checkpoint_interval_seconds", 0.0,
+                 "Also checkpoint when this many seconds of wall time passed since the last one (0: off)");
+  schema.declare("train.keep_checkpoints", int64_t{1},
+                 "Checkpoints kept: 1 keeps only checkpoint.ckpt; K > 1 also keeps each as checkpoint-STEP.ckpt, "
+                 "the K newest of them");
   algos::declare_algorithm_keys(schema);
   policies::declare_policy_keys(schema);
   explore::declare_explore_keys(schema);
@@ -63,6 +68,9 @@ core::ConfigSchema concord_schema() {
                  "Bound on the rendezvous and on every collective or message between processes (and, in `concord fit`, "
                  "between thread replicas): it must cover what one rank does alone between two (an evaluation, a "
                  "federated round's unequal share)");
+  schema.declare("comm.store_on_all_interfaces", false,
+                 "Rank 0's rendezvous store (no authentication) listens on every interface instead of only on "
+                 "loopback (loopback MASTER_ADDR) or on its address towards MASTER_ADDR");
   schema.declare("comm.interface", std::string(""),
                  "Network interface for Gloo (e.g. eth0); empty: GLOO_SOCKET_IFNAME, else the route to MASTER_ADDR");
 
@@ -101,6 +109,14 @@ core::Config resolve_config(const RunFlags& flags) {
   if (!flags.run_root.empty()) config.set("run.root", flags.run_root, "--run-root");
   if (!flags.progress.empty()) config.set("run.progress", flags.progress, "--progress");
   return config;
+}
+
+comm::ConnectOptions connect_options(const core::Config& config) {
+  comm::ConnectOptions options;
+  options.backend = config.get_string("comm.backend");
+  options.interface = config.get_string("comm.interface");
+  options.store_on_all_interfaces = config.get_bool("comm.store_on_all_interfaces");
+  return options;
 }
 
 }  // namespace concord::cli

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "concord/comm/launch_environment.h"
 #include "concord/core/config.h"
 
 namespace CLI {
@@ -32,5 +33,9 @@ void add_run_flags(CLI::App& command, RunFlags& flags);
 
 // defaults <- config files (in order) <- --set overrides <- shorthand flags.
 core::Config resolve_config(const RunFlags& flags);
+
+// How every command that joins other processes connects: comm.backend, comm.interface and
+// comm.store_on_all_interfaces from `config`; the caller sets the timeout and the fingerprint.
+comm::ConnectOptions connect_options(const core::Config& config);
 
 }  // namespace concord::cli

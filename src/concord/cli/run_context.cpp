@@ -20,8 +20,9 @@ namespace concord::cli {
 
 RunContext start_run(core::Config config, const std::string& command_name,
                      const std::filesystem::path& existing_run_dir, const std::string& subject) {
-  // Reject a bad level before anything is created on disk.
+  // Reject a bad level or progress mode before anything is created on disk.
   core::init_logging(config.get_string("run.log_level"));
+  check_progress_mode(config);
   const std::string name = (subject.empty() ? config.get_string("env.id") : subject) + "__" + command_name + "__" +
                            std::to_string(config.get_int("run.seed"));
   RunContext context{std::move(config), {}, nullptr};
@@ -60,7 +61,15 @@ void set_torch_threads(const core::Config& config) {
   at::set_num_threads(threads);
 }
 
+void check_progress_mode(const core::Config& config) {
+  const std::string mode = config.get_string("run.progress");
+  if (mode != "auto" && mode != "bar" && mode != "plain" && mode != "off") {
+    throw core::ConfigError("run.progress must be auto, bar, plain or off, got '" + mode + "'");
+  }
+}
+
 std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {
+  check_progress_mode(config);
   const std::string mode = config.get_string("run.progress");
   core::ProgressBarOptions options;
   options.label = label;
@@ -68,9 +77,6 @@ std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_s
   if (mode == "off") return nullptr;
   if (mode == "bar") options.force_terminal = true;
   if (mode == "plain") options.force_terminal = false;
-  if (mode != "auto" && mode != "bar" && mode != "plain") {
-    throw core::ConfigError("run.progress must be auto, bar, plain or off, got '" + mode + "'");
-  }
   return std::make_unique<core::ProgressBar>(total_steps, options);
 }
 

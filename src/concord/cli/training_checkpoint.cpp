@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "concord/cli/run_config.h"
 #include "concord/core/checkpoint.h"
@@ -21,7 +24,57 @@ void save_training_checkpoint(const std::filesystem::path& run_dir, const algos:
   checkpoint.metadata["updates"] = state.updates;
   checkpoint.metadata["env_id"] = config.get_string("env.id");
   checkpoint.metadata["config"] = config.to_toml();
-  core::save_checkpoint(checkpoint_path(run_dir), checkpoint);
+  const std::filesystem::path latest = checkpoint_path(run_dir);
+  core::save_checkpoint(latest, checkpoint);
+  const int64_t keep =
+      config.schema().contains("train.keep_checkpoints") ? config.get_int("train.keep_checkpoints") : 1;
+  if (keep > 1) keep_checkpoint(run_dir, latest, state.global_step, keep);
+}
+
+std::filesystem::path kept_checkpoint_path(const std::filesystem::path& run_dir, int64_t global_step) {
+  return run_dir / ("checkpoint-" + std::to_string(global_step) + ".ckpt");
+}
+
+std::vector<std::pair<int64_t, std::filesystem::path>> kept_checkpoints(const std::filesystem::path& run_dir) {
+  std::vector<std::pair<int64_t, std::filesystem::path>> kept;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "checkpoint-", suffix = ".ckpt";
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    kept.emplace_back(std::stoll(digits), entry.path());
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+void keep_checkpoint(const std::filesystem::path& run_dir, const std::filesystem::path& latest, int64_t global_step,
+                     int64_t keep) {
+  // A hard link costs no space and is as atomic as the rename that made `latest`: the kept name
+  // appears whole or not at all. Where links are impossible (some file systems) it is a copy,
+  // written atomically too.
+  const std::filesystem::path kept = kept_checkpoint_path(run_dir, global_step);
+  const std::filesystem::path staging = kept.string() + ".tmp";
+  std::error_code error;
+  std::filesystem::remove(staging, error);
+  std::filesystem::create_hard_link(latest, staging, error);
+  if (error) std::filesystem::copy_file(latest, staging, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(staging, kept);
+  // Kept checkpoints beyond this step were left by a run this one resumed from before their step
+  // (an older checkpoint put back by hand): they are not this run's history.
+  auto all = kept_checkpoints(run_dir);
+  while (!all.empty() && all.back().first > global_step) {
+    std::filesystem::remove(all.back().second, error);
+    all.pop_back();
+  }
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) std::filesystem::remove(all[i].second, error);
 }
 
 namespace {

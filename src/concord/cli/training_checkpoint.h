@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "concord/algos/learner.h"
 #include "concord/core/checkpoint.h"
@@ -18,10 +20,22 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir);
 
 // Saves the learner, the exploration bonus's state (hash and counts) when there is one, the
 // loop's counters and the resolved config (so that eval and resume can rebuild everything from
-// the file alone), atomically.
+// the file alone), atomically, to checkpoint_path(run_dir). With train.keep_checkpoints = K > 1
+// it is also kept as kept_checkpoint_path(run_dir, step), and only the K newest of those stay.
 void save_training_checkpoint(const std::filesystem::path& run_dir, const algos::Learner& learner,
                               const policies::TrainingState& state, const core::Config& config,
                               const explore::Bonus* bonus = nullptr);
+
+// Where a checkpoint taken at `global_step` is kept (checkpoint-STEP.ckpt), for `concord eval FILE`.
+std::filesystem::path kept_checkpoint_path(const std::filesystem::path& run_dir, int64_t global_step);
+
+// The kept checkpoints of a run directory, oldest first, with their steps.
+std::vector<std::pair<int64_t, std::filesystem::path>> kept_checkpoints(const std::filesystem::path& run_dir);
+
+// Keeps `latest` (just written for `global_step`) as kept_checkpoint_path and removes all but the
+// `keep` newest kept checkpoints. Throws std::filesystem::filesystem_error when it cannot.
+void keep_checkpoint(const std::filesystem::path& run_dir, const std::filesystem::path& latest, int64_t global_step,
+                     int64_t keep);
 
 // The training loop's counters (global_step, updates) of a checkpoint `concord train` wrote, checked
 // against each other and against `config`, the config saved in it: 0 <= updates <= global_step,

@@ -1,8 +1,11 @@
 #include "concord/cli/training_run.h"
 
+#include <cmath>
+
 #include <torch/torch.h>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/comm/thread_group.h"
@@ -19,11 +22,28 @@ namespace {
 
 // derive_seed(run.seed, kRankSeedStream + rank) seeds rank > 0.
 constexpr uint64_t kRankSeedStream = 0x52414e4b;  // "RANK"
+// derive_seed(seed, kResumeSeedStream ^ step) seeds a run resumed at `step`.
+constexpr uint64_t kResumeSeedStream = 0x524553554d45ULL << 16;  // "RESUME"
 
 int64_t positive_steps(const core::Config& config, const std::string& key) {
   const int64_t steps = config.get_int(key);
   if (steps < 1) throw core::ConfigError(key + " must be at least 1, got " + std::to_string(steps));
   return steps;
+}
+
+double checked_checkpoint_interval_seconds(const core::Config& config) {
+  const double seconds = config.get_double("train.checkpoint_interval_seconds");
+  if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
+    throw core::ConfigError("train.checkpoint_interval_seconds must be >= 0 (0: off), got " + std::to_string(seconds));
+  }
+  return seconds;
+}
+
+void check_keep_checkpoints(const core::Config& config) {
+  const int64_t keep = config.get_int("train.keep_checkpoints");
+  if (keep < 1 || keep > 1'000'000) {
+    throw core::ConfigError("train.keep_checkpoints must be between 1 and 1000000, got " + std::to_string(keep));
+  }
 }
 
 // The ranks of a run whose policy spans processes: those a launcher started, or a world of one.
@@ -38,12 +58,10 @@ std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const
     return nullptr;
   }
   if (!launch.is_distributed()) return comm::ThreadGroup(1).communicator(0);
-  comm::ConnectOptions options;
-  options.backend = config.get_string("comm.backend");
+  comm::ConnectOptions options = connect_options(config);
   const double timeout_seconds = config.get_double("comm.timeout_seconds");
   if (!(timeout_seconds > 0.0)) throw core::ConfigError("comm.timeout_seconds must be > 0");
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000.0));
-  options.interface = config.get_string("comm.interface");
   char fingerprint[16];
   std::snprintf(fingerprint, sizeof(fingerprint), "%08x", core::crc32c(config.to_toml()));
   options.config_fingerprint = fingerprint;
@@ -55,11 +73,13 @@ std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const
 TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* resume_from)
     : total_steps_(positive_steps(config, "train.total_timesteps")),
       checkpoint_interval_(positive_steps(config, "train.checkpoint_interval_steps")),
+      checkpoint_interval_seconds_(checked_checkpoint_interval_seconds(config)),
       device_(core::resolve_device(config.get_string("run.device"))),
       algo_(config.get_string("train.algo")),
       policy_name_(config.get_string("train.policy")),
       env_config_(vector_env_config(config)),
       env_spec_(envs::make_env(env_config_.env_id, env_config_.options)->spec()) {
+  check_keep_checkpoints(config);
   const std::string rollout_key = "algo." + algo_ + ".num_steps";
   if (config.schema().contains(rollout_key)) {
     check_memory_estimate(config, env_spec_, config.get_int(rollout_key), rollout_key);
@@ -69,6 +89,16 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   // their envs and samples from streams of their own.
   uint64_t seed = static_cast<uint64_t>(config.get_int("run.seed"));
   if (rank() > 0) seed = core::derive_seed(seed, kRankSeedStream + static_cast<uint64_t>(rank()));
+  // A resumed run's envs and samples continue on streams of their own, derived from the
+  // checkpoint's step: with the run's seed they would replay the episodes of its first steps.
+  // (The envs' generators and episodes in progress are not in checkpoints: docs/architecture.md,
+  // "What a resume restores".)
+  if (resume_from != nullptr) {
+    const auto step = resume_from->metadata.find("global_step");
+    if (step != resume_from->metadata.end() && step->is_number_integer()) {
+      seed = core::derive_seed(seed, kResumeSeedStream ^ static_cast<uint64_t>(step->get<int64_t>()));
+    }
+  }
   env_config_.seed = seed;
   torch::manual_seed(seed);
   set_torch_threads(config);

@@ -20,14 +20,15 @@ namespace concord::cli {
 // The one path from a resolved config to training, shared by `concord train` and
 // bench/learning. The constructor, in this order:
 //
-//   checks train.total_timesteps and train.checkpoint_interval_steps, resolves run.device,
+//   checks train.total_timesteps, train.checkpoint_interval_steps, train.checkpoint_interval_seconds
+//   and train.keep_checkpoints, resolves run.device,
 //   joins the other ranks when the policy spans processes (comm::connect from torchrun's or
 //   mpirun's variables, refusing a config that differs between ranks; without a launcher the
-//   run is a world of one), seeds LibTorch with run.seed (and envs with it; ranks > 0 derive
-//   their own seeds), sets run.torch_threads, builds the learner (train.algo, [algo]) on the
-//   device, builds the exploration bonus ([explore], none by default), restores `resume_from`
-//   into both when given, then builds the distribution policy (train.policy) with its
-//   environments ([env]), every actor of which adds the one bonus.
+//   run is a world of one), seeds LibTorch with run.seed (and envs with it; ranks > 0, and a
+//   run resumed from a checkpoint, derive their own seeds), sets run.torch_threads, builds the learner (train.algo,
+//   [algo]) on the device, builds the exploration bonus ([explore], none by default), restores `resume_from` into both
+//   when given, then builds the distribution policy (train.policy) with its environments ([env]), every actor of which
+//   adds the one bonus.
 //
 // A single-process policy started by a launcher with WORLD_SIZE > 1 is refused: every rank would
 // train alone and write the same run.
@@ -55,6 +56,9 @@ class TrainingRun {
   const std::string& policy_name() const { return policy_name_; }
   torch::Device device() const { return device_; }
   int64_t total_steps() const { return total_steps_; }
+  // train.checkpoint_interval_seconds: wall time between checkpoints the caller asks for through
+  // TrainingCallbacks::checkpoint_requested (0: none).
+  double checkpoint_interval_seconds() const { return checkpoint_interval_seconds_; }
   // This process's rank and the number of ranks (0 and 1 for single-process policies). Only
   // rank 0 should write run directories, metrics and checkpoints.
   int rank() const { return communicator_ ? communicator_->rank() : 0; }
@@ -63,6 +67,7 @@ class TrainingRun {
  private:
   int64_t total_steps_;
   int64_t checkpoint_interval_;
+  double checkpoint_interval_seconds_;
   torch::Device device_;
   std::string algo_;
   std::string policy_name_;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
@@ -25,8 +26,10 @@ core::Config training_config(const TrainFlags& flags) {
   }
   // A resumed run keeps its own config; only the length of training may change.
   if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || !flags.algo.empty() || !flags.policy.empty() ||
-      !flags.run.env_id.empty()) {
-    throw core::ConfigError("--resume continues a run with its own config.toml; only --total-timesteps may change");
+      !flags.run.env_id.empty() || flags.run.seed >= 0 || flags.run.num_envs > 0 || flags.run.num_threads > 0 ||
+      !flags.run.run_root.empty()) {
+    throw core::ConfigError(
+        "--resume continues a run with its own config.toml; only --total-timesteps and --progress may change");
   }
   core::Config config = resumed_run_config(flags.resume);
   if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
@@ -59,6 +62,30 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
   outcome.state = state;
   outcome.wall_seconds = clock.elapsed_seconds();
   return outcome;
+}
+
+// A run that fails for a reason outside the learner (an actor or env that died, a peer that
+// timed out) keeps its progress since the last checkpoint: every policy has stopped and joined its
+// threads before the error reaches here, so the learner is between updates. Parameters that are
+// not finite are not saved over the last good checkpoint. Never throws: the run's own error is
+// what the user must see.
+void save_checkpoint_after_error(const std::filesystem::path& run_dir, const algos::Learner& learner,
+                                 const policies::TrainingState& state, const core::Config& config,
+                                 const explore::Bonus* bonus) {
+  try {
+    core::Checkpoint probe;
+    learner.save(probe);
+    for (const auto& [name, tensor] : probe.tensors) {
+      if (tensor.is_floating_point() && !torch::isfinite(tensor).all().item<bool>()) {
+        spdlog::error("not saving a checkpoint after the error: {} is not finite", name);
+        return;
+      }
+    }
+    save_training_checkpoint(run_dir, learner, state, config, bonus);
+    spdlog::warn("checkpoint saved at step {} (update {}) after the error", state.global_step, state.updates);
+  } catch (const std::exception& error) {
+    spdlog::error("could not save a checkpoint after the error: {}", error.what());
+  }
 }
 
 }  // namespace
@@ -117,12 +144,26 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
       run.metrics->log(now.global_step, metrics);
       if (hooks.on_update) hooks.on_update(now, metrics, episodes);
     };
+    core::Stopwatch since_checkpoint;
     callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
       save_training_checkpoint(run.run_dir, learner, now, run.config, training.bonus());
+      since_checkpoint.restart();
       spdlog::debug("checkpoint at step {}", now.global_step);
     };
+    if (training.checkpoint_interval_seconds() > 0.0) {
+      callbacks.checkpoint_requested = [&] {
+        return since_checkpoint.elapsed_seconds() >= training.checkpoint_interval_seconds();
+      };
+    }
     callbacks.should_stop = stop_condition(signals, hooks);
-    training.train(state, callbacks);
+    try {
+      training.train(state, callbacks);
+    } catch (const policies::NonFiniteMetric&) {
+      throw;  // the learner's numbers went wrong: the last checkpoint is the one to keep
+    } catch (const std::exception& error) {
+      save_checkpoint_after_error(run.run_dir, learner, state, run.config, training.bonus());
+      throw;
+    }
     save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
     if (progress) progress->finish();
     outcome.stop_signal = signals.signal();

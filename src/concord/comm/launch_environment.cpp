@@ -16,7 +16,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "concord/comm/loopback_listen.h"
+#include "concord/comm/listen_address.h"
 #include "concord/comm/torchrun_variables.h"
 #include "concord/core/registry.h"
 
@@ -107,12 +107,18 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
   const std::string where = environment.master_addr + ":" + std::to_string(environment.master_port);
   try {
     // Every rank of a loopback rendezvous is on this machine: the store listens on loopback only.
-    std::optional<ListenOnLoopback> loopback;
-    if (store_options.isServer && is_loopback(environment.master_addr)) {
-      loopback.emplace(store_options.port, environment.master_addr == "::1");
+    // Across machines the others reach it at MASTER_ADDR, through rank 0's address on that route.
+    std::optional<ListenOnAddress> listen;
+    if (store_options.isServer && !options.store_on_all_interfaces) {
+      const std::string address =
+          is_loopback(environment.master_addr)
+              ? (environment.master_addr == "::1" ? std::string("::1") : std::string("127.0.0.1"))
+              : local_address_towards(environment.master_addr);
+      listen.emplace(store_options.port, address);
+      spdlog::debug("the rendezvous store listens on {} port {}", address, store_options.port);
     }
     auto store = c10::make_intrusive<c10d::TCPStore>(environment.master_addr, store_options);
-    if (loopback && !loopback->redirected()) {
+    if (listen && !listen->redirected()) {
       spdlog::warn("the rendezvous store at {} listens on every interface: this process's bind() is not Concord's",
                    where);
     }

@@ -38,6 +38,9 @@ struct ConnectOptions {
   std::string interface;
   // A hash of the resolved config; ranks whose fingerprints differ are refused at start-up.
   std::string config_fingerprint;
+  // Rank 0's rendezvous store listens on loopback for a loopback MASTER_ADDR, else on its address
+  // towards MASTER_ADDR; true: on every interface, as LibTorch would (comm.store_on_all_interfaces).
+  bool store_on_all_interfaces = false;
 };
 
 // Joins the run described by `environment`: a c10d TCPStore served by rank 0 at

