@@ -64,25 +64,29 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
   return outcome;
 }
 
-// A run that fails for a reason outside the learner (an actor or env that died, a peer that
-// timed out) keeps its progress since the last checkpoint: every policy has stopped and joined its
-// threads before the error reaches here, so the learner is between updates. Parameters that are
-// not finite are not saved over the last good checkpoint. Never throws: the run's own error is
-// what the user must see.
-void save_checkpoint_after_error(const std::filesystem::path& run_dir, const algos::Learner& learner,
-                                 const policies::TrainingState& state, const core::Config& config,
-                                 const explore::Bonus* bonus) {
+// A run that fails for a reason outside the learner's numbers (an actor or env that died, a peer
+// that timed out) keeps its progress since the last checkpoint: the learner as of its last
+// completed update, with that update's counters (every policy has stopped and joined its threads
+// before the error reaches here). That is only true if the parameters are still those of that
+// update: an error inside an update (a collective of multi_learner's) may come after some of its
+// gradient steps, and then the last checkpoint is kept. Never throws: the run's own error is what
+// the user must see.
+void save_checkpoint_after_error(const std::filesystem::path& run_dir, algos::Learner& learner,
+                                 const policies::TrainingState& last_update, const torch::Tensor& parameters_then,
+                                 const core::Config& config, const explore::Bonus* bonus) {
   try {
-    core::Checkpoint probe;
-    learner.save(probe);
-    for (const auto& [name, tensor] : probe.tensors) {
-      if (tensor.is_floating_point() && !torch::isfinite(tensor).all().item<bool>()) {
-        spdlog::error("not saving a checkpoint after the error: {} is not finite", name);
-        return;
-      }
+    if (!torch::equal(learner.flat_parameters().values(), parameters_then)) {
+      spdlog::warn("the error came during an update (the parameters moved since update {}): the last checkpoint is kept",
+                   last_update.updates);
+      return;
     }
-    save_training_checkpoint(run_dir, learner, state, config, bonus);
-    spdlog::warn("checkpoint saved at step {} (update {}) after the error", state.global_step, state.updates);
+    if (!torch::isfinite(parameters_then).all().item<bool>()) {
+      spdlog::error("not saving a checkpoint after the error: the parameters are not finite");
+      return;
+    }
+    save_training_checkpoint(run_dir, learner, last_update, config, bonus);
+    spdlog::warn("checkpoint saved at step {} (update {}) after the error", last_update.global_step,
+                 last_update.updates);
   } catch (const std::exception& error) {
     spdlog::error("could not save a checkpoint after the error: {}", error.what());
   }
@@ -138,8 +142,13 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   {
     SignalStop signals;
     policies::TrainingCallbacks callbacks;
+    // The last completed update, for a checkpoint after an error (save_checkpoint_after_error).
+    policies::TrainingState last_update = state;
+    const torch::Tensor parameters_then = learner.flat_parameters().values().detach().clone();
     callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
                               const core::EpisodeStats& episodes) {
+      last_update = now;
+      parameters_then.copy_(learner.flat_parameters().values());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
       run.metrics->log(now.global_step, metrics);
       if (hooks.on_update) hooks.on_update(now, metrics, episodes);
@@ -161,7 +170,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     } catch (const policies::NonFiniteMetric&) {
       throw;  // the learner's numbers went wrong: the last checkpoint is the one to keep
     } catch (const std::exception& error) {
-      save_checkpoint_after_error(run.run_dir, learner, state, run.config, training.bonus());
+      save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
     }
     save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
