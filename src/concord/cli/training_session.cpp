@@ -76,8 +76,9 @@ void save_checkpoint_after_error(const std::filesystem::path& run_dir, algos::Le
                                  const core::Config& config, const explore::Bonus* bonus) {
   try {
     if (!torch::equal(learner.flat_parameters().values(), parameters_then)) {
-      spdlog::warn("the error came during an update (the parameters moved since update {}): the last checkpoint is kept",
-                   last_update.updates);
+      spdlog::warn(
+          "the error came during an update (the parameters moved since update {}): the last checkpoint is kept",
+          last_update.updates);
       return;
     }
     if (!torch::isfinite(parameters_then).all().item<bool>()) {
