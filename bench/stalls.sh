@@ -4,7 +4,8 @@
 # never continued. A run counts when the launcher exits 0 with the full step count and a
 # checkpoint `concord eval` accepts.
 #   actor_processes: 1 learner + 2 actors, a random actor stopped; the learner drops it after half
-#     of comm.timeout_seconds and trains on with the other; the launcher stops it after rank 0.
+#     of comm.timeout_seconds and trains on with the other; the launcher stops it after rank 0. A
+#     stop before the process group exists (the rendezvous) fails the group: --max-restarts 2.
 #   multi_learner: 2 ranks under --max-restarts 2, a random rank stopped; the collective times out
 #     on the other rank after comm.timeout_seconds, the group is stopped (SIGKILL reaches a stopped
 #     process) and restarts from the last checkpoint.
@@ -20,7 +21,7 @@ trap '[ -n "${CONCORD_KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 one_run() {  # <run dir root> <policy>; prints "<launcher status> <final step> <eval status> <delay> <stopped rank> <restarts>"
   local dir="$1" policy="$2" ranks total extra
   if [ "$policy" = actor_processes ]; then
-    ranks=3 total=30720 extra=(--grace-seconds 2)
+    ranks=3 total=30720 extra=(--max-restarts 2 --grace-seconds 2)
   else
     ranks=2 total=40960 extra=(--max-restarts 2 --grace-seconds 2)
   fi
@@ -71,7 +72,7 @@ for policy in actor_processes multi_learner; do
     fi
     echo "$policy run $i: stopped $stopped after $delay, $restarts restart(s); launcher exit $status," \
       "final step $step, eval exit $eval_status$([ $ok = 1 ] || echo '  <- FAILED')"
-    [ $ok = 1 ] || tail -n 5 "$work/$policy$i.log"
+    [ $ok = 1 ] || grep -E "error|warn" "$work/$policy$i.log" | tail -n 12
   done
   echo "$policy: finished with the full step count and an eval-able checkpoint: $finished of $runs"
   [ "$finished" = "$runs" ] || all_ok=0

@@ -1,5 +1,6 @@
 #include "concord/policies/actor_processes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -185,12 +186,31 @@ void ActorProcessesPolicy::actor_failed(ActorLink& link, const std::string& erro
     throw std::runtime_error("every actor process failed; the last, rank " + std::to_string(link.rank) + ": " + error);
 }
 
+bool ActorProcessesPolicy::settle(ActorLink& link, comm::Watchdog::Clock::time_point deadline,
+                                  const std::string& missed) {
+  // Gloo marks an aborted request aborted even when its message had already arrived, so a link
+  // waited for after another one's deadline passed gets a moment of its own first: what it sent
+  // in time is then taken, and only what is still missing after it counts as a stall.
+  const auto moment = std::min<std::chrono::milliseconds>(std::chrono::seconds(1), communicator_.timeout() / 4);
+  deadline = std::max(deadline, comm::Watchdog::Clock::now() + moment);
+  try {
+    link.wait_pending(*watchdog_, deadline);
+    return true;
+  } catch (const comm::CommAborted&) {
+    const double seconds = std::chrono::duration<double>(communicator_.timeout()).count() / 2.0;
+    actor_failed(link, missed + " within " + std::to_string(seconds) +
+                           " s (half of comm.timeout_seconds): stalled, or slower than the timeout allows");
+  } catch (const comm::CommError& error) {
+    actor_failed(link, error.what());
+  }
+  return false;
+}
+
 void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                  const TrainingCallbacks& callbacks) {
   // A stalled actor is named after half the communicator's timeout: the healthy actors wait for
   // their control the whole timeout, so they are served before they give up.
   const auto patience = communicator_.timeout() / 2;
-  const std::string patience_text = std::to_string(std::chrono::duration<double>(patience).count()) + " s";
   if (!watchdog_) watchdog_ = std::make_unique<comm::Watchdog>();
 
   // --- Start-up: every actor describes its rollout once ---
@@ -207,15 +227,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   const ActorLink* first_alive = nullptr;
   for (size_t a = 0; a < actors_.size(); ++a) {
     ActorLink& link = *actors_[a];
-    try {
-      link.wait_pending(*watchdog_, described_by);
-    } catch (const comm::CommAborted&) {
-      actor_failed(link, "did not describe its rollout within " + patience_text + " (half of comm.timeout_seconds)");
-      continue;
-    } catch (const comm::CommError& error) {
-      actor_failed(link, error.what());
-      continue;
-    }
+    if (!settle(link, described_by, "did not describe its rollout")) continue;
     link.rollout = allocate(descriptions[a], link.rank);
     link.episodes = torch::zeros({1 + 2 * link.rollout.num_steps() * link.rollout.num_envs()}, torch::kFloat64);
     if (first_alive == nullptr) first_alive = &link;
@@ -247,17 +259,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     std::vector<algos::Rollout*> parts;
     double lag_sum = 0.0;
     for (auto& link : actors_) {
-      if (!link->alive) continue;
-      try {
-        link->wait_pending(*watchdog_, receive_deadline);
-      } catch (const comm::CommAborted&) {
-        actor_failed(*link, "sent no rollout within " + patience_text +
-                                " (half of comm.timeout_seconds): stalled, or slower than the timeout allows");
-        continue;
-      } catch (const comm::CommError& error) {
-        actor_failed(*link, error.what());
-        continue;
-      }
+      if (!link->alive || !settle(*link, receive_deadline, "sent no rollout")) continue;
       parts.push_back(&link->rollout);
       lag_sum += static_cast<double>(state.updates - link->version.item<int64_t>());
       const double* episodes = link->episodes.data_ptr<double>();
@@ -308,15 +310,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       // Every send completes before the next update changes the parameters it reads.
       const auto send_deadline = comm::Watchdog::Clock::now() + patience;
       for (auto& link : actors_) {
-        if (!link->alive) continue;
-        try {
-          link->wait_pending(*watchdog_, send_deadline);
-        } catch (const comm::CommAborted&) {
-          actor_failed(*link, "took no control message within " + patience_text +
-                                  " (half of comm.timeout_seconds): stalled, or slower than the timeout allows");
-        } catch (const comm::CommError& error) {
-          actor_failed(*link, error.what());
-        }
+        if (link->alive) settle(*link, send_deadline, "took no control message");
       }
     }
 

@@ -73,6 +73,9 @@ class ActorProcessesPolicy : public Policy {
   void act();
   // Drops actor `link` after `error` (or throws, under on_actor_failure = "abort").
   void actor_failed(ActorLink& link, const std::string& error);
+  // Waits for `link`'s messages in flight until `deadline`. True when they completed; otherwise
+  // the actor failed or stalled (`missed` says what it did not do in time) and was dropped.
+  bool settle(ActorLink& link, comm::Watchdog::Clock::time_point deadline, const std::string& missed);
 
   ActorProcessesConfig config_;
   envs::VectorEnvConfig env_config_;  // one actor's share
