@@ -157,8 +157,8 @@ TEST(FitCommandTest, ResumeContinuesTheStepsWithoutRepeatingMetricRows) {
   EXPECT_EQ(csv_steps(run_dir), (std::vector<int64_t>{10, 20, 30}));
 }
 
-// What a resume refuses, each in one line: another config, a run directory without a checkpoint,
-// a missing directory, and GAP's fits, whose state it does not save yet.
+// What a resume refuses, each in one line: another config (a task flag included), a run directory
+// without a checkpoint, a missing directory.
 TEST(FitCommandTest, ResumeRefusesAChangedConfigAndAMissingCheckpoint) {
   const auto root = fresh_dir("fit", "resume_errors");
   const CommandResult first =
@@ -175,7 +175,7 @@ TEST(FitCommandTest, ResumeRefusesAChangedConfigAndAMissingCheckpoint) {
   expect_error("fit --resume " + run_dir.string() + " --strategy easgd",
                "--resume continues a run with its own config.toml");
   expect_error("fit --resume " + (root / "missing").string(), "does not exist");
-  expect_error("fit --task gan --resume " + run_dir.string(), "--resume is not supported for --task gan yet");
+  expect_error("fit --task gan --resume " + run_dir.string(), "--resume continues a run with its own config.toml");
   std::filesystem::remove(run_dir / "checkpoint.ckpt");
   expect_error("fit --resume " + run_dir.string(), "checkpoint.ckpt");
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/concord_process.h"
+#include "concord/core/checkpoint.h"
 
 namespace concord::test {
 namespace {
@@ -97,6 +98,100 @@ TEST(GanCommandTest, BadFlagsAreOneLineErrorsNamingTheProblem) {
     EXPECT_EQ(non_empty_lines(result.output), 1) << arguments << ": " << result.output;
   }
   EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+// `concord fit --resume` continues a GAP run where its checkpoint left it: a run of 10 updates
+// (which ends at a swap step, so skips that swap) resumed to 20, by threads and by processes under
+// `concord launch`, ends exactly as a run of 20, and metrics.csv holds each record step once.
+TEST(GanCommandTest, AResumedRunEndsExactlyAsAnUninterruptedOne) {
+  const auto root = fresh_dir("gan", "resume");
+  const std::string run =
+      "fit --task gan --gans 2 --swap-every 5 --set gan.eval_interval=10 --set gan.score_samples=0 "
+      "--set gan.hidden_units=64 --progress off";
+  const CommandResult whole = run_concord(run + " --steps 20 --run-root " + (root / "whole").string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  for (const std::string launcher : {"", "launch -n 2 -- concord "}) {
+    const std::filesystem::path runs = root / (launcher.empty() ? "threads" : "processes");
+    const CommandResult first = run_concord(launcher + run + " --steps 10 --run-root " + runs.string());
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    const std::filesystem::path run_dir = std::filesystem::directory_iterator(runs)->path();
+    const CommandResult resumed =
+        run_concord(launcher + "fit --resume " + run_dir.string() + " --steps 20 --progress off");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resumed at steps 10"), std::string::npos) << resumed.output;
+    for (const std::string label : {"D / G loss", "samples  ", "updates per pair"}) {
+      EXPECT_FALSE(table_line(whole.output, label).empty()) << whole.output;
+      EXPECT_EQ(table_line(resumed.output, label), table_line(whole.output, label)) << launcher;
+    }
+    EXPECT_EQ(csv_steps(run_dir), (std::vector<int64_t>{10, 20})) << launcher;
+    EXPECT_EQ(core::read_checkpoint_header(run_dir / "checkpoint.ckpt").at("metadata").at("steps"), 20);
+  }
+}
+
+// SIGINT ends a GAP run at its next record step with a checkpoint there and exit status 130; the
+// run resumed from it ends as one that was never stopped.
+TEST(GanCommandTest, SigintStopsAtARecordStepAndTheRunResumesFromThere) {
+  const auto root = fresh_dir("gan", "sigint");
+  const std::string run =
+      "fit --task gan --gans 2 --swap-every 5 --set gan.eval_interval=10 --set gan.score_samples=0 "
+      "--set gan.sample_interval=0 --set gan.hidden_units=64 --progress off";
+  const std::filesystem::path runs = root / "stopped";
+  const std::string script = std::string(CONCORD_BINARY) + " " + run + " --steps 100000000 --run-root " +
+                             runs.string() + " > " + (root / "out.txt").string() +
+                             " 2>&1 & pid=$!; i=0; until [ -n \"$(cat " + runs.string() +
+                             "/*/metrics.csv 2>/dev/null | sed -n 2p)\" ] || [ $i -ge 600 ]; do sleep 0.1; "
+                             "i=$((i+1)); done; kill -INT $pid; "
+                             "i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                             "kill -KILL $pid 2>/dev/null; wait $pid; echo \"exit $?\"";
+  FILE* pipe = popen(script.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string status;
+  char buffer[256];
+  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) status.append(buffer, read);
+  pclose(pipe);
+  const std::string output = read_file(root / "out.txt");
+  EXPECT_EQ(status, "exit 130\n") << output;
+  EXPECT_NE(output.find("stopped by signal at step"), std::string::npos) << output;
+  EXPECT_NE(output.find("concord fit --resume"), std::string::npos) << output;
+  const std::filesystem::path run_dir = std::filesystem::directory_iterator(runs)->path();
+  const int64_t steps =
+      core::read_checkpoint_header(run_dir / "checkpoint.ckpt").at("metadata").at("steps").get<int64_t>();
+  ASSERT_GT(steps, 0);
+  ASSERT_LT(steps, 100000000);
+  EXPECT_EQ(steps % 10, 0) << "a record step";
+
+  const std::string longer = " --steps " + std::to_string(steps + 10);
+  const CommandResult resumed = run_concord("fit --resume " + run_dir.string() + longer + " --progress off");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const CommandResult whole = run_concord(run + longer + " --run-root " + (root / "whole").string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  for (const std::string label : {"D / G loss", "samples  ", "updates per pair"}) {
+    EXPECT_FALSE(table_line(whole.output, label).empty()) << whole.output;
+    EXPECT_EQ(table_line(resumed.output, label), table_line(whole.output, label));
+  }
+}
+
+// A GAP resume refuses, in one line, a changed config and the classifier's length flags.
+TEST(GanCommandTest, AResumeRefusesAChangedConfigInOneLine) {
+  const auto root = fresh_dir("gan", "resume_errors");
+  const CommandResult first = run_concord(
+      "fit --task gan --steps 5 --swap-every 5 --set gan.eval_interval=5 --set gan.score_samples=0 "
+      "--set gan.hidden_units=16 --progress off --run-root " +
+      root.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::filesystem::path run_dir = std::filesystem::directory_iterator(root)->path();
+  const std::pair<std::string, std::string> cases[] = {
+      {"fit --resume " + run_dir.string() + " --gans 3", "--resume continues a run with its own config.toml"},
+      {"fit --resume " + run_dir.string() + " --set gan.batch_size=8",
+       "--resume continues a run with its own config.toml"},
+      {"fit --resume " + run_dir.string() + " --rounds 3", "--rounds applies to --task classifier"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const CommandResult result = run_concord(arguments);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_NE(result.output.find(expected), std::string::npos) << arguments << ": " << result.output;
+    EXPECT_EQ(non_empty_lines(result.output), 1) << arguments << ": " << result.output;
+  }
 }
 
 }  // namespace

@@ -518,6 +518,26 @@ TEST(Launch, ARestartedFitContinuesFromTheCheckpoint) {
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
 }
 
+// And for GAP (`concord fit --task gan`): every pair takes its networks, Adam moments, sampler
+// and noise generator back from the checkpoint at update 20.
+TEST(Launch, ARestartedGanRunContinuesFromTheCheckpoint) {
+  const auto root = fresh_dir("restart_gan");
+  const std::string gan = std::string(CONCORD_BINARY) +
+                          " fit --task gan --swap-every 5 --set gan.checkpoint_interval=10 --set gan.eval_interval=10 "
+                          "--set gan.score_samples=0 --set gan.hidden_units=32 --progress off --run-root " +
+                          root.string();
+  const CommandResult result =
+      launch_script("-n 2 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + gan +
+                                                 " --steps 20 || exit 9; exit 3; fi; exec " + gan + " --steps 40");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank "));
+  EXPECT_THAT(result.output, HasSubstr("resumed at steps 20"));
+  EXPECT_THAT(result.output, HasSubstr("40 (7 swaps)"));
+  const std::vector<std::filesystem::path> run_dirs = concord::test::run_directories(root);
+  ASSERT_EQ(run_dirs.size(), 1u) << result.output;
+  EXPECT_EQ(concord::test::csv_steps(run_dirs.front()), (std::vector<int64_t>{10, 20, 30, 40}));
+}
+
 void expect_one_line_error(const std::string& arguments, const std::string& needle, int exit_code) {
   const CommandResult result = run_concord(arguments);
   EXPECT_EQ(result.exit_code, exit_code) << arguments << "\n" << result.output;

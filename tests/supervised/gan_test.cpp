@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "concord/core/checkpoint.h"
 #include "concord/core/image_grid.h"
 #include "concord/data/mnist.h"
 #include "concord/nn/flat_parameters.h"
@@ -221,6 +222,94 @@ TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
   EXPECT_EQ(first.final.discriminator_loss, second.final.discriminator_loss);
   EXPECT_EQ(first.final.sample_mean, second.final.sample_mean);
   EXPECT_EQ(first.discriminator_of_pair, second.discriminator_of_pair);
+}
+
+// A GAP run stopped at step 9 (a swap step, and the end of that run, so its swap was skipped)
+// and resumed from its checkpoint to 18 ends exactly as a run of 18: same records, same
+// discriminator assignment; so does one stopped by should_stop at a record step mid-run.
+TEST(GanTrainingTest, AResumedRunEndsExactlyAsAnUninterruptedOne) {
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
+  GanConfig gan;
+  gan.pairs = 3;
+  gan.swap_every = 3;
+  gan.eval_interval = 3;
+  gan.hidden_units = 32;
+  gan.batch_size = 16;
+  gan.sample_interval = 0;
+  gan.steps = 18;
+  const GanResult whole = train_gans_with_threads(gan, data.train, {});
+
+  core::Checkpoint saved;
+  int64_t saved_step = 0;
+  GanCallbacks callbacks;
+  callbacks.on_checkpoint = [&](int64_t step, const core::Checkpoint& state) {
+    saved = state;
+    saved_step = step;
+  };
+  GanConfig first = gan;
+  first.steps = 9;
+  train_gans_with_threads(first, data.train, callbacks);
+  ASSERT_EQ(saved_step, 9);
+  const GanResult resumed = train_gans_with_threads(gan, data.train, {}, nullptr, &saved);
+  EXPECT_EQ(resumed.final.step, 18);
+  EXPECT_EQ(resumed.final.swaps, whole.final.swaps);
+  EXPECT_EQ(resumed.final.discriminator_loss, whole.final.discriminator_loss);
+  EXPECT_EQ(resumed.final.generator_loss, whole.final.generator_loss);
+  EXPECT_EQ(resumed.final.sample_mean, whole.final.sample_mean);
+  EXPECT_EQ(resumed.final.sample_std, whole.final.sample_std);
+  EXPECT_EQ(resumed.discriminator_of_pair, whole.discriminator_of_pair);
+
+  // Stopped by rank 0 at its second record step (6), with a checkpoint there.
+  int polls = 0;
+  callbacks.should_stop = [&] { return ++polls == 2; };
+  const GanResult stopped = train_gans_with_threads(gan, data.train, callbacks);
+  EXPECT_EQ(stopped.final.step, 6);
+  ASSERT_EQ(saved_step, 6);
+  const GanResult continued = train_gans_with_threads(gan, data.train, {}, nullptr, &saved);
+  EXPECT_EQ(continued.final.discriminator_loss, whole.final.discriminator_loss);
+  EXPECT_EQ(continued.final.sample_std, whole.final.sample_std);
+  EXPECT_EQ(continued.discriminator_of_pair, whole.discriminator_of_pair);
+}
+
+// State that no run of this config could have saved is refused, naming what is wrong, before
+// any pair trains on it.
+TEST(GanTrainingTest, AResumeRefusesStateThatDoesNotFitNamingIt) {
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
+  GanConfig gan;
+  gan.pairs = 2;
+  gan.swap_every = 2;
+  gan.eval_interval = 4;
+  gan.hidden_units = 32;
+  gan.batch_size = 16;
+  gan.sample_interval = 0;
+  gan.steps = 4;
+  core::Checkpoint saved;
+  GanCallbacks callbacks;
+  callbacks.on_checkpoint = [&](int64_t, const core::Checkpoint& state) { saved = state; };
+  train_gans_with_threads(gan, data.train, callbacks);
+  ASSERT_FALSE(saved.tensors.empty());
+  const auto expect_refused = [&](const core::Checkpoint& state, const std::string& words) {
+    try {
+      train_gans_with_threads(gan, data.train, {}, nullptr, &state);
+      ADD_FAILURE() << "accepted; expected an error naming " << words;
+    } catch (const core::CheckpointError& error) {
+      EXPECT_NE(std::string(error.what()).find(words), std::string::npos) << error.what();
+    }
+  };
+  core::Checkpoint twice = saved;
+  twice.metadata["ranks"][1]["loop"]["discriminator_of_pair"] = {0, 0};
+  expect_refused(twice, "discriminator_of_pair");
+  core::Checkpoint wider = saved;
+  wider.tensors["rank1/generator.parameters"] = torch::zeros({3});
+  expect_refused(wider, "generator.parameters");
+  core::Checkpoint no_noise = saved;
+  no_noise.tensors["rank0/noise.generator"] = torch::zeros({7}, torch::kUInt8);
+  expect_refused(no_noise, "noise.generator");
+  core::Checkpoint more_swaps = saved;
+  more_swaps.metadata["ranks"][0]["loop"]["swaps"] = 9;
+  expect_refused(more_swaps, "swaps");
+  gan.pairs = 3;
+  expect_refused(saved, "3");
 }
 
 }  // namespace

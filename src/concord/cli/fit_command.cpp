@@ -52,8 +52,6 @@ struct FitFlags {
 const std::set<std::string> kResumeMayChange = {"fit.steps", "fit.fedavg.rounds", "fit.epochs", "run.progress"};
 
 core::Config resumed_fit_config(const FitFlags& flags) {
-  const std::string gan_refusal = "--resume is not supported for --task gan yet";
-  if (flags.task == "gan") throw std::invalid_argument(gan_refusal);
   if (!flags.run.config_files.empty() || !flags.run.overrides.empty() || flags.run.seed >= 0 ||
       !flags.run.run_root.empty() || !flags.task.empty() || !flags.dataset.empty() || !flags.model.empty() ||
       !flags.strategy.empty() || flags.workers > 0 || !flags.schedule.empty() || flags.gans > 0 ||
@@ -62,11 +60,18 @@ core::Config resumed_fit_config(const FitFlags& flags) {
         "--resume continues a run with its own config.toml; only --steps, --rounds and --epochs may change");
   }
   core::Config config = resumed_run_config(flags.resume);
-  if (config.get_string("fit.task") == "gan") throw std::invalid_argument(gan_refusal);
+  if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  if (config.get_string("fit.task") == "gan") {
+    if (flags.rounds > 0 || flags.epochs > 0) {
+      throw std::invalid_argument(std::string(flags.rounds > 0 ? "--rounds" : "--epochs") +
+                                  " applies to --task classifier; a GAN run's length is --steps");
+    }
+    if (flags.steps > 0) config.set("gan.steps", flags.steps, "--steps");
+    return config;
+  }
   if (flags.steps > 0) config.set("fit.steps", flags.steps, "--steps");
   if (flags.rounds > 0) config.set("fit.fedavg.rounds", flags.rounds, "--rounds");
   if (flags.epochs > 0) config.set("fit.epochs", flags.epochs, "--epochs");
-  if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
   return config;
 }
 
@@ -120,7 +125,7 @@ std::map<std::string, double> record_metrics(const supervised::FitRecord& record
 
 void run_fit(const FitFlags& flags) {
   core::Config config = fit_command_config(flags);
-  if (config.get_string("fit.task") == "gan") return run_gan_fit(std::move(config));
+  if (config.get_string("fit.task") == "gan") return run_gan_fit(std::move(config), flags.resume);
   supervised::FitConfig fit = supervised::fit_config_from(config);
   set_torch_threads(config);
 
@@ -268,8 +273,7 @@ void add_fit_command(CLI::App& app) {
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
   command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  command->add_option("--resume", flags->resume,
-                      "Continue the fit in this run directory from its last checkpoint (--task classifier)");
+  command->add_option("--resume", flags->resume, "Continue the fit in this run directory from its last checkpoint");
   command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps; --task gan: gan.steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")

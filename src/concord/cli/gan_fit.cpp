@@ -5,20 +5,26 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
+#include "concord/cli/signal_stop.h"
+#include "concord/cli/training_checkpoint.h"
 #include "concord/comm/launch_environment.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/image_grid.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit_config.h"
 #include "concord/supervised/gan_config.h"
 #include "concord/supervised/gan_training.h"
+#include "concord/supervised/replica_state.h"
 #include "concord/supervised/sample_quality.h"
 
 namespace concord::cli {
@@ -26,6 +32,9 @@ namespace {
 
 // Samples to a row of the PNG grids.
 constexpr int64_t kGridColumns = 8;
+
+// A resumed GAN run keeps its run's config.toml; only its length and the progress mode may change.
+const std::set<std::string> kResumeMayChange = {"gan.steps", "run.progress"};
 
 std::map<std::string, double> record_metrics(const supervised::GanRecord& record) {
   return {{"train/discriminator_loss", record.discriminator_loss},
@@ -44,7 +53,7 @@ std::filesystem::path grid_path(const std::filesystem::path& run_dir, int64_t st
 
 }  // namespace
 
-void run_gan_fit(core::Config config) {
+void run_gan_fit(core::Config config, const std::string& resume) {
   supervised::GanConfig gan = supervised::gan_config_from(config);
   const supervised::FitConfig fit = supervised::fit_config_from(config);  // fit.data_dir, and fit.* stays valid
   set_torch_threads(config);
@@ -53,6 +62,22 @@ void run_gan_fit(core::Config config) {
   if (launch.is_distributed()) {
     gan.pairs = concord::launch::launched_ranks(launch, config, "gan.pairs", gan.pairs);
     supervised::validate(gan);
+  }
+  // Every rank reads the checkpoint and later takes its own pair's part, as `concord fit` does.
+  const RestartedRun restarted = resume.empty() ? restarted_run() : RestartedRun{};
+  const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : resume;
+  std::optional<core::Checkpoint> resumed;
+  int64_t resumed_step = 0;
+  if (!resume_dir.empty()) {
+    const std::filesystem::path file = checkpoint_path(resume_dir);
+    resumed = core::load_checkpoint(file);
+    check_resumable(checkpoint_config(*resumed, file), config, file, kResumeMayChange);
+    try {
+      supervised::replica_state(*resumed, 0, gan.pairs);
+      resumed_step = core::metadata_int(*resumed, "steps");
+    } catch (const core::CheckpointError& error) {
+      throw error.with_path(file);
+    }
   }
   // Everything that can reject the run (the data set above all) comes before the run directory.
   const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
@@ -69,8 +94,12 @@ void run_gan_fit(core::Config config) {
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", {}, fit.dataset + "-gan-" + gan.model + "-" + pairing));
+    run.emplace(start_run(std::move(config), "fit", resume_dir.empty() ? restarted.run_dir : resume_dir,
+                          fit.dataset + "-gan-" + gan.model + "-" + pairing));
     std::filesystem::create_directories(run->run_dir / "samples");
+    if (resumed) spdlog::info("resumed at steps {}", resumed_step);
+    // At step 0 for a restart without a checkpoint: the failed group's rows go.
+    if (resumed || !restarted.run_dir.empty()) run->metrics->resume_at(resumed_step);
   }
   std::unique_ptr<supervised::DigitJudge> judge;
   if (gan.score_samples > 0) {
@@ -98,12 +127,40 @@ void run_gan_fit(core::Config config) {
   callbacks.on_samples = [&](int64_t step, const torch::Tensor& samples) {
     core::write_png(grid_path(run->run_dir, step), core::tile_images(samples, kGridColumns));
   };
+  callbacks.on_checkpoint = [&](int64_t step, const core::Checkpoint& state) {
+    core::Checkpoint checkpoint = state;
+    checkpoint.metadata["command"] = "fit";
+    checkpoint.metadata["task"] = "gan";
+    checkpoint.metadata["steps"] = step;
+    checkpoint.metadata["model"] = gan.model;
+    checkpoint.metadata["config"] = run->config.to_toml();
+    core::save_checkpoint(checkpoint_path(run->run_dir), checkpoint);
+  };
 
-  const supervised::GanResult result =
-      communicator ? supervised::train_gan_pair(gan, data.train, *communicator, callbacks, judge.get())
-                   : supervised::train_gans_with_threads(gan, data.train, callbacks, judge.get());
-  if (!leader) return;
+  // SIGINT/SIGTERM end the run at its next record step, checkpointed, as they end `concord fit`.
+  std::optional<supervised::GanResult> trained;
+  int stop_signal = 0;
+  {
+    SignalStop signals;
+    callbacks.should_stop = [&signals] { return signals.requested(); };
+    const core::Checkpoint* resume_from = resumed ? &*resumed : nullptr;
+    try {
+      trained.emplace(
+          communicator ? supervised::train_gan_pair(gan, data.train, *communicator, callbacks, judge.get(), resume_from)
+                       : supervised::train_gans_with_threads(gan, data.train, callbacks, judge.get(), resume_from));
+    } catch (const core::CheckpointError& error) {
+      if (resume_dir.empty()) throw;
+      throw error.with_path(checkpoint_path(resume_dir));
+    }
+    stop_signal = signals.signal();
+  }
+  const supervised::GanResult& result = *trained;
+  if (!leader) {
+    if (stop_signal != 0) throw ExitStatus{signal_exit_status(stop_signal)};
+    return;
+  }
   if (progress) progress->finish();
+  if (stop_signal != 0) spdlog::warn("stopped by signal at step {}; checkpoint saved", result.final.step);
 
   const supervised::GanRecord& last = result.final;
   std::printf("\n%-22s %d %s GAN pairs, %s\n", "fitted", gan.pairs, gan.model.c_str(),
@@ -127,6 +184,11 @@ void run_gan_fit(core::Config config) {
   }
   std::printf("%-22s %.1f s\n", "wall time", last.seconds);
   std::printf("%-22s %s\n", "run directory", run->run_dir.string().c_str());
+  if (stop_signal != 0) {
+    std::printf("%-22s concord fit --resume %s\n", "continue with", run->run_dir.string().c_str());
+    std::fflush(stdout);
+    throw ExitStatus{signal_exit_status(stop_signal)};
+  }
 }
 
 }  // namespace concord::cli

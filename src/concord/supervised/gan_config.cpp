@@ -32,6 +32,8 @@ void declare_gan_keys(core::ConfigSchema& schema) {
   schema.declare("gan.score_samples", d.score_samples,
                  "Samples of each pair scored at the end by an MNIST classifier (0: no score)");
   schema.declare("gan.classifier_steps", d.classifier_steps, "SGD steps of the classifier that scores samples");
+  schema.declare("gan.checkpoint_interval", d.checkpoint_interval,
+                 "Updates between checkpoints, at the next record step (0: at the end and on a signal only)");
 }
 
 GanConfig gan_config_from(const core::Config& config) {
@@ -51,6 +53,7 @@ GanConfig gan_config_from(const core::Config& config) {
   gan.grid_samples = config.get_int("gan.grid_samples");
   gan.score_samples = config.get_int("gan.score_samples");
   gan.classifier_steps = config.get_int("gan.classifier_steps");
+  gan.checkpoint_interval = config.get_int("gan.checkpoint_interval");
   gan.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   validate(gan);
   return gan;
@@ -73,6 +76,8 @@ void validate(const GanConfig& gan) {
   require(gan.grid_samples >= 1, "gan.grid_samples", std::to_string(gan.grid_samples), "must be >= 1");
   require(gan.score_samples >= 0, "gan.score_samples", std::to_string(gan.score_samples), "must be >= 0");
   require(gan.classifier_steps >= 1, "gan.classifier_steps", std::to_string(gan.classifier_steps), "must be >= 1");
+  require(gan.checkpoint_interval >= 0, "gan.checkpoint_interval", std::to_string(gan.checkpoint_interval),
+          "must be >= 0");
 }
 
 }  // namespace concord::supervised

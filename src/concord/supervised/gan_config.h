@@ -28,7 +28,10 @@ struct GanConfig {
   int64_t grid_samples = 32;       // samples of each pair in a grid, 8 to a row
   int64_t score_samples = 1000;    // samples of each pair the final quality score classifies (0: no score)
   int64_t classifier_steps = 600;  // SGD steps of the MNIST classifier that scores samples
-  uint64_t seed = 1;               // run.seed
+  // Updates between checkpoints, taken at the first record step (eval_interval) this many updates
+  // after the last one; 0: only at the end and when a signal stops the run.
+  int64_t checkpoint_interval = 0;
+  uint64_t seed = 1;  // run.seed
 
   // The discriminators actually move only when there is someone to swap with.
   bool swapping() const { return swap && pairs > 1; }
