@@ -19,6 +19,7 @@
 #include "concord/core/config.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/single.h"
 #include "envs/fake_env.h"
 #include "hang_guard.h"
 #include "learning_outcome.h"
@@ -280,6 +281,53 @@ TEST(CentralInference, NoPolicyLagWhenCollectionAndLearningTakeTurns) {
   policy.train(state, /*total_steps=*/12 * 40, 1'000'000, callbacks);
   ASSERT_EQ(lags.size(), 40u);
   for (double lag : lags) EXPECT_EQ(lag, 0.0);
+}
+
+// One agent taking turns with the learner (max_policy_lag 0) is `single` on other threads: the
+// same env seeds, the same action draws (the predictor continues the process generator), the
+// same truncation and bootstrap values, the same updates. After 60 A2C updates the parameters are
+// equal bit for bit, on CartPole (episodes that terminate) and on a counting env whose time limit
+// truncates every 4 steps.
+TEST(CentralInference, OneAgentTakingTurnsWithTheLearnerTrainsExactlyAsSingle) {
+  const auto flat = [](nn::ActorCritic& model) {
+    std::vector<torch::Tensor> parameters;
+    for (const torch::Tensor& parameter : model->parameters()) parameters.push_back(parameter.detach().flatten());
+    return torch::cat(parameters);
+  };
+  const auto train = [&](bool central, bool counting) {
+    torch::manual_seed(11);
+    algos::A2cConfig a2c;
+    a2c.network = small_network(counting ? 2 : 4, 2);
+    a2c.network.hidden_sizes = {16, 16};
+    a2c.num_steps = 5;
+    a2c.anneal_lr = true;
+    algos::A2c learner(a2c);
+    nn::ActorCritic model = learner.model();
+    const torch::Tensor initial = flat(model);
+    const envs::VectorEnvConfig envs = env_config(counting ? register_counting_env() : "CartPole-v1", 4);
+    TrainingState state;
+    const int64_t total_steps = 4 * 5 * 60;
+    if (central) {
+      CentralInferenceConfig config;
+      config.agents = 1;
+      config.max_policy_lag = 0;
+      CentralInferencePolicy(config, envs, learner, torch::kCPU).train(state, total_steps, 1'000'000, {});
+    } else {
+      SinglePolicy(std::make_unique<envs::VectorEnv>(envs), learner, torch::kCPU)
+          .train(state, total_steps, 1'000'000, {});
+    }
+    EXPECT_EQ(state.updates, 60);
+    const torch::Tensor trained = flat(model);
+    EXPECT_FALSE(torch::equal(trained, initial)) << "training moved the parameters";
+    return trained;
+  };
+  for (const bool counting : {false, true}) {
+    const torch::Tensor single = train(false, counting);
+    const torch::Tensor central = train(true, counting);
+    ASSERT_EQ(single.sizes(), central.sizes());
+    EXPECT_TRUE(torch::equal(single, central)) << (counting ? "counting env" : "CartPole") << ": largest difference "
+                                               << (single - central).abs().max().item<float>();
+  }
 }
 
 TEST(CentralInference, RefusesWhatCannotWork) {

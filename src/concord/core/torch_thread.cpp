@@ -31,6 +31,13 @@ std::thread torch_thread(uint64_t seed, std::function<void()> body) {
   });
 }
 
+std::thread torch_thread(at::Generator generator, std::function<void()> body) {
+  return torch_thread([generator = std::move(generator), body = std::move(body)] {
+    ScopedThreadGenerator scoped(generator);
+    body();
+  });
+}
+
 c10::optional<at::Generator> thread_generator(const c10::Device& device) {
   if (!device.is_cpu()) return c10::nullopt;
   return current_generator;
@@ -38,6 +45,10 @@ c10::optional<at::Generator> thread_generator(const c10::Device& device) {
 
 ScopedThreadGenerator::ScopedThreadGenerator(uint64_t seed) : previous_(std::move(current_generator)) {
   current_generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+}
+
+ScopedThreadGenerator::ScopedThreadGenerator(at::Generator generator) : previous_(std::move(current_generator)) {
+  current_generator = std::move(generator);
 }
 
 ScopedThreadGenerator::~ScopedThreadGenerator() { current_generator = std::move(previous_); }

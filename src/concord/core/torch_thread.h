@@ -27,6 +27,11 @@ std::thread torch_thread(uint64_t seed, std::function<void()> body);
 // streams apart from the small stream numbers components use for their envs and schedules.
 uint64_t thread_seed(uint64_t run_seed, uint64_t index);
 
+// The same, drawing from `generator` (which the thread then owns): a thread that continues a
+// stream another began, e.g. the one predictor of a central_inference run continues the process
+// generator's, so that it draws what `single` would have drawn on the main thread.
+std::thread torch_thread(at::Generator generator, std::function<void()> body);
+
 // The generator the calling thread draws with on `device`. LibTorch's random operators share one
 // process-wide generator unless handed another, so threads drawing from it at once make every
 // draw depend on how the scheduler interleaved them, and no run could be replayed. A thread
@@ -44,6 +49,7 @@ c10::optional<at::Generator> thread_generator(const c10::Device& device);
 class ScopedThreadGenerator {
  public:
   explicit ScopedThreadGenerator(uint64_t seed);
+  explicit ScopedThreadGenerator(at::Generator generator);
   ~ScopedThreadGenerator();
   ScopedThreadGenerator(const ScopedThreadGenerator&) = delete;
   ScopedThreadGenerator& operator=(const ScopedThreadGenerator&) = delete;

@@ -70,6 +70,9 @@ VectorEnvConfig VectorEnv::validated(VectorEnvConfig config) {
   if (c.chunk_size < 0) {
     throw std::invalid_argument(concat("VectorEnvConfig: chunk_size must be >= 0 (0: automatic), got ", c.chunk_size));
   }
+  if (c.first_env < 0) {
+    throw std::invalid_argument(concat("VectorEnvConfig: first_env must be >= 0, got ", c.first_env));
+  }
   return config;
 }
 
@@ -216,8 +219,9 @@ void VectorEnv::record_cost(std::chrono::steady_clock::duration elapsed, int64_t
 }
 
 std::optional<uint64_t> VectorEnv::reset_seed(std::optional<uint64_t> seed, int64_t env) const {
-  if (seed) return core::derive_seed(*seed, static_cast<uint64_t>(env));
-  if (!seeded_) return core::derive_seed(config_.seed, static_cast<uint64_t>(env));
+  const auto index = static_cast<uint64_t>(config_.first_env + env);
+  if (seed) return core::derive_seed(*seed, index);
+  if (!seeded_) return core::derive_seed(config_.seed, index);
   return std::nullopt;
 }
 

@@ -38,11 +38,15 @@
 namespace concord::envs {
 
 struct VectorEnvConfig {
-  std::string env_id;                              // Registry id of the environment, e.g. "CartPole-v1".
-  int num_envs = 1;                                // N: how many copies are stepped.
-  int num_threads = 1;                             // Threads that step them, the calling thread included.
-  int batch_size = 0;                              // 0 or num_envs: synchronous; 1..num_envs-1: asynchronous.
-  uint64_t seed = 0;                               // Base seed of the first reset; env i uses derive_seed(seed, i).
+  std::string env_id;   // Registry id of the environment, e.g. "CartPole-v1".
+  int num_envs = 1;     // N: how many copies are stepped.
+  int num_threads = 1;  // Threads that step them, the calling thread included.
+  int batch_size = 0;   // 0 or num_envs: synchronous; 1..num_envs-1: asynchronous.
+  uint64_t seed = 0;    // Base seed of the first reset; env i uses derive_seed(seed,
+                        //   first_env + i).
+  // Where this vector's envs start among a run's: a run split over several vectors (agent or
+  // worker threads) gives each the envs one vector of them all would have, seeds included.
+  int64_t first_env = 0;
   std::chrono::milliseconds recv_timeout{10'000};  // recv() throws after waiting this long.
   int chunk_size = 0;                              // Envs a thread steps per claim (0: adaptive, from timed steps).
   EnvOptions options;                              // Passed to every env's factory (see registry.h).
@@ -131,9 +135,9 @@ class AlignedArray {
 // final_observations holds the ended episode's last one, has_final is 1, and episode_returns /
 // episode_lengths hold the ended episode's totals.
 //
-// Seeding: reset(seed) seeds env i with core::derive_seed(seed, i) (not Gymnasium's seed + i,
-// so that runs seeded s and s + 1 share no env stream); the first reset without a seed uses
-// config.seed; later resets and auto-resets continue each env's own stream. Each env's
+// Seeding: reset(seed) seeds env i with core::derive_seed(seed, first_env + i) (not Gymnasium's
+// seed + i, so that runs seeded s and s + 1 share no env stream); the first reset without a seed
+// uses config.seed; later resets and auto-resets continue each env's own stream. Each env's
 // trajectory therefore depends only on the seed and its own actions, not on num_threads.
 //
 // Thread-safety: all public methods are called by one thread (the owner); the pool's helpers

@@ -416,7 +416,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
     replicas_.push_back(std::move(replica));
     envs::VectorEnvConfig actor_env = env_config;
     actor_env.num_envs = env_config.num_envs / actors;
-    actor_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(a));
+    actor_env.first_env =
+        env_config.first_env + a * static_cast<int64_t>(actor_env.num_envs);  // the seeds `single` gives them
     envs_.push_back(std::make_unique<envs::VectorEnv>(actor_env));
   }
 }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
@@ -87,19 +88,21 @@ using SteadyClock = std::chrono::steady_clock;
 // Thrown inside a thread when the run is shutting down under it; the thread just exits.
 struct RunStopped {};
 
-// One agent's request: rows [0, num_envs) are its envs' observations to act on; any further rows
-// are final observations of episodes truncated at its last step, which only need a value.
+// One agent's request: actions (with their log-probabilities and values) for its envs'
+// observations, or, with values_only, just V of each row: a segment's bootstrap V(o_T), or the
+// final observations of episodes truncated at its last step.
 struct PredictionRequest {
   int agent = 0;
   torch::Tensor observations;  // [rows, *obs_shape] in the env's dtype, on the CPU
+  bool values_only = false;
 };
 
-// The predictor's answer, row for row, on the CPU.
+// The predictor's answer, row for row, on the CPU (values only: actions and log_probs undefined).
 struct Prediction {
   torch::Tensor actions;    // int64 [rows] or float [rows, d]
   torch::Tensor log_probs;  // [rows]
   torch::Tensor values;     // [rows]
-  int64_t version = 0;      // parameter version that chose the actions
+  int64_t version = 0;      // parameter version that predicted them
 };
 
 // T steps of one agent's envs, and what the trainer reports when it trains them.
@@ -138,14 +141,16 @@ int64_t segments_in_flight(const CentralInferenceConfig& config) {
 class Run {
  public:
   Run(const CentralInferenceConfig& config, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
-      algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus, uint64_t seed, TrainingState& state,
-      int64_t total_steps, int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks)
+      algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus, uint64_t seed,
+      at::Generator action_generator, TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+      const TrainingCallbacks& callbacks)
       : config_(config),
         envs_(envs),
         learner_(learner),
         device_(device),
         bonus_(bonus),
         seed_(seed),
+        action_generator_(std::move(action_generator)),
         state_(state),
         total_steps_(total_steps),
         callbacks_(callbacks),
@@ -179,8 +184,9 @@ class Run {
           core::torch_thread(core::thread_seed(seed_, index++), [this, a] { guarded([&] { agent(a); }); }));
     }
     for (int p = 0; p < config_.predictors; ++p) {
-      threads.push_back(
-          core::torch_thread(core::thread_seed(seed_, index++), [this, p] { guarded([&] { predictor(p); }); }));
+      const auto body = [this, p] { guarded([&] { predictor(p); }); };
+      const uint64_t seed = core::thread_seed(seed_, index++);
+      threads.push_back(p == 0 ? core::torch_thread(action_generator_, body) : core::torch_thread(seed, body));
     }
     for (int t = 0; t < config_.trainers; ++t) {
       threads.push_back(
@@ -262,8 +268,8 @@ class Run {
   }
 
   // Sends observations to the predictors and waits for the answer.
-  Prediction predict(int agent, torch::Tensor observations) {
-    switch (predictions_.push(PredictionRequest{agent, std::move(observations)}, timeout_)) {
+  Prediction predict(int agent, torch::Tensor observations, bool values_only = false) {
+    switch (predictions_.push(PredictionRequest{agent, std::move(observations), values_only}, timeout_)) {
       case QueueStatus::kOk:
         break;
       case QueueStatus::kClosed:
@@ -316,8 +322,6 @@ class Run {
 
     envs::Batch batch = env.reset();
     torch::Tensor observations = host_rows(batch.observations, n);
-    Prediction prediction = predict(a, observations);
-    std::vector<int64_t> truncated_rows;
     while (agents_.wait_until_active(a) && !stopping_) {
       if (!take_slot(a)) return;
       if (steps_claimed_.fetch_add(steps * n) >= total_steps_) {
@@ -325,11 +329,10 @@ class Run {
         agents_.close();           // parked agents have nothing left to do either
         return;
       }
-      // The segment's first action was chosen at the end of the last one, before this agent
-      // waited for its slot; if the learner has moved since, choose it with the newest parameters.
-      if (prediction.version != actor_.version()) prediction = predict(a, observations);
+      // T steps as RolloutCollector takes them under `single`, each prediction asked for when it
+      // is needed (the segment's first action after the slot, with the newest parameters), so
+      // that one agent taking turns with the learner draws and learns exactly what `single` does.
       Segment segment;
-      segment.version = prediction.version;
       algos::Rollout& rollout = segment.rollout;
       const auto floats = torch::TensorOptions().dtype(torch::kFloat32);
       rollout.observations = torch::empty(observation_batch_shape(env.spec().observation_space, {steps, n}),
@@ -347,35 +350,31 @@ class Run {
       float* truncated = rollout.truncated.data_ptr<float>();
 
       for (int64_t t = 0; t < steps; ++t) {
+        const Prediction prediction = predict(a, observations);
+        if (t == 0) segment.version = prediction.version;
         rollout.observations[t].copy_(observations);
-        rollout.actions[t].copy_(prediction.actions.narrow(0, 0, n));
-        rollout.log_probs[t].copy_(prediction.log_probs.narrow(0, 0, n));
-        rollout.values[t].copy_(prediction.values.narrow(0, 0, n));
+        rollout.actions[t].copy_(prediction.actions);
+        rollout.log_probs[t].copy_(prediction.log_probs);
+        rollout.values[t].copy_(prediction.values);
 
-        batch = env_actions.step(env, prediction.actions.narrow(0, 0, n));
-        truncated_rows.clear();
+        batch = env_actions.step(env, prediction.actions);
+        bool any_truncated = false;
         for (int64_t row = 0; row < n; ++row) {
           rewards[t * n + row] = batch.rewards[row];
           terminated[t * n + row] = batch.terminated[row];
           truncated[t * n + row] = batch.truncated[row];
-          if (batch.truncated[row]) truncated_rows.push_back(row);
+          any_truncated = any_truncated || batch.truncated[row];
           if (batch.has_final[row])
             segment.episodes.emplace_back(batch.episode_returns[row], batch.episode_lengths[row]);
         }
-        observations = host_rows(batch.observations, n);
-        if (truncated_rows.empty()) {
-          prediction = predict(a, observations);
-        } else {
-          // Bootstrap a time-limited episode from its own last observation, not the next
-          // episode's first: its value rides along with the next request.
-          const auto rows = torch::tensor(truncated_rows, torch::kInt64);
-          const torch::Tensor finals = host_rows(batch.final_observations, n).index_select(0, rows);
-          prediction = predict(a, torch::cat({observations, finals}));
-          rollout.truncation_values[t].index_copy_(0, rows,
-                                                   prediction.values.narrow(0, n, static_cast<int64_t>(rows.numel())));
+        // Bootstrap a time-limited episode from its own last observation, not the next episode's first.
+        if (any_truncated) {
+          const Prediction finals = predict(a, host_rows(batch.final_observations, n), /*values_only=*/true);
+          rollout.truncation_values[t].copy_(finals.values * rollout.truncated[t]);
         }
+        observations = host_rows(batch.observations, n);
       }
-      rollout.bootstrap_value = prediction.values.narrow(0, 0, n).clone();
+      rollout.bootstrap_value = predict(a, observations, /*values_only=*/true).values;
       if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
       switch (training_.push(std::move(segment), timeout_)) {
         case QueueStatus::kOk:
@@ -407,26 +406,44 @@ class Run {
     const int64_t envs_per_agent = envs_.front()->num_envs();
     const size_t max_requests = static_cast<size_t>(std::max<int64_t>(1, config_.prediction_batch / envs_per_agent));
     std::vector<PredictionRequest> requests;
-    std::vector<torch::Tensor> rows;
+    std::vector<torch::Tensor> act_rows, value_rows;
     while (predictors_.wait_until_active(p)) {
       requests.clear();
       const QueueStatus status = predictions_.pop_batch(requests, max_requests, timeout_);
       if (status == QueueStatus::kClosed) return;
       if (status == QueueStatus::kTimedOut) continue;  // an idle spare predictor is fine
-      rows.clear();
-      for (const PredictionRequest& request : requests) rows.push_back(request.observations);
-      const torch::Tensor observations = torch::cat(rows);
-      const Prediction all = actor_.read([&](nn::ActorCritic& model, int64_t version) {
+      // One forward pass for the requests that need actions, one for those that need values.
+      act_rows.clear();
+      value_rows.clear();
+      for (const PredictionRequest& request : requests) {
+        (request.values_only ? value_rows : act_rows).push_back(request.observations);
+      }
+      Prediction acted, valued;
+      actor_.read([&](nn::ActorCritic& model, int64_t version) {
         c10::InferenceMode inference;
-        const nn::ActResult result = model->act(observations.to(device_));
-        return Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU), result.value.to(torch::kCPU),
-                          version};
+        if (!act_rows.empty()) {
+          const nn::ActResult result = model->act(torch::cat(act_rows).to(device_));
+          acted = Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU),
+                             result.value.to(torch::kCPU), version};
+        }
+        if (!value_rows.empty()) {
+          valued.values = model->value(torch::cat(value_rows).to(device_)).to(torch::kCPU);
+          valued.version = version;
+        }
+        return 0;
       });
-      int64_t offset = 0;
+      int64_t act_offset = 0, value_offset = 0, offset = 0;
       for (const PredictionRequest& request : requests) {
         const int64_t count = request.observations.size(0);
-        Prediction mine{all.actions.narrow(0, offset, count), all.log_probs.narrow(0, offset, count),
-                        all.values.narrow(0, offset, count), all.version};
+        Prediction mine;
+        if (request.values_only) {
+          mine = Prediction{{}, {}, valued.values.narrow(0, value_offset, count), valued.version};
+          value_offset += count;
+        } else {
+          mine = Prediction{acted.actions.narrow(0, act_offset, count), acted.log_probs.narrow(0, act_offset, count),
+                            acted.values.narrow(0, act_offset, count), acted.version};
+          act_offset += count;
+        }
         offset += count;
         // Each agent has one request in flight, so its reply slot is free.
         if (replies_[static_cast<size_t>(request.agent)]->push(std::move(mine), timeout_) == QueueStatus::kClosed) {
@@ -505,6 +522,7 @@ class Run {
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null
   uint64_t seed_;
+  at::Generator action_generator_;  // predictor 0's
   TrainingState& state_;
   const int64_t total_steps_;
   const TrainingCallbacks& callbacks_;
@@ -553,7 +571,8 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
   for (int a = 0; a < config_.agents; ++a) {
     envs::VectorEnvConfig agent_env = env_config;
     agent_env.num_envs = env_config.num_envs / config_.agents;
-    agent_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(a));
+    agent_env.first_env =
+        env_config.first_env + a * static_cast<int64_t>(agent_env.num_envs);  // the seeds `single` gives them
     envs_.push_back(std::make_unique<envs::VectorEnv>(agent_env));
   }
 }
@@ -561,7 +580,16 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
 void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                    const TrainingCallbacks& callbacks) {
   if (state.global_step >= total_steps) return;
-  Run run(config_, envs_, learner_, device_, bonus_, seed_, state, total_steps, checkpoint_interval_steps, callbacks);
+  // Predictor 0 draws actions on from where the process generator stands (before the actor copy's
+  // construction draws from it), as `single` does on the main thread.
+  at::Generator action_generator;
+  {
+    at::Generator process = at::detail::getDefaultCPUGenerator();  // a handle on the one generator
+    std::lock_guard<std::mutex> lock(process.mutex());
+    action_generator = process.clone();
+  }
+  Run run(config_, envs_, learner_, device_, bonus_, seed_, std::move(action_generator), state, total_steps,
+          checkpoint_interval_steps, callbacks);
   run.run();
 }
 

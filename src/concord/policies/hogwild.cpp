@@ -54,7 +54,8 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
   for (int w = 0; w < workers; ++w) {
     envs::VectorEnvConfig worker_env = env_config;
     worker_env.num_envs = env_config.num_envs / workers;
-    worker_env.seed = core::derive_seed(env_config.seed, static_cast<uint64_t>(w));
+    worker_env.first_env =
+        env_config.first_env + w * static_cast<int64_t>(worker_env.num_envs);  // the seeds `single` gives them
     envs_.push_back(std::make_unique<envs::VectorEnv>(worker_env));
     replicas_.push_back(learner.make_shared_replica());
   }
