@@ -173,4 +173,19 @@ TEST_F(AtomicFileTest, RemovesOnlyTheTemporariesOfDeadWriters) {
 }
 
 }  // namespace
+// A temporary made some other way (keep_checkpoint's hard link) carries the same name, so the
+// sweep recognises it once its writer has died; two names are never the same.
+TEST_F(AtomicFileTest, TemporaryPathsAreUniqueAndInTheSweptForm) {
+  const std::filesystem::path first = temporary_path(dir_ / "checkpoint-500.ckpt");
+  const std::filesystem::path second = temporary_path(dir_ / "checkpoint-500.ckpt");
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first.parent_path(), dir_);
+  const std::string prefix = ".checkpoint-500.ckpt." + std::to_string(::getpid()) + ".";
+  EXPECT_EQ(first.filename().string().rfind(prefix, 0), 0u) << first;
+  EXPECT_EQ(first.extension(), ".tmp");
+  std::ofstream(first) << "x";
+  EXPECT_EQ(remove_stale_temporaries(dir_), 0) << "a live writer's temporary stays";
+  EXPECT_TRUE(std::filesystem::exists(first));
+}
+
 }  // namespace concord::core

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "concord/cli/run_config.h"
+#include "concord/core/atomic_file.h"
 #include "concord/core/checkpoint.h"
 
 namespace concord::cli {
@@ -61,9 +62,10 @@ void keep_checkpoint(const std::filesystem::path& run_dir, const std::filesystem
   // appears whole or not at all. Where links are impossible (some file systems) it is a copy,
   // written atomically too.
   const std::filesystem::path kept = kept_checkpoint_path(run_dir, global_step);
-  const std::filesystem::path staging = kept.string() + ".tmp";
+  // Named as write_file_atomically names its temporaries, so that a process killed between the
+  // two steps leaves a file the next start-up's stale-temporary sweep removes.
+  const std::filesystem::path staging = core::temporary_path(kept);
   std::error_code error;
-  std::filesystem::remove(staging, error);
   std::filesystem::create_hard_link(latest, staging, error);
   if (error) std::filesystem::copy_file(latest, staging, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(staging, kept);

@@ -128,6 +128,12 @@ int remove_stale_temporaries(const std::filesystem::path& dir) {
   return removed;
 }
 
+std::filesystem::path temporary_path(const std::filesystem::path& path) {
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  return dir / ("." + path.filename().string() + "." + std::to_string(::getpid()) + "." +
+                std::to_string(g_temp_counter.fetch_add(1)) + ".tmp");
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   write_file_atomically(path, std::vector<std::string_view>{bytes});
 }
@@ -137,9 +143,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::vector<
     throw std::runtime_error("cannot write file '" + path.string() + "': path names no file");
   }
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  const std::string temp_name = "." + path.filename().string() + "." + std::to_string(::getpid()) + "." +
-                                std::to_string(g_temp_counter.fetch_add(1)) + ".tmp";
-  TempFile temp(dir / temp_name);
+  TempFile temp(temporary_path(path));
   for (const std::string_view piece : pieces) {
     temp.write_all(piece);
   }

@@ -18,6 +18,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 // As above, with the file contents given as consecutive pieces (saves joining large buffers).
 void write_file_atomically(const std::filesystem::path& path, const std::vector<std::string_view>& pieces);
 
+// A fresh temporary name beside `path` in the form write_file_atomically uses and
+// remove_stale_temporaries recognises, for a file made some other way (a hard link, a copy) and
+// then renamed over its final name.
+std::filesystem::path temporary_path(const std::filesystem::path& path);
+
 // Removes from `dir` the temporaries that write_file_atomically left behind in a process that died
 // mid-write (SIGKILL, SIGXFSZ, a power cut): ".<name>.<pid>.<counter>.tmp" files whose pid is no
 // longer a running process. A live writer's temporary, of this process or another, is left
