@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/fit_checkpoint.h"
 #include "concord/cli/gan_fit.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
@@ -21,12 +22,10 @@
 #include "concord/cli/training_checkpoint.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
-#include "concord/core/checkpoint_fields.h"
 #include "concord/core/progress_bar.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit.h"
-#include "concord/supervised/replica_state.h"
 
 namespace concord::cli {
 namespace {
@@ -145,33 +144,16 @@ void run_fit(const FitFlags& flags) {
   const std::string steps_name = fit.federated() ? "rounds" : "steps";
   const int64_t total = fit.federated() ? fit.rounds : supervised::step_budget(fit, data.train.size());
 
-  // Every rank reads the checkpoint, as under `concord train --resume`, and takes its own part.
-  // A group restarted by `concord launch --max-restarts` runs its command again, so its config is
-  // the command's, checked against the checkpoint's as for --resume.
-  const RestartedRun restarted = flags.resume.empty() ? restarted_run() : RestartedRun{};
-  const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : flags.resume;
-  std::optional<core::Checkpoint> resumed;
-  int64_t resumed_step = 0;
-  if (!resume_dir.empty()) {
-    const std::filesystem::path file = checkpoint_path(resume_dir);
-    resumed = core::load_checkpoint(file);
-    check_resumable(checkpoint_config(*resumed, file), config, file, kResumeMayChange);
-    try {
-      supervised::replica_state(*resumed, 0, fit.workers);
-      resumed_step = core::metadata_int(*resumed, steps_name);
-    } catch (const core::CheckpointError& error) {
-      throw error.with_path(file);
-    }
-  }
+  const FitResume resume = find_fit_resume(flags.resume, config, kResumeMayChange, fit.workers, steps_name);
 
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", resume_dir.empty() ? restarted.run_dir : resume_dir,
+    run.emplace(start_run(std::move(config), "fit", resume.reused_run_dir(),
                           fit.dataset + "-" + fit.model + "-" + fit.strategy));
-    if (resumed) spdlog::info("resumed at {} {}", steps_name, resumed_step);
+    if (resume.state) spdlog::info("resumed at {} {}", steps_name, resume.step);
     // At step 0 for a restart without a checkpoint: the failed group's rows go.
-    if (resumed || !restarted.run_dir.empty()) run->metrics->resume_at(resumed_step);
+    if (!resume.reused_run_dir().empty()) run->metrics->resume_at(resume.step);
     spdlog::info("fitting {} on {} ({} train / {} test images) with {} over {} {}, {} {}", fit.model, fit.dataset,
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,
@@ -193,13 +175,7 @@ void run_fit(const FitFlags& flags) {
                                                        record.batch_size, record.learning_rate, record.top_eigenvalue));
   };
   callbacks.on_checkpoint = [&](int64_t step, const core::Checkpoint& state) {
-    core::Checkpoint checkpoint = state;
-    checkpoint.metadata["command"] = "fit";
-    checkpoint.metadata[steps_name] = step;
-    checkpoint.metadata["model"] = fit.model;
-    checkpoint.metadata["strategy"] = fit.strategy;
-    checkpoint.metadata["config"] = run->config.to_toml();
-    core::save_checkpoint(checkpoint_path(run->run_dir), checkpoint);
+    save_fit_checkpoint(*run, state, {{steps_name, step}, {"model", fit.model}, {"strategy", fit.strategy}});
   };
 
   // SIGINT/SIGTERM end the fit at its next evaluation step, checkpointed, as they end `concord train`.
@@ -208,14 +184,14 @@ void run_fit(const FitFlags& flags) {
   {
     SignalStop signals;
     callbacks.should_stop = [&signals] { return signals.requested(); };
-    const core::Checkpoint* resume_from = resumed ? &*resumed : nullptr;
+    const core::Checkpoint* resume_from = resume.state ? &*resume.state : nullptr;
     try {
       fitted.emplace(communicator
                          ? supervised::fit_replica(fit, run_config, data, *communicator, callbacks, resume_from)
                          : supervised::fit_with_threads(fit, run_config, data, callbacks, resume_from));
     } catch (const core::CheckpointError& error) {
-      if (resume_dir.empty()) throw;
-      throw error.with_path(checkpoint_path(resume_dir));
+      if (resume.run_dir.empty()) throw;
+      throw error.with_path(checkpoint_path(resume.run_dir));
     }
     stop_signal = signals.signal();
   }

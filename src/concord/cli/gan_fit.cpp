@@ -12,19 +12,18 @@
 #include <torch/torch.h>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/fit_checkpoint.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/comm/launch_environment.h"
-#include "concord/core/checkpoint_fields.h"
 #include "concord/core/image_grid.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/launch/launched_ranks.h"
 #include "concord/supervised/fit_config.h"
 #include "concord/supervised/gan_config.h"
 #include "concord/supervised/gan_training.h"
-#include "concord/supervised/replica_state.h"
 #include "concord/supervised/sample_quality.h"
 
 namespace concord::cli {
@@ -53,7 +52,7 @@ std::filesystem::path grid_path(const std::filesystem::path& run_dir, int64_t st
 
 }  // namespace
 
-void run_gan_fit(core::Config config, const std::string& resume) {
+void run_gan_fit(core::Config config, const std::string& resume_flag) {
   supervised::GanConfig gan = supervised::gan_config_from(config);
   const supervised::FitConfig fit = supervised::fit_config_from(config);  // fit.data_dir, and fit.* stays valid
   set_torch_threads(config);
@@ -63,22 +62,7 @@ void run_gan_fit(core::Config config, const std::string& resume) {
     gan.pairs = concord::launch::launched_ranks(launch, config, "gan.pairs", gan.pairs);
     supervised::validate(gan);
   }
-  // Every rank reads the checkpoint and later takes its own pair's part, as `concord fit` does.
-  const RestartedRun restarted = resume.empty() ? restarted_run() : RestartedRun{};
-  const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : resume;
-  std::optional<core::Checkpoint> resumed;
-  int64_t resumed_step = 0;
-  if (!resume_dir.empty()) {
-    const std::filesystem::path file = checkpoint_path(resume_dir);
-    resumed = core::load_checkpoint(file);
-    check_resumable(checkpoint_config(*resumed, file), config, file, kResumeMayChange);
-    try {
-      supervised::replica_state(*resumed, 0, gan.pairs);
-      resumed_step = core::metadata_int(*resumed, "steps");
-    } catch (const core::CheckpointError& error) {
-      throw error.with_path(file);
-    }
-  }
+  const FitResume resume = find_fit_resume(resume_flag, config, kResumeMayChange, gan.pairs, "steps");
   // Everything that can reject the run (the data set above all) comes before the run directory.
   const data::TrainTestSplit data = data::load_dataset(fit.dataset, fit.data_dir);
   std::unique_ptr<comm::Communicator> communicator;
@@ -94,12 +78,12 @@ void run_gan_fit(core::Config config, const std::string& resume) {
   std::optional<RunContext> run;
   std::unique_ptr<core::ProgressBar> progress;
   if (leader) {
-    run.emplace(start_run(std::move(config), "fit", resume_dir.empty() ? restarted.run_dir : resume_dir,
+    run.emplace(start_run(std::move(config), "fit", resume.reused_run_dir(),
                           fit.dataset + "-gan-" + gan.model + "-" + pairing));
     std::filesystem::create_directories(run->run_dir / "samples");
-    if (resumed) spdlog::info("resumed at steps {}", resumed_step);
+    if (resume.state) spdlog::info("resumed at steps {}", resume.step);
     // At step 0 for a restart without a checkpoint: the failed group's rows go.
-    if (resumed || !restarted.run_dir.empty()) run->metrics->resume_at(resumed_step);
+    if (!resume.reused_run_dir().empty()) run->metrics->resume_at(resume.step);
   }
   std::unique_ptr<supervised::DigitJudge> judge;
   if (gan.score_samples > 0) {
@@ -128,13 +112,7 @@ void run_gan_fit(core::Config config, const std::string& resume) {
     core::write_png(grid_path(run->run_dir, step), core::tile_images(samples, kGridColumns));
   };
   callbacks.on_checkpoint = [&](int64_t step, const core::Checkpoint& state) {
-    core::Checkpoint checkpoint = state;
-    checkpoint.metadata["command"] = "fit";
-    checkpoint.metadata["task"] = "gan";
-    checkpoint.metadata["steps"] = step;
-    checkpoint.metadata["model"] = gan.model;
-    checkpoint.metadata["config"] = run->config.to_toml();
-    core::save_checkpoint(checkpoint_path(run->run_dir), checkpoint);
+    save_fit_checkpoint(*run, state, {{"task", "gan"}, {"steps", step}, {"model", gan.model}});
   };
 
   // SIGINT/SIGTERM end the run at its next record step, checkpointed, as they end `concord fit`.
@@ -143,14 +121,14 @@ void run_gan_fit(core::Config config, const std::string& resume) {
   {
     SignalStop signals;
     callbacks.should_stop = [&signals] { return signals.requested(); };
-    const core::Checkpoint* resume_from = resumed ? &*resumed : nullptr;
+    const core::Checkpoint* resume_from = resume.state ? &*resume.state : nullptr;
     try {
       trained.emplace(
           communicator ? supervised::train_gan_pair(gan, data.train, *communicator, callbacks, judge.get(), resume_from)
                        : supervised::train_gans_with_threads(gan, data.train, callbacks, judge.get(), resume_from));
     } catch (const core::CheckpointError& error) {
-      if (resume_dir.empty()) throw;
-      throw error.with_path(checkpoint_path(resume_dir));
+      if (resume.run_dir.empty()) throw;
+      throw error.with_path(checkpoint_path(resume.run_dir));
     }
     stop_signal = signals.signal();
   }
