@@ -74,11 +74,10 @@ struct ApexConfig {
 // checkpoint. No thread outlives train().
 class ApexPolicy : public Policy {
  public:
-  // Makes one ActorReplica and one VectorEnv (env_config.num_envs / actors envs, seeded
-  // derive_seed(seed, i)) per actor. Throws std::invalid_argument, in one line each, for an
-  // invalid config, num_envs not divisible by the actors, env.num_threads != 1 or
-  // env.batch_size != 0, or a learner without an ActorReplica or that cannot observe while
-  // updating.
+  // Makes one ActorReplica and one VectorEnv (env_config.num_envs / actors envs: the run's
+  // [i x k, (i + 1) x k), seeded as `single` seeds them) per actor. Throws std::invalid_argument, in one line each, for
+  // an invalid config, num_envs not divisible by the actors, env.num_threads != 1 or env.batch_size != 0, or a learner
+  // without an ActorReplica or that cannot observe while updating.
   ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
              torch::Device device);
 

@@ -58,8 +58,8 @@ struct CentralInferenceConfig {
 // The lag is bounded at its source. The learner is usually the slowest stage, so experience that
 // agents collect ahead of it only waits in a queue and grows older. An agent therefore starts a
 // segment only when it holds one of training_batch x (max_policy_lag + 1) slots, which a trainer
-// frees once it has trained the segment; and if the parameters moved while it waited, it chooses
-// the segment's first action again with the newest ones. With max_policy_lag = 0 collection and
+// frees once it has trained the segment, and asks for the segment's first action only then, with
+// the newest parameters. With max_policy_lag = 0 collection and
 // learning take turns and every segment is on-policy (lag exactly 0); with L, about L updates'
 // worth of segments are collected while the learner trains. Unbounded, a full training queue made
 // the lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5
@@ -70,11 +70,12 @@ struct CentralInferenceConfig {
 // 1 run in 10 to 20 still fails at every lag, 0 included (bench/RESULTS.md).
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
-// including truncation_values (the final observations of truncated episodes ride along in the
-// next prediction request) and bootstrap_value (the values of the prediction for o_T, whose
-// actions start the next segment). Episode returns travel with the segments, so every callback
-// is called by a trainer or by the thread that called train(), one at a time, under the lock
-// that serialises learner updates: never concurrently with an update.
+// taken as RolloutCollector takes it: an act() request per step, and values-only requests for
+// truncation_values (the final observations of truncated episodes) and bootstrap_value (o_T).
+// Predictor 0 draws from where the process generator stood when train() began, as `single` does
+// on the main thread, so one agent at max_policy_lag = 0 trains bit for bit as `single`. Episode returns travel with
+// the segments, so every callback is called by a trainer or by the thread that called train(), one at a time, under the
+// lock that serialises learner updates: never concurrently with an update.
 //
 // Dynamic adjustment (off by default): every adjust_interval_seconds the numbers of active
 // agents, predictors and trainers each move by a random -1, 0 or +1 within [1, configured], and
@@ -84,10 +85,10 @@ struct CentralInferenceConfig {
 // Requirements, checked at construction (std::invalid_argument naming the setting): a valid
 // config (including enough slots that every trainer can fill a batch: training_batch x
 // (max_policy_lag + 1) > trainers x (training_batch - 1)), env.batch_size = 0, env.num_threads = 1 (each agent steps
-// its own envs) and env.num_envs divisible by agents. Agent a steps num_envs / agents envs seeded from
-// derive_seed(seed, a). train() stops at total_steps (counted when segments are claimed, as in
-// `hogwild`), at should_stop(), or at the first exception of any thread, which it rethrows after
-// closing every queue and joining every thread.
+// its own envs) and env.num_envs divisible by agents. Agent a steps the run's envs [a x k, (a + 1) x k),
+// k = num_envs / agents, seeded as `single` seeds them (VectorEnvConfig::first_env). train() stops at total_steps
+// (counted when segments are claimed, as in `hogwild`), at should_stop(), or at the first exception of any thread,
+// which it rethrows after closing every queue and joining every thread.
 //
 // With an exploration `bonus`, each agent adds it to its segment before queueing it
 // (exploration_bonus.h): the counts are updated where experience is collected, and all agents

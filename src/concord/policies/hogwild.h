@@ -38,8 +38,8 @@ struct HogwildConfig {
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
 // that takes exactly one gradient step per update (PPO's epochs x minibatches must be 1), whose
 // optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
-// num_envs / W envs seeded from derive_seed(seed, w). With an exploration `bonus`, every worker
-// adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
+// num_envs / W envs, the run's [w x k, (w + 1) x k) seeded as `single` seeds them. With an exploration `bonus`, every
+// worker adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
  public:
   HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
