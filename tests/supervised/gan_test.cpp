@@ -208,15 +208,24 @@ TEST(GanLearning, AShortRunLearnsTowardTheDataSwapsAndWritesAGrid) {
   EXPECT_TRUE(test::learns(train, test::LearningBar{0.5}));
 }
 
-TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
-  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
+// A GAP run small enough for a unit test: `pairs` 32-unit MLP pairs on batches of 16, swapping
+// and recording every `interval` updates, `steps` updates, no PNG grids between.
+GanConfig small_gan(int pairs, int64_t interval, int64_t steps) {
   GanConfig gan;
-  gan.pairs = 2;
-  gan.swap_every = 3;
-  gan.steps = 12;
-  gan.eval_interval = 12;
+  gan.pairs = pairs;
+  gan.swap_every = interval;
+  gan.eval_interval = interval;
+  gan.steps = steps;
   gan.hidden_units = 32;
   gan.batch_size = 16;
+  gan.sample_interval = 0;
+  return gan;
+}
+
+TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
+  const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
+  GanConfig gan = small_gan(2, 3, 12);
+  gan.eval_interval = 12;
   const GanResult first = train_gans_with_threads(gan, data.train, {});
   const GanResult second = train_gans_with_threads(gan, data.train, {});
   EXPECT_EQ(first.final.discriminator_loss, second.final.discriminator_loss);
@@ -229,14 +238,7 @@ TEST(GanTrainingTest, SeedsMakeRunsRepeatable) {
 // discriminator assignment; so does one stopped by should_stop at a record step mid-run.
 TEST(GanTrainingTest, AResumedRunEndsExactlyAsAnUninterruptedOne) {
   const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
-  GanConfig gan;
-  gan.pairs = 3;
-  gan.swap_every = 3;
-  gan.eval_interval = 3;
-  gan.hidden_units = 32;
-  gan.batch_size = 16;
-  gan.sample_interval = 0;
-  gan.steps = 18;
+  GanConfig gan = small_gan(3, 3, 18);
   const GanResult whole = train_gans_with_threads(gan, data.train, {});
 
   core::Checkpoint saved;
@@ -275,14 +277,8 @@ TEST(GanTrainingTest, AResumedRunEndsExactlyAsAnUninterruptedOne) {
 // any pair trains on it.
 TEST(GanTrainingTest, AResumeRefusesStateThatDoesNotFitNamingIt) {
   const data::TrainTestSplit data = data::load_mnist(data::default_data_dir());
-  GanConfig gan;
-  gan.pairs = 2;
-  gan.swap_every = 2;
+  GanConfig gan = small_gan(2, 2, 4);
   gan.eval_interval = 4;
-  gan.hidden_units = 32;
-  gan.batch_size = 16;
-  gan.sample_interval = 0;
-  gan.steps = 4;
   core::Checkpoint saved;
   GanCallbacks callbacks;
   callbacks.on_checkpoint = [&](int64_t, const core::Checkpoint& state) { saved = state; };
