@@ -34,6 +34,51 @@ struct Collected {
   double seconds = 0.0;  // collecting it
 };
 
+// Lets a checkpoint wait until the collector is between rollouts, and keeps it there until the
+// checkpoint is written: one mutex and a condition variable, each wait bounded. (A timed_mutex
+// did this before; its try_lock_for goes through pthread_mutex_clocklock, which ThreadSanitizer
+// does not intercept, so every checkpoint read as an unlock of an unlocked mutex.)
+class RolloutGate {
+ public:
+  // The collector, around each rollout. false: a checkpoint held the gate longer than `timeout`.
+  bool enter(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return !paused_; })) return false;
+    collecting_ = true;
+    return true;
+  }
+  void leave() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      collecting_ = false;
+    }
+    changed_.notify_all();
+  }
+  // The learner, around a checkpoint. false: the rollout in progress outlasted `timeout`.
+  bool pause(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    paused_ = true;
+    if (changed_.wait_for(lock, timeout, [&] { return !collecting_; })) return true;
+    paused_ = false;
+    lock.unlock();
+    changed_.notify_all();
+    return false;
+  }
+  void resume() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      paused_ = false;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool collecting_ = false;
+  bool paused_ = false;
+};
+
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
@@ -89,7 +134,7 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   std::mutex version_mutex;
   std::condition_variable version_published;
   std::atomic<bool> stopping{false};
-  std::timed_mutex collecting;  // held by the collector over each rollout; a checkpoint takes it
+  RolloutGate gate;  // a checkpoint waits for the rollout in progress, and holds off the next
   std::exception_ptr collector_error;
 
   const auto collect_loop = [&] {
@@ -109,7 +154,14 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       if (stopping.load()) return;
       Collected item;
       {
-        std::lock_guard<std::timed_mutex> collecting_now(collecting);
+        if (!gate.enter(timeout)) {
+          throw std::runtime_error("async_learner: a checkpoint kept the collector waiting longer than " +
+                                   timeout_text);
+        }
+        struct Leave {
+          RolloutGate& gate;
+          ~Leave() { gate.leave(); }
+        } leave{gate};
         core::Stopwatch clock;
         published.copy_to(acting);
         item.version = acting.version();
@@ -153,10 +205,13 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   TrainingCallbacks pausing = callbacks;
   if (callbacks.on_checkpoint) {
     pausing.on_checkpoint = [&](const TrainingState& at) {
-      std::unique_lock<std::timed_mutex> paused(collecting, timeout);
-      if (!paused.owns_lock()) {
+      if (!gate.pause(timeout)) {
         throw std::runtime_error("async_learner: the collector did not pause for a checkpoint within " + timeout_text);
       }
+      struct Resume {
+        RolloutGate& gate;
+        ~Resume() { gate.resume(); }
+      } resume{gate};
       callbacks.on_checkpoint(at);
     };
   }
