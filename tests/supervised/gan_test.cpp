@@ -133,6 +133,9 @@ TEST(GanConfigTest, RefusesSwappingWithOnePairAndOtherBadValuesNamingTheKey) {
   gan = GanConfig();
   gan.model = "transformer";
   EXPECT_NE(message_of(gan).find("gan.model = transformer"), std::string::npos);
+  gan = GanConfig();
+  gan.checkpoint_interval = -1;
+  EXPECT_NE(message_of(gan).find("gan.checkpoint_interval = -1: must be >= 0"), std::string::npos);
 }
 
 // Found by tests/fuzz/config_fuzz: gan.pairs was cast to int, so 2^32 + 2 trained 2 pairs.
