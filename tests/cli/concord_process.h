@@ -60,6 +60,21 @@ inline std::vector<std::filesystem::path> run_directories(const std::filesystem:
   return found;
 }
 
+// Starts `concord <arguments>` in the background (its output to `output`), waits until a run
+// directory under `runs` has a first row in metrics.csv, sends it `signal` (INT, TERM, ...) and
+// waits for it to exit. Every wait is bounded (60 s each; then SIGKILL). Returns the shell's
+// "exit N\n" line for its status.
+inline std::string signal_once_running(const std::string& arguments, const std::filesystem::path& runs,
+                                       const std::filesystem::path& output, const std::string& signal) {
+  const std::string script = std::string(CONCORD_BINARY) + " " + arguments + " > " + output.string() +
+                             " 2>&1 & pid=$!; i=0; " + "until [ -n \"$(cat " + runs.string() +
+                             "/*/metrics.csv 2>/dev/null | sed -n 2p)\" ] || [ $i -ge 600 ]; " +
+                             "do sleep 0.1; i=$((i+1)); done; kill -" + signal + " $pid; " +
+                             "i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; " +
+                             "kill -KILL $pid 2>/dev/null; wait $pid; echo \"exit $?\"";
+  return run_shell(script).output;
+}
+
 // The steps (first column) of a run's metrics.csv, in file order.
 inline std::vector<int64_t> csv_steps(const std::filesystem::path& run_dir) {
   std::ifstream csv(run_dir / "metrics.csv");

@@ -93,23 +93,10 @@ TEST(FitCommandTest, BadKeysAndMissingDataAreOneLineErrors) {
 // (its first evaluation is in metrics.csv); every wait in the script is bounded.
 TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
   const auto root = fresh_dir("fit", "sigterm");
-  const std::string script = std::string(CONCORD_BINARY) +
-                             " fit --strategy allreduce --workers 2 --steps 1000000 --set fit.eval_interval=20 "
-                             "--progress off --run-root " +
-                             root.string() + " > " + (root / "out.txt").string() +
-                             " 2>&1 & pid=$!; i=0; "
-                             "until [ -n \"$(cat " +
-                             root.string() +
-                             "/*/metrics.csv 2>/dev/null | sed -n 2p)\" ] || "
-                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; "
-                             "i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-                             "kill -KILL $pid 2>/dev/null; wait $pid; echo \"exit $?\"";
-  FILE* pipe = popen(script.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string status;
-  char buffer[256];
-  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) status.append(buffer, read);
-  pclose(pipe);
+  const std::string status = signal_once_running(
+      "fit --strategy allreduce --workers 2 --steps 1000000 --set fit.eval_interval=20 --progress off --run-root " +
+          root.string(),
+      root, root / "out.txt", "TERM");
   std::ifstream out_file(root / "out.txt");
   const std::string output((std::istreambuf_iterator<char>(out_file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(status, "exit 143\n") << output;

@@ -136,19 +136,8 @@ TEST(GanCommandTest, SigintStopsAtARecordStepAndTheRunResumesFromThere) {
       "fit --task gan --gans 2 --swap-every 5 --set gan.eval_interval=10 --set gan.score_samples=0 "
       "--set gan.sample_interval=0 --set gan.hidden_units=64 --progress off";
   const std::filesystem::path runs = root / "stopped";
-  const std::string script = std::string(CONCORD_BINARY) + " " + run + " --steps 100000000 --run-root " +
-                             runs.string() + " > " + (root / "out.txt").string() +
-                             " 2>&1 & pid=$!; i=0; until [ -n \"$(cat " + runs.string() +
-                             "/*/metrics.csv 2>/dev/null | sed -n 2p)\" ] || [ $i -ge 600 ]; do sleep 0.1; "
-                             "i=$((i+1)); done; kill -INT $pid; "
-                             "i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-                             "kill -KILL $pid 2>/dev/null; wait $pid; echo \"exit $?\"";
-  FILE* pipe = popen(script.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string status;
-  char buffer[256];
-  for (size_t read; (read = fread(buffer, 1, sizeof buffer, pipe)) > 0;) status.append(buffer, read);
-  pclose(pipe);
+  const std::string status =
+      signal_once_running(run + " --steps 100000000 --run-root " + runs.string(), runs, root / "out.txt", "INT");
   const std::string output = read_file(root / "out.txt");
   EXPECT_EQ(status, "exit 130\n") << output;
   EXPECT_NE(output.find("stopped by signal at step"), std::string::npos) << output;
