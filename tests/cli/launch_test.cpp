@@ -498,37 +498,37 @@ TEST(Launch, ARestartBeforeAnyCheckpointStartsAfreshInTheSameRunDirectory) {
   EXPECT_TRUE(std::filesystem::exists(run_dirs.front() / "checkpoint.ckpt"));
 }
 
+// `concord fit <arguments> --steps 20` on two ranks, then every rank exits 3, and the group that
+// --max-restarts starts again runs the same fit with --steps 40: the launcher's whole output.
+CommandResult fit_restarted_at_step_20(const std::filesystem::path& root, const std::string& arguments) {
+  const std::string fit =
+      std::string(CONCORD_BINARY) + " fit " + arguments + " --progress off --run-root " + root.string();
+  return launch_script("-n 2 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + fit +
+                                                    " --steps 20 || exit 9; exit 3; fi; exec " + fit + " --steps 40");
+}
+
 // The same for `concord fit` on two ranks: the restarted group takes every rank's state back from
 // rank 0's checkpoint at step 20 and goes on to 40.
 TEST(Launch, ARestartedFitContinuesFromTheCheckpoint) {
   const auto root = fresh_dir("restart_fit");
-  const std::string fit = std::string(CONCORD_BINARY) +
-                          " fit --strategy local_sgd --set fit.checkpoint_interval=10 --set fit.eval_interval=10 "
-                          "--progress off --run-root " +
-                          root.string();
-  const CommandResult result =
-      launch_script("-n 2 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + fit +
-                                                 " --steps 20 || exit 9; exit 3; fi; exec " + fit + " --steps 40");
+  const CommandResult result = fit_restarted_at_step_20(
+      root, "--strategy local_sgd --set fit.checkpoint_interval=10 --set fit.eval_interval=10");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank "));
   EXPECT_THAT(result.output, HasSubstr("resumed at steps 20"));
   const std::vector<std::filesystem::path> run_dirs = concord::test::run_directories(root);
   ASSERT_EQ(run_dirs.size(), 1u) << result.output;
-  const std::vector<int64_t> steps = concord::test::csv_steps(run_dirs.front());
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(concord::test::csv_steps(run_dirs.front()), (std::vector<int64_t>{10, 20, 30, 40}));
 }
 
 // And for GAP (`concord fit --task gan`): every pair takes its networks, Adam moments, sampler
 // and noise generator back from the checkpoint at update 20.
 TEST(Launch, ARestartedGanRunContinuesFromTheCheckpoint) {
   const auto root = fresh_dir("restart_gan");
-  const std::string gan = std::string(CONCORD_BINARY) +
-                          " fit --task gan --swap-every 5 --set gan.checkpoint_interval=10 --set gan.eval_interval=10 "
-                          "--set gan.score_samples=0 --set gan.hidden_units=32 --progress off --run-root " +
-                          root.string();
   const CommandResult result =
-      launch_script("-n 2 --max-restarts 1", "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + gan +
-                                                 " --steps 20 || exit 9; exit 3; fi; exec " + gan + " --steps 40");
+      fit_restarted_at_step_20(root,
+                               "--task gan --swap-every 5 --set gan.checkpoint_interval=10 --set gan.eval_interval=10 "
+                               "--set gan.score_samples=0 --set gan.hidden_units=32");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("restart 1 of 1: rank "));
   EXPECT_THAT(result.output, HasSubstr("resumed at steps 20"));
