@@ -51,6 +51,13 @@ struct VectorEnv::Block {
   alignas(64) std::atomic<int64_t> filled{0};
 };
 
+VectorEnvConfig env_slice(const VectorEnvConfig& config, int part, int parts) {
+  VectorEnvConfig slice = config;
+  slice.num_envs = config.num_envs / parts;
+  slice.first_env = config.first_env + static_cast<int64_t>(part) * slice.num_envs;
+  return slice;
+}
+
 VectorEnvConfig VectorEnv::validated(VectorEnvConfig config) {
   const VectorEnvConfig& c = config;
   if (c.num_envs < 1) {

@@ -52,6 +52,11 @@ struct VectorEnvConfig {
   EnvOptions options;                              // Passed to every env's factory (see registry.h).
 };
 
+// Slice `part` of `parts` equal slices of a run's envs (config.num_envs divisible by parts): the
+// run's envs [part x k, (part + 1) x k), k = num_envs / parts, seeded as one vector of them all
+// would seed them. For policies that give each thread its own envs.
+VectorEnvConfig env_slice(const VectorEnvConfig& config, int part, int parts);
+
 // A batch of results: `size` rows, each the outcome of one env's reset or step. Row-major,
 // contiguous, owned by the VectorEnv (see the validity notes on step() and recv()).
 //

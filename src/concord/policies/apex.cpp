@@ -16,7 +16,6 @@
 #include <torch/torch.h>
 
 #include "concord/core/config_problems.h"
-#include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/transition_collector.h"
@@ -414,11 +413,7 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
           "train.policy single or sync_vector");
     }
     replicas_.push_back(std::move(replica));
-    envs::VectorEnvConfig actor_env = env_config;
-    actor_env.num_envs = env_config.num_envs / actors;
-    actor_env.first_env =
-        env_config.first_env + a * static_cast<int64_t>(actor_env.num_envs);  // the seeds `single` gives them
-    envs_.push_back(std::make_unique<envs::VectorEnv>(actor_env));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(env_config, a, actors)));
   }
 }
 

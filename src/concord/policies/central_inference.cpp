@@ -430,9 +430,8 @@ class Run {
           valued.values = model->value(torch::cat(value_rows).to(device_)).to(torch::kCPU);
           valued.version = version;
         }
-        return 0;
       });
-      int64_t act_offset = 0, value_offset = 0, offset = 0;
+      int64_t act_offset = 0, value_offset = 0;
       for (const PredictionRequest& request : requests) {
         const int64_t count = request.observations.size(0);
         Prediction mine;
@@ -444,13 +443,12 @@ class Run {
                             acted.values.narrow(0, act_offset, count), acted.version};
           act_offset += count;
         }
-        offset += count;
         // Each agent has one request in flight, so its reply slot is free.
         if (replies_[static_cast<size_t>(request.agent)]->push(std::move(mine), timeout_) == QueueStatus::kClosed) {
           throw RunStopped{};
         }
       }
-      predicted_rows_ += offset;
+      predicted_rows_ += act_offset + value_offset;
       forward_passes_ += 1;
     }
   }
@@ -569,11 +567,7 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
                                 " must be divisible by its " + std::to_string(config_.agents) + " agents");
   }
   for (int a = 0; a < config_.agents; ++a) {
-    envs::VectorEnvConfig agent_env = env_config;
-    agent_env.num_envs = env_config.num_envs / config_.agents;
-    agent_env.first_env =
-        env_config.first_env + a * static_cast<int64_t>(agent_env.num_envs);  // the seeds `single` gives them
-    envs_.push_back(std::make_unique<envs::VectorEnv>(agent_env));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(env_config, a, config_.agents)));
   }
 }
 

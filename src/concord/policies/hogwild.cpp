@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "concord/core/config_problems.h"
-#include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
@@ -52,11 +51,7 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
         "env.batch_size = 0");
   }
   for (int w = 0; w < workers; ++w) {
-    envs::VectorEnvConfig worker_env = env_config;
-    worker_env.num_envs = env_config.num_envs / workers;
-    worker_env.first_env =
-        env_config.first_env + w * static_cast<int64_t>(worker_env.num_envs);  // the seeds `single` gives them
-    envs_.push_back(std::make_unique<envs::VectorEnv>(worker_env));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(env_config, w, workers)));
     replicas_.push_back(learner.make_shared_replica());
   }
 }
