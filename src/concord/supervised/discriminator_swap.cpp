@@ -17,14 +17,7 @@ namespace {
 constexpr int kSwapTag = 7301;
 
 void check_permutation(const std::vector<int>& permutation, int world_size) {
-  std::vector<bool> seen(static_cast<size_t>(world_size), false);
-  bool valid = static_cast<int>(permutation.size()) == world_size;
-  for (const int index : permutation) {
-    if (!valid) break;
-    valid = index >= 0 && index < world_size && !seen[static_cast<size_t>(index)];
-    if (valid) seen[static_cast<size_t>(index)] = true;
-  }
-  if (!valid) {
+  if (!is_permutation(permutation, world_size)) {
     std::string text;
     for (const int index : permutation) text += (text.empty() ? "" : " ") + std::to_string(index);
     throw std::invalid_argument("discriminator swap: [" + text + "] is not a permutation of " +
@@ -33,6 +26,16 @@ void check_permutation(const std::vector<int>& permutation, int world_size) {
 }
 
 }  // namespace
+
+bool is_permutation(const std::vector<int>& indices, int size) {
+  if (static_cast<int64_t>(indices.size()) != size) return false;
+  std::vector<bool> seen(static_cast<size_t>(size), false);
+  for (const int index : indices) {
+    if (index < 0 || index >= size || seen[static_cast<size_t>(index)]) return false;
+    seen[static_cast<size_t>(index)] = true;
+  }
+  return true;
+}
 
 std::vector<int> swap_permutation(int pairs, uint64_t seed, int64_t swap_index) {
   core::Rng rng(core::derive_seed(seed, static_cast<uint64_t>(swap_index)));

@@ -24,6 +24,9 @@ namespace concord::supervised {
 // Fisher-Yates: a function of its arguments only, so every rank draws the same one.
 std::vector<int> swap_permutation(int pairs, uint64_t seed, int64_t swap_index);
 
+// Whether `indices` holds each of 0 .. size - 1 exactly once.
+bool is_permutation(const std::vector<int>& indices, int size);
+
 // Afterwards this rank's `state` tensors hold the values rank permutation[rank()] held before.
 // A collective: every rank calls it with the same permutation (of [0, world_size)) and tensors of
 // the same shapes and dtype (float). One message out and one in per rank, by point-to-point send

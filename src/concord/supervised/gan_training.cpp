@@ -153,22 +153,20 @@ GanRecord record_from(const core::Checkpoint& state) {
 
 // Which discriminator each pair holds: a permutation of [0, pairs).
 std::vector<int> holders_from(const core::Checkpoint& state, int pairs) {
-  const auto loop = state.metadata.find("loop");
-  const std::string problem =
-      "metadata 'loop' has no permutation of the " + std::to_string(pairs) + " pairs as discriminator_of_pair";
-  if (loop == state.metadata.end() || !loop->is_object()) core::checkpoint_corrupt(problem);
-  const auto held = loop->find("discriminator_of_pair");
-  if (held == loop->end() || !held->is_array() || static_cast<int64_t>(held->size()) != pairs) {
-    core::checkpoint_corrupt(problem);
-  }
   std::vector<int> holders;
-  std::vector<bool> seen(static_cast<size_t>(pairs), false);
-  for (const auto& entry : *held) {
-    if (!entry.is_number_integer()) core::checkpoint_corrupt(problem);
-    const int64_t pair = entry.get<int64_t>();
-    if (pair < 0 || pair >= pairs || seen[static_cast<size_t>(pair)]) core::checkpoint_corrupt(problem);
-    seen[static_cast<size_t>(pair)] = true;
-    holders.push_back(static_cast<int>(pair));
+  const auto loop = state.metadata.find("loop");
+  if (loop != state.metadata.end() && loop->is_object()) {
+    const auto held = loop->find("discriminator_of_pair");
+    if (held != loop->end() && held->is_array()) {
+      for (const auto& entry : *held) {
+        const bool fits = entry.is_number_integer() && entry.get<int64_t>() >= 0 && entry.get<int64_t>() < pairs;
+        holders.push_back(fits ? entry.get<int>() : -1);
+      }
+    }
+  }
+  if (!is_permutation(holders, pairs)) {
+    core::checkpoint_corrupt("metadata 'loop' has no permutation of the " + std::to_string(pairs) +
+                             " pairs as discriminator_of_pair");
   }
   return holders;
 }
@@ -230,7 +228,7 @@ GanResult train_gan_pair(const GanConfig& gan, const data::LabelledData& train, 
     load_generator(mine, "noise.generator", noise_draws);
     const int64_t step = core::metadata_int(mine, "loop", "step");
     swaps = core::metadata_int(mine, "loop", "swaps");
-    last_checkpoint = core::metadata_int(mine, "loop", "last_checkpoint");
+    last_checkpoint = step;  // the checkpoint resumed from
     result.discriminator_of_pair = holders_from(mine, pairs);
     const GanRecord record = record_from(mine);
     if (step < 1 || record.step != step || swaps < 0 || swaps > step / gan.swap_every) {
@@ -307,10 +305,8 @@ GanResult train_gan_pair(const GanConfig& gan, const data::LabelledData& train, 
       discriminator.save(mine, "discriminator");
       batches.save(mine, "sampler");
       save_generator(mine, "noise.generator", noise_draws);
-      mine.metadata["loop"] = {{"step", step},
-                               {"swaps", swaps},
-                               {"last_checkpoint", last_checkpoint},
-                               {"discriminator_of_pair", result.discriminator_of_pair}};
+      mine.metadata["loop"] = {
+          {"step", step}, {"swaps", swaps}, {"discriminator_of_pair", result.discriminator_of_pair}};
       mine.metadata["record"] = record_json(result.records.back());
       const core::Checkpoint state = gather_replica_states(communicator, mine);
       if (leader) callbacks.on_checkpoint(step, state);
