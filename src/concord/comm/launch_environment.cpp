@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -270,6 +271,12 @@ LaunchEnvironment LaunchEnvironment::from_environment() {
 namespace {
 
 std::unique_ptr<Communicator> connect_gloo(const LaunchEnvironment& environment, const ConnectOptions& options) {
+  // Gloo writes to its peers' sockets without MSG_NOSIGNAL: a write to a rank that was just killed
+  // would raise SIGPIPE and kill this rank too (seen under actor_processes with a SIGKILLed actor).
+  // Ignored, the write fails with EPIPE, which Gloo reports as an error the caller can handle.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, nullptr);
   c10::intrusive_ptr<c10d::Store> store = open_store(environment, options);
   join(*store, environment, options);
   auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
