@@ -330,6 +330,68 @@ TEST(CentralInference, OneAgentTakingTurnsWithTheLearnerTrainsExactlyAsSingle) {
   }
 }
 
+// With one segment per agent per update (training_batch 0) every update holds the next segment of
+// each agent in agent order, however the agents are scheduled: here the k-th update is every env's
+// k-th segment, at the default lag and with an agent slowed by its env.
+TEST(CentralInference, EveryUpdateIsTheNextSegmentOfEachAgentInAgentOrder) {
+  constexpr int kAgents = 3;
+  constexpr int64_t kSteps = 3;
+  for (const int lag : {0, 1, 2}) {
+    RecordingLearner learner(kSteps, small_network(2, 2));
+    CentralInferenceConfig config = small_policy(kAgents);
+    config.training_batch = 0;
+    config.max_policy_lag = lag;
+    config.trainers = 2;
+    CentralInferencePolicy policy(config, env_config(register_counting_env(), 2 * kAgents), learner, torch::kCPU);
+    TrainingState state;
+    constexpr int kUpdates = 30;
+    policy.train(state, /*total_steps=*/2 * kAgents * kSteps * kUpdates, 1'000'000, {});
+    ASSERT_EQ(learner.rollouts.size(), static_cast<size_t>(kUpdates)) << "lag " << lag;
+    for (size_t k = 0; k < learner.rollouts.size(); ++k) {
+      const algos::Rollout& rollout = learner.rollouts[k];
+      ASSERT_EQ(rollout.num_envs(), 2 * kAgents);
+      for (int64_t b = 0; b < 2 * kAgents; ++b) {
+        EXPECT_EQ(rollout.observations[0][b][1].item<float>(), static_cast<float>(b))
+            << "lag " << lag << " update " << k;
+        EXPECT_EQ(rollout.observations[0][b][0].item<float>(), static_cast<float>((kSteps * k) % 4))
+            << "lag " << lag << " update " << k << " env " << b << ": not its k-th segment";
+      }
+    }
+  }
+}
+
+// Four agents taking turns with the learner: each update is one segment of every agent, collected
+// with the parameters of the update before, and each agent draws its actions from its own
+// generator. Nothing left depends on the scheduler, so two runs train the same parameters.
+TEST(CentralInference, FourAgentsTakingTurnsWithTheLearnerTrainTheSameEveryRun) {
+  const auto train = [&] {
+    torch::manual_seed(11);
+    algos::A2cConfig a2c;
+    a2c.network = small_network(4, 2);
+    a2c.network.hidden_sizes = {16, 16};
+    a2c.num_steps = 5;
+    algos::A2c learner(a2c);
+    CentralInferenceConfig config;
+    config.agents = 4;
+    config.max_policy_lag = 0;
+    TrainingState state;
+    CentralInferencePolicy(config, env_config("CartPole-v1", 8), learner, torch::kCPU)
+        .train(state, /*total_steps=*/8 * 5 * 60, 1'000'000, {});
+    EXPECT_EQ(state.updates, 60);
+    std::vector<torch::Tensor> parameters;
+    for (const torch::Tensor& parameter : learner.model()->parameters()) {
+      parameters.push_back(parameter.detach().flatten());
+    }
+    return torch::cat(parameters);
+  };
+  const torch::Tensor first = train();
+  for (int run = 0; run < 3; ++run) {
+    const torch::Tensor again = train();
+    EXPECT_TRUE(torch::equal(first, again))
+        << "run " << run << ": largest difference " << (first - again).abs().max().item<float>();
+  }
+}
+
 TEST(CentralInference, RefusesWhatCannotWork) {
   RecordingLearner learner(5, small_network(2, 2));
   const std::string id = register_counting_env();

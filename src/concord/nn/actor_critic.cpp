@@ -224,9 +224,13 @@ torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) {
   return critic_head_->forward(critic_features(prepare(obs))).squeeze(-1);
 }
 
+ActionDistribution ActorCriticImpl::distribution(const PolicyOutput& out) const {
+  return make_distribution(out.logits.defined() ? out.logits : out.mean);
+}
+
 ActResult ActorCriticImpl::act(const torch::Tensor& obs, bool deterministic) {
   const PolicyOutput out = forward(obs);
-  const ActionDistribution dist = make_distribution(out.logits.defined() ? out.logits : out.mean);
+  const ActionDistribution dist = distribution(out);
   ActResult result;
   result.action = deterministic ? dist.mode() : dist.sample();
   result.log_prob = dist.log_prob(result.action);

@@ -160,6 +160,9 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   PolicyOutput forward(const torch::Tensor& obs);
   // The action distribution pi(. | obs); runs the actor path only when torsos are separate.
   ActionDistribution distribution(const torch::Tensor& obs);
+  // The action distribution forward() parameterised: out's logits, or its mean and log_std. For
+  // a batch whose rows are sampled apart (each from its own generator), on rows of one forward.
+  ActionDistribution distribution(const PolicyOutput& out) const;
   // V(obs): [B]; runs the critic path only when torsos are separate.
   torch::Tensor value(const torch::Tensor& obs);
   // Picks actions: a sample, or the mode when `deterministic`.

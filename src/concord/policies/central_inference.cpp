@@ -42,9 +42,10 @@ void CentralInferenceConfig::validate() const {
   problems.check(adjust_interval_seconds > 0.0, "adjust_interval_seconds", adjust_interval_seconds, "> 0");
   problems.check(max_policy_lag >= 0, "max_policy_lag", max_policy_lag, ">= 0");
   // Each trainer may hold training_batch - 1 segments while it waits for its batch to fill; with
-  // fewer slots than that in all, every agent would wait for a slot that never comes.
+  // fewer slots than that in all, every agent would wait for a slot that never comes. (Per-agent
+  // updates are gathered by one trainer at a time.)
   const int64_t batch = segments_per_update();
-  if (max_policy_lag >= 0 && batch >= 1 && trainers >= 1 &&
+  if (!per_agent_updates() && max_policy_lag >= 0 && batch >= 1 && trainers >= 1 &&
       batch * (max_policy_lag + 1) <= static_cast<int64_t>(trainers) * (batch - 1)) {
     problems.add("max_policy_lag=" + std::to_string(max_policy_lag) + " leaves " +
                  std::to_string(batch * (max_policy_lag + 1)) + " segments in flight, too few for " +
@@ -95,6 +96,7 @@ struct PredictionRequest {
   int agent = 0;
   torch::Tensor observations;  // [rows, *obs_shape] in the env's dtype, on the CPU
   bool values_only = false;
+  at::Generator generator;  // the agent's: its actions are drawn from it, whatever the batch
 };
 
 // The predictor's answer, row for row, on the CPU (values only: actions and log_probs undefined).
@@ -107,6 +109,7 @@ struct Prediction {
 
 // T steps of one agent's envs, and what the trainer reports when it trains them.
 struct Segment {
+  int agent = 0;
   algos::Rollout rollout;                            // [T, num_envs / agents], on the CPU
   int64_t version = 0;                               // parameter version of its first action
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
@@ -137,6 +140,16 @@ int64_t segments_in_flight(const CentralInferenceConfig& config) {
   return static_cast<int64_t>(config.segments_per_update()) * (config.max_policy_lag + 1);
 }
 
+// Rows [offset, offset + count) of a batched forward pass.
+nn::PolicyOutput rows_of(const nn::PolicyOutput& out, int64_t offset, int64_t count) {
+  nn::PolicyOutput rows;
+  if (out.logits.defined()) rows.logits = out.logits.narrow(0, offset, count);
+  if (out.mean.defined()) rows.mean = out.mean.narrow(0, offset, count);
+  rows.log_std = out.log_std;
+  rows.value = out.value.narrow(0, offset, count);
+  return rows;
+}
+
 // One call of train(): the queues, the threads and their shared counters, wired in one place.
 class Run {
  public:
@@ -158,8 +171,7 @@ class Run {
             std::chrono::duration<double>(config.wait_timeout_seconds))),
         actor_(learner),
         predictions_(static_cast<size_t>(config.queue_capacity), "prediction queue"),
-        training_(static_cast<size_t>(segments_in_flight(config)), "training queue"),
-        slots_(static_cast<size_t>(segments_in_flight(config)), "training slots"),
+        per_agent_(config.per_agent_updates()),
         agents_(config.agents, config.agents, "agents"),
         predictors_(config.predictors, config.predictors, "predictors"),
         trainers_(config.trainers, config.trainers, "trainers"),
@@ -169,7 +181,20 @@ class Run {
     for (int a = 0; a < config.agents; ++a) {
       replies_.push_back(std::make_unique<BoundedQueue<Prediction>>(1, "agent " + std::to_string(a) + " reply"));
     }
-    for (int64_t i = 0; i < segments_in_flight(config); ++i) slots_.push(0, timeout_);
+    // Per-agent updates: every agent collects as many segments as the run has updates left, so
+    // that every update is whole, as under `single`.
+    const int64_t per_update = learner.rollout_length() * envs.front()->num_envs() * config.agents;
+    segments_per_agent_ = (total_steps - state.global_step + per_update - 1) / per_update;
+    // Slots per agent, or one pool of training_batch x (max_policy_lag + 1) for all.
+    const int pools = per_agent_ ? config.agents : 1;
+    const int64_t slots = per_agent_ ? config.max_policy_lag + 1 : segments_in_flight(config);
+    for (int i = 0; i < pools; ++i) {
+      const std::string whose = per_agent_ ? "agent " + std::to_string(i) + "'s " : "";
+      training_.push_back(
+          std::make_unique<BoundedQueue<Segment>>(static_cast<size_t>(slots), whose + "training queue"));
+      slots_.push_back(std::make_unique<BoundedQueue<char>>(static_cast<size_t>(slots), whose + "training slots"));
+      for (int64_t k = 0; k < slots; ++k) slots_.back()->push(0, timeout_);
+    }
     actor_.publish(learner_, state.updates);
   }
 
@@ -177,16 +202,18 @@ class Run {
     const int total_threads = config_.agents + config_.predictors + config_.trainers;
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(total_threads));
-    // Every thread draws from its own generator (predictors: actions; trainers: minibatches).
+    // Every thread draws from its own generator (agents: their actions, which the predictors draw
+    // with the asking agent's generator; trainers: minibatches). Agent 0 continues the process
+    // generator, as `single` does on the main thread.
     uint64_t index = 0;
     for (int a = 0; a < config_.agents; ++a) {
-      threads.push_back(
-          core::torch_thread(core::thread_seed(seed_, index++), [this, a] { guarded([&] { agent(a); }); }));
+      const auto body = [this, a] { guarded([&] { agent(a); }); };
+      const uint64_t seed = core::thread_seed(seed_, index++);
+      threads.push_back(a == 0 ? core::torch_thread(action_generator_, body) : core::torch_thread(seed, body));
     }
     for (int p = 0; p < config_.predictors; ++p) {
-      const auto body = [this, p] { guarded([&] { predictor(p); }); };
-      const uint64_t seed = core::thread_seed(seed_, index++);
-      threads.push_back(p == 0 ? core::torch_thread(action_generator_, body) : core::torch_thread(seed, body));
+      threads.push_back(
+          core::torch_thread(core::thread_seed(seed_, index++), [this, p] { guarded([&] { predictor(p); }); }));
     }
     for (int t = 0; t < config_.trainers; ++t) {
       threads.push_back(
@@ -222,8 +249,8 @@ class Run {
   void abort() {
     stopping_ = true;
     predictions_.close();
-    training_.close();
-    slots_.close();
+    for (auto& queue : training_) queue->close();
+    for (auto& slots : slots_) slots->close();
     for (auto& replies : replies_) replies->close();
     agents_.close();
     predictors_.close();
@@ -269,7 +296,8 @@ class Run {
 
   // Sends observations to the predictors and waits for the answer.
   Prediction predict(int agent, torch::Tensor observations, bool values_only = false) {
-    switch (predictions_.push(PredictionRequest{agent, std::move(observations), values_only}, timeout_)) {
+    PredictionRequest request{agent, std::move(observations), values_only, *core::thread_generator(torch::kCPU)};
+    switch (predictions_.push(std::move(request), timeout_)) {
       case QueueStatus::kOk:
         break;
       case QueueStatus::kClosed:
@@ -301,7 +329,7 @@ class Run {
       // No more requests or segments will come: predictors and trainers drain and exit.
       finishing_ = true;
       predictions_.close();
-      training_.close();
+      for (auto& queue : training_) queue->close();
       predictors_.close();
       trainers_.close();
     }
@@ -322,17 +350,21 @@ class Run {
 
     envs::Batch batch = env.reset();
     torch::Tensor observations = host_rows(batch.observations, n);
-    while (agents_.wait_until_active(a) && !stopping_) {
+    for (int64_t collected = 0; agents_.wait_until_active(a) && !stopping_; ++collected) {
       if (!take_slot(a)) return;
-      if (steps_claimed_.fetch_add(steps * n) >= total_steps_) {
-        slots_.push(0, timeout_);  // for the agents still waiting to learn that the run is over
-        agents_.close();           // parked agents have nothing left to do either
+      if (per_agent_ && collected == segments_per_agent_) return;
+      if (!per_agent_ && steps_claimed_.fetch_add(steps * n) >= total_steps_) {
+        // Agents waiting for a slot learn that the run is over (the trainers still train what is
+        // queued); parked agents have nothing left to do either.
+        for (auto& slots : slots_) slots->close();
+        agents_.close();
         return;
       }
       // T steps as RolloutCollector takes them under `single`, each prediction asked for when it
       // is needed (the segment's first action after the slot, with the newest parameters), so
       // that one agent taking turns with the learner draws and learns exactly what `single` does.
       Segment segment;
+      segment.agent = a;
       algos::Rollout& rollout = segment.rollout;
       const auto floats = torch::TensorOptions().dtype(torch::kFloat32);
       rollout.observations = torch::empty(observation_batch_shape(env.spec().observation_space, {steps, n}),
@@ -376,21 +408,23 @@ class Run {
       }
       rollout.bootstrap_value = predict(a, observations, /*values_only=*/true).values;
       if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
-      switch (training_.push(std::move(segment), timeout_)) {
+      BoundedQueue<Segment>& queue = *training_[per_agent_ ? static_cast<size_t>(a) : 0];
+      switch (queue.push(std::move(segment), timeout_)) {
         case QueueStatus::kOk:
           break;
         case QueueStatus::kClosed:
           throw RunStopped{};
         case QueueStatus::kTimedOut:
-          throw_timeout("agent " + std::to_string(a), training_.name(), "to make room");
+          throw_timeout("agent " + std::to_string(a), queue.name(), "to make room");
       }
     }
   }
 
   // Waits for one of the slots that bound the policy lag; false when the run is stopping.
   bool take_slot(int a) {
+    BoundedQueue<char>& slots = slot_pool(a);
     char slot = 0;
-    switch (slots_.pop(slot, timeout_)) {
+    switch (slots.pop(slot, timeout_)) {
       case QueueStatus::kOk:
         return !stopping_;
       case QueueStatus::kClosed:
@@ -398,8 +432,10 @@ class Run {
       case QueueStatus::kTimedOut:
         break;
     }
-    throw_timeout("agent " + std::to_string(a), slots_.name(), "to free up");
+    throw_timeout("agent " + std::to_string(a), slots.name(), "to free up");
   }
+
+  BoundedQueue<char>& slot_pool(int agent) { return *slots_[per_agent_ ? static_cast<size_t>(agent) : 0]; }
 
   void predictor(int p) {
     // Requests are batched whole: as many agents as fit in prediction_batch observations.
@@ -418,31 +454,36 @@ class Run {
       for (const PredictionRequest& request : requests) {
         (request.values_only ? value_rows : act_rows).push_back(request.observations);
       }
-      Prediction acted, valued;
+      // The actions are drawn per request, with the asking agent's generator, so that what an
+      // agent draws does not depend on which other requests shared its forward pass.
+      std::vector<Prediction> answers(requests.size());
+      int64_t act_offset = 0, value_offset = 0;
       actor_.read([&](nn::ActorCritic& model, int64_t version) {
         c10::InferenceMode inference;
-        if (!act_rows.empty()) {
-          const nn::ActResult result = model->act(torch::cat(act_rows).to(device_));
-          acted = Prediction{result.action.to(torch::kCPU), result.log_prob.to(torch::kCPU),
-                             result.value.to(torch::kCPU), version};
-        }
-        if (!value_rows.empty()) {
-          valued.values = model->value(torch::cat(value_rows).to(device_)).to(torch::kCPU);
-          valued.version = version;
+        nn::PolicyOutput acted;
+        torch::Tensor values;
+        if (!act_rows.empty()) acted = model->forward(torch::cat(act_rows).to(device_));
+        if (!value_rows.empty()) values = model->value(torch::cat(value_rows).to(device_)).to(torch::kCPU);
+        for (size_t i = 0; i < requests.size(); ++i) {
+          const PredictionRequest& request = requests[i];
+          const int64_t count = request.observations.size(0);
+          if (request.values_only) {
+            answers[i] = Prediction{{}, {}, values.narrow(0, value_offset, count), version};
+            value_offset += count;
+            continue;
+          }
+          const nn::PolicyOutput rows = rows_of(acted, act_offset, count);
+          act_offset += count;
+          const core::ScopedThreadGenerator agent_generator(request.generator);
+          const nn::ActionDistribution distribution = model->distribution(rows);
+          const torch::Tensor actions = distribution.sample();
+          answers[i] = Prediction{actions.to(torch::kCPU), distribution.log_prob(actions).to(torch::kCPU),
+                                  rows.value.to(torch::kCPU), version};
         }
       });
-      int64_t act_offset = 0, value_offset = 0;
-      for (const PredictionRequest& request : requests) {
-        const int64_t count = request.observations.size(0);
-        Prediction mine;
-        if (request.values_only) {
-          mine = Prediction{{}, {}, valued.values.narrow(0, value_offset, count), valued.version};
-          value_offset += count;
-        } else {
-          mine = Prediction{acted.actions.narrow(0, act_offset, count), acted.log_probs.narrow(0, act_offset, count),
-                            acted.values.narrow(0, act_offset, count), acted.version};
-          act_offset += count;
-        }
+      for (size_t i = 0; i < requests.size(); ++i) {
+        const PredictionRequest& request = requests[i];
+        Prediction mine = std::move(answers[i]);
         // Each agent has one request in flight, so its reply slot is free.
         if (replies_[static_cast<size_t>(request.agent)]->push(std::move(mine), timeout_) == QueueStatus::kClosed) {
           throw RunStopped{};
@@ -454,11 +495,12 @@ class Run {
   }
 
   void trainer(int t) {
+    if (per_agent_) return trainer_per_agent();
     std::vector<Segment> batch;
     while (batch.empty() ? trainers_.wait_until_active(t) : true) {
       if (stopping_) return;
       Segment segment;
-      const QueueStatus status = training_.pop(segment, timeout_);
+      const QueueStatus status = training_.front()->pop(segment, timeout_);
       if (status == QueueStatus::kTimedOut) continue;  // an idle spare trainer is fine
       if (status == QueueStatus::kOk) {
         batch.push_back(std::move(segment));
@@ -468,6 +510,31 @@ class Run {
       if (!batch.empty()) train(batch);
       batch.clear();
       if (status == QueueStatus::kClosed) return;
+    }
+  }
+
+  // Each update is the next segment of every agent, in agent order: what an update holds depends
+  // on the seed and the lag, not on which agent ran ahead. Trainers take turns gathering so that
+  // an agent's segments are trained in the order it collected them.
+  void trainer_per_agent() {
+    while (!stopping_) {
+      std::vector<Segment> batch;
+      bool closed = false;
+      {
+        std::lock_guard<std::mutex> gathering(gather_mutex_);
+        for (auto& queue : training_) {
+          Segment segment;
+          QueueStatus status;
+          while ((status = queue->pop(segment, timeout_)) == QueueStatus::kTimedOut) {
+            if (stopping_) return;  // the agent still collects, or waits for a prediction: its own waits time out
+          }
+          if (status == QueueStatus::kOk) batch.push_back(std::move(segment));
+          closed = closed || status == QueueStatus::kClosed;
+        }
+      }
+      // Once every agent has exited the queues are closed: the rounds then drain what is left.
+      if (batch.empty() && closed) return;
+      if (!batch.empty()) train(batch);
     }
   }
 
@@ -485,8 +552,9 @@ class Run {
     ++state_.updates;
     actor_.publish(learner_, state_.updates);
     updates_done_ += 1;
-    // These segments are trained: their slots may start new ones, with the parameters just published.
-    for (size_t i = 0; i < segments.size(); ++i) slots_.push(0, timeout_);
+    // These segments are trained: their slots may start new ones, with the parameters just published
+    // (a closed pool means the run is over).
+    for (const Segment& segment : segments) slot_pool(segment.agent).push(0, timeout_);
 
     for (const Segment& segment : segments) {
       for (const auto& [episode_return, episode_length] : segment.episodes) {
@@ -506,7 +574,9 @@ class Run {
     metrics["charts/prediction_batch_size"] =
         static_cast<double>(predicted_rows_.load()) / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
     metrics["charts/prediction_queue_length"] = static_cast<double>(predictions_.size());
-    metrics["charts/training_queue_length"] = static_cast<double>(training_.size());
+    size_t queued = 0;
+    for (const auto& queue : training_) queued += queue->size();
+    metrics["charts/training_queue_length"] = static_cast<double>(queued);
     metrics["charts/active_agents"] = agents_.active();
     metrics["charts/active_predictors"] = predictors_.active();
     metrics["charts/active_trainers"] = trainers_.active();
@@ -520,7 +590,7 @@ class Run {
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null
   uint64_t seed_;
-  at::Generator action_generator_;  // predictor 0's
+  at::Generator action_generator_;  // agent 0's
   TrainingState& state_;
   const int64_t total_steps_;
   const TrainingCallbacks& callbacks_;
@@ -528,8 +598,13 @@ class Run {
 
   ActorCopy actor_;  // the predictors' network
   BoundedQueue<PredictionRequest> predictions_;
-  BoundedQueue<Segment> training_;
-  BoundedQueue<char> slots_;  // one token per segment an agent may collect before it is trained
+  const bool per_agent_;  // config_.per_agent_updates()
+  // Finished segments, and one token per segment that may be collected before it is trained: per
+  // agent (per_agent_), or one pool for every agent.
+  std::vector<std::unique_ptr<BoundedQueue<Segment>>> training_;
+  std::vector<std::unique_ptr<BoundedQueue<char>>> slots_;
+  std::mutex gather_mutex_;         // per_agent_: one trainer at a time takes a segment of every agent
+  int64_t segments_per_agent_ = 0;  // per_agent_: what each agent collects in this run
   std::vector<std::unique_ptr<BoundedQueue<Prediction>>> replies_;  // one slot per agent
   ActiveThreads agents_, predictors_, trainers_;
 

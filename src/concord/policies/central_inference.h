@@ -35,6 +35,10 @@ struct CentralInferenceConfig {
   void validate() const;
   // Segments per update: training_batch, or agents when it is 0.
   int segments_per_update() const { return training_batch > 0 ? training_batch : agents; }
+  // Whether every update is the next segment of each agent, in agent order, each agent holding
+  // its own max_policy_lag + 1 slots. Dynamic adjustment parks agents, and a batch of another size
+  // does not divide among them, so those runs share one pool of slots and one queue.
+  bool per_agent_updates() const { return training_batch == 0 && !dynamic_adjustment; }
   static const core::ConfigFields<CentralInferenceConfig>& fields();
 };
 
@@ -72,10 +76,21 @@ struct CentralInferenceConfig {
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // taken as RolloutCollector takes it: an act() request per step, and values-only requests for
 // truncation_values (the final observations of truncated episodes) and bootstrap_value (o_T).
-// Predictor 0 draws from where the process generator stood when train() began, as `single` does
-// on the main thread, so one agent at max_policy_lag = 0 trains bit for bit as `single`. Episode returns travel with
-// the segments, so every callback is called by a trainer or by the thread that called train(), one at a time, under the
-// lock that serialises learner updates: never concurrently with an update.
+// Each agent's actions are drawn from the agent's own generator (the predictor samples every
+// request of a batched forward pass apart), so what an agent draws does not depend on which other
+// requests shared its batch. Agent 0's generator continues from where the process generator stood
+// when train() began, as `single` does on the main thread, so one agent at max_policy_lag = 0
+// trains bit for bit as `single`.
+//
+// With training_batch = 0 (the default) and no dynamic adjustment, every update is the next
+// segment of each agent, in agent order, and each agent holds its own max_policy_lag + 1 slots:
+// no agent that runs ahead takes another's place in an update, so an update's contents depend on
+// the seed and the lag, not on the scheduler (at lag 0, on nothing else). Otherwise the agents
+// share one pool of slots and a trainer batches segments in the order they arrive.
+//
+// Episode returns travel with the segments, so every callback is called by a trainer or by the
+// thread that called train(), one at a time, under the lock that serialises learner updates:
+// never concurrently with an update.
 //
 // Dynamic adjustment (off by default): every adjust_interval_seconds the numbers of active
 // agents, predictors and trainers each move by a random -1, 0 or +1 within [1, configured], and
