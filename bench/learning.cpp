@@ -53,6 +53,7 @@ const Reference kReferences[] = {
     {"MinAtar/SpaceInvaders-v1", "ppo", "DQN ~45, AC(lambda) ~183, gymnax PPO 131 (10M)"},
     {"CartPole-v1", "dqn", "500 (RL Zoo DQN, 50k steps); CleanRL dqn.py 500k"},
     {"Pendulum-v1", "sac", "-176 (RL Zoo SAC, 20k steps)"},
+    {"MountainCarContinuous-v0", "sac", "94.7 +- 1.1 (RL Zoo SAC + gSDE, 50k steps)"},
     {"MinAtar/Asterix-v1", "dqn", "MinAtar DQN ~17 (5M frames)"},
     {"MinAtar/Breakout-v1", "dqn", "MinAtar DQN ~10 (5M frames)"},
     {"MinAtar/Freeway-v1", "dqn", "MinAtar DQN ~50 (5M frames)"},

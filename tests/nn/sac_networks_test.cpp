@@ -1,5 +1,6 @@
 // SAC's networks: the tanh-squashed Gaussian actor and the soft Q-network.
 
+#include <ATen/ops/equal.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
 #include <c10/core/GradMode.h>
@@ -162,6 +163,89 @@ TEST(SquashedGaussianActor, RefusesBadBounds) {
 }
 
 // With no hidden layers Q(s, a) = w . concat(s, a) + b.
+// gSDE without hidden layers, so that the features h are the observations themselves.
+SquashedGaussianActorConfig sde_config() {
+  SquashedGaussianActorConfig config;
+  config.obs_dim = 2;
+  config.action_dim = 1;
+  config.hidden_sizes = {};
+  config.use_sde = true;
+  config.log_std_init = std::log(0.5);
+  return config;
+}
+
+// sigma^2 = h^2 exp(log_std)^2 + 1e-6 with h = (1, 2) and every std 0.5: 5 * 0.25 + 1e-6; the
+// mean is the clipped linear head; log pi is the Gaussian's over u = atanh(action) minus the tanh
+// correction, u - mean = h W lying within the exploration matrix's spread.
+TEST(SquashedGaussianActor, GsdeVarianceMeanAndLogProbFollowTheExplorationMatrix) {
+  torch::manual_seed(3);
+  SquashedGaussianActor actor(sde_config());
+  EXPECT_EQ(actor->named_parameters().find("fc_logstd.weight"), nullptr);
+  ASSERT_NE(actor->named_parameters().find("log_std"), nullptr);
+  EXPECT_EQ(named(*actor, "log_std").sizes(), (std::vector<int64_t>{2, 1}));
+  {
+    c10::NoGradGuard no_grad;
+    named(*actor, "fc_mean.weight").copy_(at::tensor(std::vector<float>{0.25f, -0.5f}).reshape({1, 2}));
+    named(*actor, "fc_mean.bias").fill_(0.1f);
+  }
+  const at::Tensor obs = at::tensor(std::vector<float>{1.0f, 2.0f, 10.0f, -10.0f}).reshape({2, 2});
+  const auto out = actor->forward(obs);
+  EXPECT_NEAR(out.mean[0][0].item<double>(), 0.25 - 1.0 + 0.1, 1e-6);
+  EXPECT_NEAR(out.mean[1][0].item<double>(), 2.0, 1e-6);  // 7.6, clipped to clip_mean
+  EXPECT_NEAR(std::exp(2.0 * out.log_std[0][0].item<double>()), 5 * 0.25 + 1e-6, 1e-5);
+  EXPECT_NEAR(std::exp(2.0 * out.log_std[1][0].item<double>()), 200 * 0.25 + 1e-6, 1e-3);
+
+  actor->reset_noise();
+  const SquashedSample sample = actor->sample(obs.narrow(0, 0, 1));
+  const double u = std::atanh(sample.action.item<double>());
+  const double mean = out.mean[0][0].item<double>();
+  const double sigma = std::exp(out.log_std[0][0].item<double>());
+  const double expected = -0.5 * std::pow((u - mean) / sigma, 2) - std::log(sigma) - 0.5 * std::log(2 * M_PI) -
+                          std::log(1.0 - std::pow(std::tanh(u), 2) + 1e-6);
+  EXPECT_NEAR(sample.log_prob.item<double>(), expected, 1e-3);
+  EXPECT_NEAR(sample.mean_action.item<double>(), std::tanh(mean), 1e-6);
+  // The loss reaches log_std through the noise as well as through sigma.
+  sample.action.sum().backward();
+  EXPECT_GT(named(*actor, "log_std").grad().abs().sum().item<double>(), 0.0);
+}
+
+// The noise is a function of the state between two draws: the same observation gets the same
+// action until reset_noise(); with reset_noise(B) each of B rows has its own matrix.
+TEST(SquashedGaussianActor, GsdeNoiseIsHeldUntilTheNextDraw) {
+  torch::manual_seed(4);
+  SquashedGaussianActorConfig config = sde_config();
+  config.hidden_sizes = {8};
+  config.log_std_init = 0.0;
+  SquashedGaussianActor actor(config);
+  c10::NoGradGuard no_grad;
+  const at::Tensor obs = at::randn({1, 2});
+  actor->reset_noise();
+  const at::Tensor first = actor->sample(obs).action;
+  EXPECT_TRUE(at::equal(actor->sample(obs).action, first));
+  actor->reset_noise();
+  EXPECT_FALSE(at::equal(actor->sample(obs).action, first));
+
+  const at::Tensor rows = obs.repeat({3, 1});
+  actor->reset_noise(3);
+  const at::Tensor per_row = actor->sample(rows).action;
+  EXPECT_FALSE(at::equal(per_row[0], per_row[1]));
+  EXPECT_FALSE(at::equal(per_row[1], per_row[2]));
+  EXPECT_TRUE(at::equal(actor->sample(rows).action, per_row));
+  // A batch of another size shares the one matrix.
+  const at::Tensor shared = actor->sample(obs.repeat({2, 1})).action;
+  EXPECT_TRUE(at::equal(shared[0], shared[1]));
+}
+
+TEST(SquashedGaussianActor, GsdeRefusesWhatItCannotDo) {
+  SquashedGaussianActor plain(actor_config());
+  EXPECT_THROW(plain->reset_noise(), std::logic_error);
+  SquashedGaussianActor sde(sde_config());
+  EXPECT_THROW(sde->sample(at::zeros({1, 2}), at::zeros({1, 1})), std::logic_error);
+  SquashedGaussianActorConfig bad = sde_config();
+  bad.clip_mean = -1.0;
+  EXPECT_THROW(SquashedGaussianActor{bad}, std::invalid_argument);
+}
+
 TEST(SoftQNetwork, IsALinearFunctionOfObservationAndActionWithoutHiddenLayers) {
   SoftQNetwork q(SoftQNetworkConfig{3, 2, {}, "relu"});
   {

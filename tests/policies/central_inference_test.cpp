@@ -99,6 +99,7 @@ CentralInferenceConfig small_policy(int agents) {
   CentralInferenceConfig config;
   config.agents = agents;
   config.training_batch = 1;
+  config.max_policy_lag = 1;
   config.wait_timeout_seconds = 20.0;
   return config;
 }
@@ -421,6 +422,24 @@ TEST(CentralInference, RefusesWhatCannotWork) {
   EXPECT_THAT(message(starved, env_config(id, 8)),
               ::testing::HasSubstr("max_policy_lag=1 leaves 8 segments in flight, too few for 3 trainers to fill "
                                    "batches of 4"));
+}
+
+// Collection and learning take turns unless asked otherwise, and a lag the algorithm cannot
+// correct is refused in one line.
+TEST(CentralInference, ALagIsOnlyForAnAlgorithmThatCorrectsIt) {
+  EXPECT_EQ(CentralInferenceConfig().max_policy_lag, 0);
+  RecordingLearner learner(5, small_network(2, 2));
+  const std::string id = register_counting_env();
+  CentralInferenceConfig config = small_policy(2);
+  const auto make = [&] { CentralInferencePolicy(config, env_config(id, 4), learner, torch::kCPU); };
+  learner.corrects_lag = false;
+  config.max_policy_lag = 0;
+  EXPECT_NO_THROW(make());
+  config.max_policy_lag = 1;
+  EXPECT_THAT(make, ::testing::ThrowsMessage<std::invalid_argument>(
+                        ::testing::HasSubstr("max_policy_lag = 1 updates old, which this algorithm does not correct")));
+  learner.corrects_lag = true;
+  EXPECT_NO_THROW(make());
 }
 
 TEST(CentralInference, IsInTheRegistryWithItsKeys) {

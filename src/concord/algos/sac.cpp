@@ -11,6 +11,8 @@
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -43,8 +45,12 @@ int64_t obs_dim_of(const nn::ActorCriticConfig& network) {
 }
 
 nn::SquashedGaussianActorConfig actor_config(const SacConfig& config) {
-  return {obs_dim_of(config.network), config.network.action_dim, config.network.hidden_sizes,
-          config.network.activation,  config.network.action_low, config.network.action_high};
+  nn::SquashedGaussianActorConfig actor{obs_dim_of(config.network),  config.network.action_dim,
+                                        config.network.hidden_sizes, config.network.activation,
+                                        config.network.action_low,   config.network.action_high};
+  actor.use_sde = config.use_sde;
+  actor.log_std_init = config.log_std_init;
+  return actor;
 }
 
 nn::SoftQNetworkConfig critic_config(const SacConfig& config) {
@@ -104,11 +110,11 @@ at::Tensor critic_slice(const nn::FlatParameters& flat, const SacModel& model) {
 // buffer (actor, critics, log alpha) and copies the policy's slice, at `offset`, into the clone.
 class SacActorReplica final : public ActorReplica {
  public:
-  SacActorReplica(const SacModel& model, const nn::FlatParameters& flat, int64_t learning_starts)
+  SacActorReplica(const SacModel& model, const nn::FlatParameters& flat, const SacConfig& config)
       : policy_(std::dynamic_pointer_cast<nn::SquashedGaussianActorImpl>(model->actor->clone())),
         parameters_(*policy_),
         learner_numel_(flat.numel()),
-        actor_(policy_, learning_starts) {
+        actor_(policy_, config.learning_starts, config.train_frequency, config.sde_sample_freq) {
     const at::Tensor slice = slice_of(flat, model->actor->parameters(), "actor's");
     offset_ = slice.storage_offset() - flat.values().storage_offset();
     if (slice.numel() != parameters_.numel()) throw std::logic_error("Sac: the actor replica does not match the actor");
@@ -171,6 +177,11 @@ const core::ConfigFields<SacConfig>& SacConfig::fields() {
       {"train_frequency", &SacConfig::train_frequency, "Env steps (over all envs) between updates"},
       {"gradient_steps", &SacConfig::gradient_steps, "Gradient steps per update"},
       {"checkpoint_replay", &SacConfig::checkpoint_replay, "Save the replay buffer in checkpoints"},
+      {"use_sde", &SacConfig::use_sde,
+       "Generalised state-dependent exploration (gSDE) instead of a state-dependent log std head"},
+      {"log_std_init", &SacConfig::log_std_init, "gSDE: initial log std of the exploration matrix's elements"},
+      {"sde_sample_freq", &SacConfig::sde_sample_freq,
+       "gSDE: env steps between new exploration noise while acting (-1: once per train_frequency steps)"},
   };
   return kFields;
 }
@@ -200,6 +211,8 @@ void SacConfig::validate() const {
   problems.check(alpha >= 0.0, "alpha", alpha, ">= 0");
   problems.check(train_frequency >= 1, "train_frequency", train_frequency, ">= 1");
   problems.check(gradient_steps >= 1, "gradient_steps", gradient_steps, ">= 1");
+  problems.check(sde_sample_freq == -1 || sde_sample_freq >= 1, "sde_sample_freq", sde_sample_freq, "-1 or >= 1");
+  problems.check(std::isfinite(log_std_init), "log_std_init", log_std_init, "finite");
   problems.throw_if_any("SacConfig");
 }
 
@@ -224,8 +237,12 @@ void SacTargetsImpl::reset() {
   qf2 = register_module("qf2", nn::SoftQNetwork(critic_config));
 }
 
-SacActor::SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts)
-    : policy_(std::move(policy)), learning_starts_(learning_starts) {}
+SacActor::SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts, int64_t train_frequency,
+                   int64_t sde_sample_freq)
+    : policy_(std::move(policy)),
+      learning_starts_(learning_starts),
+      train_frequency_(std::max<int64_t>(train_frequency, 1)),
+      sde_sample_freq_(sde_sample_freq) {}
 
 ActorOutput SacActor::act(const torch::Tensor& observations, const ActingContext& context) {
   at::Tensor actions;
@@ -238,6 +255,15 @@ ActorOutput SacActor::act(const torch::Tensor& observations, const ActingContext
         at::rand({observations.size(0), scale.size(0)}, core::thread_generator(scale.device()), scale.options());
     actions = policy_->action_bias() + scale * (2.0 * unit - 1.0);
   } else {
+    if (policy_->config().use_sde) {
+      const int64_t step = std::max<int64_t>(context.global_step, 0);
+      const std::pair<int64_t, int64_t> period = {
+          step / train_frequency_, sde_sample_freq_ > 0 ? step % train_frequency_ / sde_sample_freq_ : 0};
+      if (period != noise_drawn_for_) {
+        policy_->reset_noise(observations.size(0));
+        noise_drawn_for_ = period;
+      }
+    }
     actions = policy_->sample(observations).action;
   }
   return {actions.detach(), {}};
@@ -256,7 +282,8 @@ Sac::Sac(SacConfig config, torch::Device device)
       rng_(static_cast<uint64_t>(
           at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong)
               .item<int64_t>())),
-      actor_(std::make_unique<SacActor>(model_->actor, config_.learning_starts)),
+      actor_(std::make_unique<SacActor>(model_->actor, config_.learning_starts, config_.train_frequency,
+                                        config_.sde_sample_freq)),
       target_entropy_(-static_cast<double>(config_.network.action_dim)) {
   if (target_parameters_.numel() != critic_values_.numel()) {
     throw std::logic_error("Sac: the target critics do not match the critics");
@@ -266,7 +293,7 @@ Sac::Sac(SacConfig config, torch::Device device)
 }
 
 std::unique_ptr<ActorReplica> Sac::make_actor_replica() {
-  return std::make_unique<SacActorReplica>(model_, parameters_, config_.learning_starts);
+  return std::make_unique<SacActorReplica>(model_, parameters_, config_);
 }
 
 Sac::Optimizers Sac::make_optimizers() const {
@@ -329,6 +356,8 @@ Metrics Sac::update(int64_t /*global_step*/, double progress) {
   at::Tensor qf1_loss, qf2_loss, qf_values;
   for (int64_t g = 0; g < config_.gradient_steps; ++g) {
     const TensorMap data = to_device(replay_->sample(config_.batch_size, rng_).fields, device_);
+    // gSDE: log_std may have changed since the last draw (SB3 draws anew every gradient step).
+    if (config_.use_sde) model_->actor->reset_noise();
     const at::Tensor& observations = data.at(transition::kObservations);
     const at::Tensor& actions = data.at(transition::kActions);
 

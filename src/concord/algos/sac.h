@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "concord/algos/actor.h"
@@ -41,6 +42,12 @@ struct SacConfig {
   int64_t train_frequency = 1;           // env steps (over all envs) between updates
   int64_t gradient_steps = 1;            // gradient steps per update
   bool checkpoint_replay = false;        // save the replay buffer in checkpoints
+  // gSDE exploration (Raffin et al., 2021; nn::SquashedGaussianActor) as Stable-Baselines3's SAC
+  // runs it: new exploration noise every sde_sample_freq env steps while acting (-1: at the
+  // start of each collection of train_frequency steps only) and before every gradient step.
+  bool use_sde = false;
+  double log_std_init = -3.0;    // gSDE: initial log std of the exploration matrix's elements
+  int64_t sde_sample_freq = -1;  // gSDE: env steps between new exploration noise while acting
   // The networks' torso: hidden_sizes and activation of the shared algo.* keys (CleanRL's SAC:
   // 256-256 relu, set by the config presets); obs_shape, action_* and the action bounds
   // (network.action_low / action_high; both empty: [-1, 1]) come from the env's spaces. Only an
@@ -89,14 +96,23 @@ TORCH_MODULE(SacTargets);
 // the replay; then it samples tanh(u) * scale + bias from the policy; deterministic acting (and
 // only it) takes tanh(mean) * scale + bias. No extras. Actions are float [B, d] on the network's
 // device, always within the bounds.
+//
+// With a gSDE policy it draws new exploration noise (one matrix per env) at the first step of each
+// collection of train_frequency env steps (context.global_step enters a new one: the updates
+// between collections draw their own noise) and, with sde_sample_freq > 0, every sde_sample_freq
+// env steps into it, and holds it in between, so that actions follow a smooth function of the state.
 class SacActor : public Actor {
  public:
-  SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts);
+  SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts, int64_t train_frequency = 1,
+           int64_t sde_sample_freq = -1);
   ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override;
 
  private:
   nn::SquashedGaussianActor policy_;
   int64_t learning_starts_;
+  int64_t train_frequency_;
+  int64_t sde_sample_freq_;
+  std::pair<int64_t, int64_t> noise_drawn_for_{-1, -1};  // (collection, period in it) of the noise held
 };
 
 // The SAC Learner. Each update (every train_frequency env steps, once the replay holds a batch),
@@ -116,7 +132,8 @@ class SacActor : public Actor {
 //     Q_target_i = tau * Q_i + (1 - tau) * Q_target_i
 //
 // d is `terminated` only: a truncated episode bootstraps from its final observation, which the
-// policy hands over as next_observations. target_entropy = -action_dim.
+// policy hands over as next_observations. target_entropy = -action_dim. With gSDE, each gradient
+// step first draws new exploration noise (one matrix for the batch), which its samples share.
 //
 // All parameters (actor, critics, log_alpha) live in one flat buffer (flat_parameters()); three
 // Adam optimisers (eps 1e-8, as PyTorch's) step their own parameters in it. Each loss goes through

@@ -1,5 +1,6 @@
 #include "concord/nn/squashed_gaussian_actor.h"
 
+#include <ATen/ops/full.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
 
@@ -15,11 +16,17 @@ namespace {
 
 // log(sqrt(2 pi)), the Gaussian's normalising constant as torch.distributions.Normal writes it.
 const double kLogSqrtTwoPi = std::log(std::sqrt(2.0 * M_PI));
+// gSDE's variance floor (SB3's StateDependentNoiseDistribution epsilon).
+constexpr double kSdeEpsilon = 1e-6;
 
 void check_config(const SquashedGaussianActorConfig& config) {
   std::ostringstream problems;
   if (config.obs_dim < 1) problems << " obs_dim=" << config.obs_dim << " must be >= 1;";
   if (config.action_dim < 1) problems << " action_dim=" << config.action_dim << " must be >= 1;";
+  if (config.use_sde && !(config.clip_mean >= 0.0)) problems << " clip_mean=" << config.clip_mean << " must be >= 0;";
+  if (config.use_sde && !std::isfinite(config.log_std_init)) {
+    problems << " log_std_init=" << config.log_std_init << " must be finite;";
+  }
   const size_t low = config.action_low.size();
   const size_t high = config.action_high.size();
   if (low != high || (low != 0 && static_cast<int64_t>(low) != config.action_dim)) {
@@ -62,7 +69,14 @@ SquashedGaussianActorImpl::SquashedGaussianActorImpl(SquashedGaussianActorConfig
 void SquashedGaussianActorImpl::reset() {
   torso_ = register_module("torso", MlpTorso(config_.obs_dim, config_.hidden_sizes, config_.activation));
   fc_mean_ = register_module("fc_mean", torch::nn::Linear(torso_->output_dim(), config_.action_dim));
-  fc_logstd_ = register_module("fc_logstd", torch::nn::Linear(torso_->output_dim(), config_.action_dim));
+  if (config_.use_sde) {
+    sde_log_std_ = register_parameter(
+        "log_std", at::full({torso_->output_dim(), config_.action_dim}, config_.log_std_init, at::kFloat));
+    sde_noise_ = torch::Tensor();
+    sde_row_noise_ = torch::Tensor();
+  } else {
+    fc_logstd_ = register_module("fc_logstd", torch::nn::Linear(torso_->output_dim(), config_.action_dim));
+  }
   // CleanRL's SAC keeps PyTorch's default initialisation; MlpTorso initialises orthogonally.
   for (const auto& child : torso_->modules(/*include_self=*/false)) {
     if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(child.get())) linear->reset_parameters();
@@ -89,13 +103,51 @@ torch::Tensor SquashedGaussianActorImpl::prepare(const torch::Tensor& obs) const
 
 SquashedGaussianActorImpl::Output SquashedGaussianActorImpl::forward(const torch::Tensor& obs) {
   const torch::Tensor h = torso_->forward(prepare(obs));
+  if (config_.use_sde) {
+    const SdeParameters p = sde_parameters(h);
+    return {p.mean, p.sigma.log()};
+  }
   const torch::Tensor mean = fc_mean_->forward(h);
   const torch::Tensor log_std =
       kSquashedLogStdMin + 0.5 * (kSquashedLogStdMax - kSquashedLogStdMin) * (fc_logstd_->forward(h).tanh() + 1.0);
   return {mean, log_std};
 }
 
+SquashedGaussianActorImpl::SdeParameters SquashedGaussianActorImpl::sde_parameters(const torch::Tensor& h) {
+  SdeParameters p;
+  p.mean = fc_mean_->forward(h);
+  if (config_.clip_mean > 0.0) p.mean = p.mean.clamp(-config_.clip_mean, config_.clip_mean);
+  p.std = sde_log_std_.exp();
+  p.sigma = (h.square().mm(p.std.square()) + kSdeEpsilon).sqrt();
+  return p;
+}
+
+void SquashedGaussianActorImpl::reset_noise(int64_t batch) {
+  if (!config_.use_sde) throw std::logic_error("SquashedGaussianActor::reset_noise: the actor does not use gSDE");
+  if (batch < 1) throw std::invalid_argument("SquashedGaussianActor::reset_noise: batch must be >= 1");
+  const auto options = sde_log_std_.options().requires_grad(false);
+  const auto generator = core::thread_generator(sde_log_std_.device());
+  sde_noise_ = at::randn(sde_log_std_.sizes(), generator, options);
+  sde_row_noise_ =
+      batch > 1 ? at::randn({batch, sde_log_std_.size(0), sde_log_std_.size(1)}, generator, options) : torch::Tensor();
+}
+
 SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs) {
+  if (config_.use_sde) {
+    if (!sde_noise_.defined()) reset_noise();
+    const torch::Tensor h = torso_->forward(prepare(obs));
+    const SdeParameters p = sde_parameters(h);
+    // The exploration matrices W = std * noise, through which the loss reaches log_std.
+    const torch::Tensor noise = sde_row_noise_.defined() && sde_row_noise_.size(0) == h.size(0)
+                                    ? h.unsqueeze(1).bmm(p.std * sde_row_noise_.to(h.device())).squeeze(1)
+                                    : h.mm(p.std * sde_noise_.to(h.device()));
+    const torch::Tensor u = p.mean + noise;
+    SquashedSample out;
+    out.action = u.tanh() * action_scale_ + action_bias_;
+    out.log_prob = squashed_gaussian_log_prob(u, p.mean, p.sigma.log(), action_scale_);
+    out.mean_action = p.mean.tanh() * action_scale_ + action_bias_;
+    return out;
+  }
   const torch::Tensor& weight = fc_mean_->weight;
   const torch::Tensor noise = at::randn({obs.size(0), config_.action_dim}, core::thread_generator(weight.device()),
                                         weight.options().requires_grad(false));
@@ -103,6 +155,7 @@ SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs) {
 }
 
 SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs, const torch::Tensor& noise) {
+  if (config_.use_sde) throw std::logic_error("SquashedGaussianActor::sample(obs, noise): not with gSDE");
   const auto [mean, log_std] = forward(obs);
   const torch::Tensor u = mean + log_std.exp() * noise.to(mean.options());  // rsample: the reparameterisation trick
   SquashedSample out;

@@ -68,7 +68,8 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
       {"queue_capacity", &C::queue_capacity, "Capacity of the prediction queue"},
       {"max_policy_lag", &C::max_policy_lag,
        "Updates a segment may lag the learner: at most training_batch x (max_policy_lag + 1) segments are collected "
-       "and not yet trained (0: collection and learning take turns, on-policy)"},
+       "and not yet trained (0: collection and learning take turns, on-policy; above 0 only for an algorithm that "
+       "corrects a lag: PPO, A2C with V-trace)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A blocking wait longer than this while the run is live is an error naming the queue"},
       {"dynamic_adjustment", &C::dynamic_adjustment,
@@ -636,6 +637,12 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
         "policy 'central_inference' gives each agent thread its own synchronous envs: set env.batch_size = 0 and "
         "env.num_threads = 1 (got " +
         std::to_string(env_config.batch_size) + " and " + std::to_string(env_config.num_threads) + ")");
+  }
+  if (config_.max_policy_lag > 0 && !learner.corrects_policy_lag()) {
+    throw std::invalid_argument(
+        "policy 'central_inference' trains segments up to max_policy_lag = " + std::to_string(config_.max_policy_lag) +
+        " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; "
+        "or set policy.central_inference.max_policy_lag = 0)");
   }
   if (env_config.num_envs % config_.agents != 0) {
     throw std::invalid_argument("policy 'central_inference': env.num_envs = " + std::to_string(env_config.num_envs) +

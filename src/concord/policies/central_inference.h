@@ -24,9 +24,10 @@ struct CentralInferenceConfig {
                                          //   0: one per agent, so that an update sees
                                          //   env.num_envs x T steps, as under `single`
   int queue_capacity = 16;               // capacity of the prediction queue
-  int max_policy_lag = 1;                // updates a segment's first action may be behind the
+  int max_policy_lag = 0;                // updates a segment's first action may be behind the
                                          //   parameters it is trained against (0: agents collect
-                                         //   while the learner waits, and the other way round)
+                                         //   while the learner waits, and the other way round;
+                                         //   above 0 only for an algorithm that corrects a lag)
   double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
   bool dynamic_adjustment = false;       // GA3C's random walk over the three thread counts
   double adjust_interval_seconds = 2.0;  // how long each configuration is measured
@@ -63,15 +64,15 @@ struct CentralInferenceConfig {
 // agents collect ahead of it only waits in a queue and grows older. An agent therefore starts a
 // segment only when it holds one of training_batch x (max_policy_lag + 1) slots, which a trainer
 // frees once it has trained the segment, and asks for the segment's first action only then, with
-// the newest parameters. With max_policy_lag = 0 collection and
-// learning take turns and every segment is on-policy (lag exactly 0); with L, about L updates'
-// worth of segments are collected while the learner trains. Unbounded, a full training queue made
-// the lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5
-// CartPole runs in 20. With the defaults (one segment per agent per update, lag 1) every agent
-// keeps collecting; fewer slots than agents idle agents and cost throughput (bench/policies'
-// tuned row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at 2, 64k at 4, 68k unbounded).
-// Bounding the lag did not make A2C + V-trace on CartPole fail as rarely as under `single`: about
-// 1 run in 10 to 20 still fails at every lag, 0 included (bench/RESULTS.md).
+// the newest parameters. With max_policy_lag = 0 (the default) collection and learning take turns
+// and every segment is on-policy (lag exactly 0); with L, about L updates' worth of segments are
+// collected while the learner trains, which only an algorithm that corrects the lag may take (PPO,
+// A2C with V-trace; the others are refused in one line). Unbounded, a full training queue made the
+// lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5 CartPole
+// runs in 20. Even at lag 1 and corrected, A2C + V-trace failed about 1 CartPole run in 20 and
+// PPO 6 in 40 where lag 0 failed none (bench/RESULTS.md), hence the default; a lag buys
+// throughput, since agents then keep collecting while the learner trains (bench/policies' tuned
+// row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at 2, 64k at 4, 68k unbounded).
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // taken as RolloutCollector takes it: an act() request per step, and values-only requests for
