@@ -517,8 +517,6 @@ TEST(Sac, TheRegistryBuildsItAndRefusesDiscreteActions) {
   EXPECT_THROW(make_learner("sac", config, observations, envs::Space::discrete(2)), std::invalid_argument);
 }
 
-// A one-step bandit (gamma = 0): reward -(a - 0.5)^2 whatever the observation. The deterministic
-// action moves to 0.5.
 // With gSDE the acting noise is held for a collection of train_frequency steps (and, with
 // sde_sample_freq, for that many steps within it); each env has its own exploration matrix.
 TEST(Sac, GsdeActingHoldsTheNoiseForACollection) {
@@ -556,6 +554,8 @@ TEST(Sac, GsdeActingHoldsTheNoiseForACollection) {
   EXPECT_THROW(Sac{config}, std::invalid_argument);
 }
 
+// A one-step bandit (gamma = 0): reward -(a - 0.5)^2 whatever the observation. The deterministic
+// action moves to 0.5.
 TEST(Sac, LearnsABandit) {
   for (const bool sde : {false, true}) {
     SCOPED_TRACE(sde ? "gSDE" : "state-dependent log std");
