@@ -15,9 +15,9 @@
 // the whole budget, no early stop), N times with seed 1 and once with each of seeds 1..N, and the
 // final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
 // A run fails when its evaluation return is below --target. Every policy runs the same algorithm
-// settings: the config's, plus V-trace for A2C (which central_inference needs for its lag and which
-// is plain n-step returns without one); hogwild runs PPO with one gradient step per update, as it
-// must.
+// settings: the config's, plus V-trace for A2C (which a central_inference lag above 0 needs, and
+// which is plain n-step returns without a lag); hogwild runs PPO with one gradient step per update,
+// as it must.
 //
 //   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
