@@ -152,6 +152,7 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
       {"sync_vector", "sync_vector", 2, every},
       {"hogwild", "hogwild", 1, hogwild},
       {"central_inf", "central_inference", 1, every},
+      {"async_learn", "async_learner", 1, every},
   };
   const int64_t envs = num_envs > 0 ? num_envs : shipped.get_int("env.num_envs");
   std::printf("policies --repeat %d: %s, %lld envs, a run fails below %g (%s evaluation, 10 episodes)\n", repeat,
