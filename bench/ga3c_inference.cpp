@@ -63,6 +63,8 @@ class NullLearner final : public concord::algos::OnPolicyLearner {
   concord::nn::FlatParameters& flat_parameters() override { return parameters_; }
   int64_t gradient_steps_per_update() const override { return 1; }
   std::unique_ptr<concord::algos::OnPolicyLearner> make_shared_replica() override { return nullptr; }
+  // It learns nothing, so it takes any lag: the runs below keep agents collecting while it "trains".
+  bool corrects_policy_lag() const override { return true; }
   void save(concord::core::Checkpoint&) const override {}
   void load(const concord::core::Checkpoint&) override {}
 
@@ -124,6 +126,7 @@ concord::algos::Metrics central_metrics(const Workload& workload, int agents, do
   CentralInferenceConfig config;
   config.agents = agents;
   config.training_batch = 1;
+  config.max_policy_lag = 1;  // GA3C's arrangement: agents collect while the learner trains
   config.queue_capacity = 2 * agents;
   return run_policy(config, learner, workload_envs(workload, agents), seconds);
 }
@@ -172,6 +175,7 @@ void sweep(double seconds) {
     config.agents = agents;
     config.predictors = predictors;
     config.trainers = trainers;
+    config.max_policy_lag = 1;
     const auto metrics = run_policy(config, learner, workload_envs(cartpole_workload(64), 32), seconds);
     std::printf("| %d | %d | %d | %.1f | %.0f |\n", agents, predictors, trainers, metrics.at("charts/TPS"),
                 metrics.at("charts/PPS"));
@@ -181,6 +185,7 @@ void sweep(double seconds) {
   config.agents = 16;
   config.predictors = 2;
   config.trainers = 2;
+  config.max_policy_lag = 1;
   config.dynamic_adjustment = true;
   config.adjust_interval_seconds = 1.0;
   const auto metrics = run_policy(config, learner, workload_envs(cartpole_workload(64), 32), 3.0 * seconds);

@@ -230,8 +230,10 @@ int main(int argc, char** argv) {
   // Lagged experience needs V-trace and a tuned A2C (the setting of the policies' learning test);
   // that row is therefore not the same algorithm configuration as the others. PPO's clipped
   // ratio takes the lag as it is.
+  // Lag 1: GA3C's arrangement, agents collecting while the learner trains.
   std::vector<std::string> central = {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
-                                      "policy.central_inference.queue_capacity=8"};
+                                      "policy.central_inference.queue_capacity=8",
+                                      "policy.central_inference.max_policy_lag=1"};
   if (setup.algo == "a2c") {
     central.insert(central.end(), {"algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3",
                                    "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"});
