@@ -515,23 +515,23 @@ class Run {
   }
 
   // Each update is the next segment of every agent, in agent order: what an update holds depends
-  // on the seed and the lag, not on which agent ran ahead. Trainers take turns gathering so that
-  // an agent's segments are trained in the order it collected them.
+  // on the seed and the lag, not on which agent ran ahead. Trainers take turns gathering and
+  // training a round (updates are serial under the learner's lock anyway), so that rounds are
+  // trained in the order they were gathered: a second trainer's round could otherwise take the
+  // learner's lock first.
   void trainer_per_agent() {
     while (!stopping_) {
       std::vector<Segment> batch;
       bool closed = false;
-      {
-        std::lock_guard<std::mutex> gathering(gather_mutex_);
-        for (auto& queue : training_) {
-          Segment segment;
-          QueueStatus status;
-          while ((status = queue->pop(segment, timeout_)) == QueueStatus::kTimedOut) {
-            if (stopping_) return;  // the agent still collects, or waits for a prediction: its own waits time out
-          }
-          if (status == QueueStatus::kOk) batch.push_back(std::move(segment));
-          closed = closed || status == QueueStatus::kClosed;
+      std::lock_guard<std::mutex> round(round_mutex_);
+      for (auto& queue : training_) {
+        Segment segment;
+        QueueStatus status;
+        while ((status = queue->pop(segment, timeout_)) == QueueStatus::kTimedOut) {
+          if (stopping_) return;  // the agent still collects, or waits for a prediction: its own waits time out
         }
+        if (status == QueueStatus::kOk) batch.push_back(std::move(segment));
+        closed = closed || status == QueueStatus::kClosed;
       }
       // Once every agent has exited the queues are closed: the rounds then drain what is left.
       if (batch.empty() && closed) return;
@@ -604,7 +604,7 @@ class Run {
   // agent (per_agent_), or one pool for every agent.
   std::vector<std::unique_ptr<BoundedQueue<Segment>>> training_;
   std::vector<std::unique_ptr<BoundedQueue<char>>> slots_;
-  std::mutex gather_mutex_;         // per_agent_: one trainer at a time takes a segment of every agent
+  std::mutex round_mutex_;          // per_agent_: one trainer at a time gathers a round and trains it
   int64_t segments_per_agent_ = 0;  // per_agent_: what each agent collects in this run
   std::vector<std::unique_ptr<BoundedQueue<Prediction>>> replies_;  // one slot per agent
   ActiveThreads agents_, predictors_, trainers_;
