@@ -3,10 +3,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/serialize/output-archive.h>
 #include <torch/types.h>
 
 #include "concord/core/crc32c.h"
@@ -340,6 +343,64 @@ TEST_F(CheckpointTest, VersionOneFilesStillLoad) {
   EXPECT_EQ(loaded.metadata, sample().metadata);
   expect_same_tensors(sample(), loaded);
   EXPECT_EQ(read_checkpoint_header(dir_ / "v1.ckpt")["format_version"], 1);
+}
+
+// The payloads a crafted file can carry: another class, source beside the pickle, a tensor whose
+// sizes reach past its storage. The reader must refuse each in one line, or ignore the source.
+class CraftedPayloadTest : public CheckpointTest {
+ protected:
+  // A file listing one Float tensor "w" of `shape` around `payload`.
+  std::string wrap(const std::string& payload, const std::vector<int64_t>& shape) {
+    Checkpoint checkpoint;
+    checkpoint.tensors["w"] = torch::zeros(shape);
+    save_checkpoint(dir_ / "base.ckpt", checkpoint);
+    json header = split(read_bytes(dir_ / "base.ckpt")).first;
+    header["payload_size"] = payload.size();
+    header["payload_crc32c"] = crc32c(payload);
+    return assemble(header, payload);
+  }
+  static std::string archive_of(const at::Tensor& tensor) {
+    torch::serialize::OutputArchive archive;
+    archive.write("t0", tensor, /*is_buffer=*/true);
+    std::ostringstream out;
+    archive.save_to(out);
+    return out.str();
+  }
+};
+
+TEST_F(CraftedPayloadTest, AnotherClassIsRefused) {
+  torch::jit::Module other("__torch__.Other");
+  other.register_buffer("t0", torch::ones({2}));
+  std::ostringstream out;
+  other.save(out);
+  write_bytes(dir_ / "other.ckpt", wrap(out.str(), {2}));
+  const std::string message = expect_error(dir_ / "other.ckpt", Kind::kCorrupt);
+  EXPECT_NE(message.find("unexpected class '__torch__.Other'"), std::string::npos) << message;
+}
+
+// LibTorch's own reader compiles the archive's code/ to learn the class, and its compiler crashes
+// on crafted source; Concord's never reads it.
+TEST_F(CraftedPayloadTest, TheArchivesSourceIsNeverCompiled) {
+  std::string payload = archive_of(torch::arange(2, torch::kFloat32));
+  const std::size_t source = payload.find("class Module");
+  ASSERT_NE(source, std::string::npos);  // entries are stored, not compressed
+  payload.replace(source, 12, "((((((((((((");
+  write_bytes(dir_ / "source.ckpt", wrap(payload, {2}));
+  EXPECT_TRUE(torch::equal(load_checkpoint(dir_ / "source.ckpt").tensors.at("w"), torch::arange(2, torch::kFloat32)));
+}
+
+TEST_F(CraftedPayloadTest, ATensorReachingPastItsStorageIsRefused) {
+  const at::Tensor lying = torch::ones({2});
+  lying.unsafeGetTensorImpl()->set_sizes_and_strides(at::IntArrayRef{1000}, at::IntArrayRef{1});
+  write_bytes(dir_ / "past.ckpt", wrap(archive_of(lying), {1000}));
+  const std::string message = expect_error(dir_ / "past.ckpt", Kind::kCorrupt);
+  EXPECT_NE(message.find("reaches outside its storage"), std::string::npos) << message;
+
+  const at::Tensor offset = torch::ones({4});
+  offset.unsafeGetTensorImpl()->set_storage_offset(3);
+  offset.unsafeGetTensorImpl()->set_sizes_and_strides(at::IntArrayRef{2}, at::IntArrayRef{1});
+  write_bytes(dir_ / "offset.ckpt", wrap(archive_of(offset), {2}));
+  expect_error(dir_ / "offset.ckpt", Kind::kCorrupt);
 }
 
 // A component restoring itself from a checkpoint in memory does not know the file; whoever does

@@ -1,5 +1,6 @@
 // libFuzzer target: the checkpoint reader (load_checkpoint, read_checkpoint_header), which promises a
-// CheckpointError for any bytes whatsoever.
+// CheckpointError for any bytes whatsoever, and the optimiser-state reader (optimizer_from_bytes)
+// on every 1-D uint8 tensor of a checkpoint that loads, which promises an exception.
 //
 // Both CRCs would make almost every mutation a CRC mismatch, so the first input byte picks how much
 // of the file the harness frames (the rest is the fuzzer's):
@@ -14,10 +15,12 @@
 #include <string>
 #include <string_view>
 
+#include <torch/optim/adam.h>
 #include <nlohmann/json.hpp>
 
 #include "concord/core/checkpoint.h"
 #include "concord/core/crc32c.h"
+#include "concord/core/optimizer_bytes.h"
 #include "fuzz_files.h"
 
 namespace {
@@ -67,6 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [name, tensor] : checkpoint.tensors) {
       if (!tensor.defined()) std::abort();
       (void)tensor.sum();
+      if (tensor.scalar_type() == at::kByte && tensor.dim() == 1) {
+        try {
+          torch::optim::Adam adam({torch::zeros({1}, torch::requires_grad())});
+          concord::core::optimizer_from_bytes(tensor, adam, at::kCPU);
+        } catch (const std::exception&) {
+        }
+      }
     }
   } catch (const concord::core::CheckpointError&) {
   }

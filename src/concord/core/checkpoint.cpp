@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -15,11 +16,11 @@
 #include <vector>
 
 #include <c10/core/ScalarType.h>
-#include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
 #include "concord/core/atomic_file.h"
 #include "concord/core/crc32c.h"
+#include "concord/core/torch_archive.h"
 
 namespace concord::core {
 
@@ -352,28 +353,23 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
               "corrupt: payload CRC-32C is " + hex32(actual_crc) + " but the header says " + hex32(header.payload_crc));
   }
 
-  torch::serialize::InputArchive archive;
+  std::map<std::string, at::Tensor> stored;
   try {
-    archive.load_from(payload.data(), payload.size(), at::Device(at::kCPU));
+    stored = read_tensor_archive(payload.data(), payload.size());
   } catch (const std::exception& error) {
-    file.fail(Kind::kCorrupt, "corrupt: payload is not a LibTorch archive (" + one_line(error.what()) + ")");
+    file.fail(Kind::kCorrupt, "corrupt: payload is not a LibTorch archive of tensors (" + one_line(error.what()) + ")");
   }
 
   Checkpoint checkpoint;
   checkpoint.metadata = std::move(header.document["metadata"]);
   for (std::size_t index = 0; index < header.toc.size(); ++index) {
     const TocEntry& entry = header.toc[index];
-    at::Tensor tensor;
-    bool found = false;
-    try {
-      found = archive.try_read(archive_key(index), tensor, /*is_buffer=*/true);
-    } catch (const std::exception& error) {
-      file.fail(Kind::kCorrupt, "corrupt: cannot read tensor '" + entry.name + "' (" + one_line(error.what()) + ")");
-    }
-    if (!found || !tensor.defined()) {
+    const auto found = stored.find(archive_key(index));
+    if (found == stored.end() || !found->second.defined()) {
       file.fail(Kind::kTensorMissing,
                 "tensor '" + entry.name + "' is listed in the header but missing from the payload");
     }
+    at::Tensor tensor = found->second;
     const std::string dtype = c10::toString(tensor.scalar_type());
     if (dtype != entry.dtype) {
       file.fail(Kind::kCorrupt, "corrupt: tensor '" + entry.name + "' is " + dtype + " in the payload but " +

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "concord/core/torch_archive.h"
+
 namespace concord::core {
 
 at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer) {
@@ -28,8 +30,8 @@ void optimizer_from_bytes(const at::Tensor& bytes, torch::optim::Optimizer& opti
   }
   const at::Tensor contiguous = bytes.to(at::kCPU).contiguous();
   torch::serialize::InputArchive archive;
-  archive.load_from(reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()),
-                    static_cast<size_t>(contiguous.numel()), device);
+  load_checked_archive(archive, reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()),
+                       static_cast<size_t>(contiguous.numel()), device);
   optimizer.state().clear();
   optimizer.load(archive);
 }

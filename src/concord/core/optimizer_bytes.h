@@ -13,8 +13,8 @@ at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer);
 
 // Replaces `optimizer`'s state by the one in `bytes` (LibTorch's load() would keep the state of
 // parameters the archive lacks, so it is cleared first); its tensors go to `device`. Throws
-// std::invalid_argument for a tensor that is not 1-D uint8, and LibTorch's c10::Error for bytes
-// that are not an archive of this optimiser's state.
+// std::invalid_argument for a tensor that is not 1-D uint8, std::runtime_error for bytes that fail
+// core/torch_archive.h's checks, and LibTorch's c10::Error for an archive of another state.
 void optimizer_from_bytes(const at::Tensor& bytes, torch::optim::Optimizer& optimizer, const c10::Device& device);
 
 }  // namespace concord::core

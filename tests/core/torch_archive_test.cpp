@@ -1,0 +1,142 @@
+#include "concord/core/torch_archive.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "concord/core/optimizer_bytes.h"
+
+namespace concord::core {
+namespace {
+
+std::string bytes_of(torch::serialize::OutputArchive& archive) {
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+std::string tensor_archive() {
+  torch::serialize::OutputArchive archive;
+  archive.write("t0", torch::arange(6, torch::kFloat32).reshape({2, 3}), /*is_buffer=*/true);
+  archive.write("t1", torch::tensor({int64_t{1} << 40}), /*is_buffer=*/true);
+  return bytes_of(archive);
+}
+
+// A trained optimiser's archive bytes: every kind of state Concord's optimisers keep.
+template <typename Optimizer, typename Options>
+std::string optimizer_archive(const Options& options) {
+  torch::manual_seed(0);
+  torch::nn::Linear layer(3, 2);
+  Optimizer optimizer(layer->parameters(), options);
+  for (int step = 0; step < 2; ++step) {
+    optimizer.zero_grad();
+    layer->forward(torch::ones({4, 3})).pow(2).sum().backward();
+    optimizer.step();
+  }
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  return bytes_of(archive);
+}
+
+// Replaces `from` (which must occur) by `to` of the same length: the archive's entries are stored,
+// not compressed, and LibTorch's reader does not check their CRCs, so an edit in place reaches it.
+std::string edited(std::string bytes, const std::string& from, const std::string& to) {
+  const std::size_t at = bytes.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  EXPECT_EQ(from.size(), to.size());
+  if (at != std::string::npos) bytes.replace(at, from.size(), to);
+  return bytes;
+}
+
+std::string refusal(const std::string& bytes, bool tensors_only) {
+  try {
+    if (tensors_only) {
+      read_tensor_archive(bytes.data(), bytes.size());
+    } else {
+      torch::serialize::InputArchive archive;
+      load_checked_archive(archive, bytes.data(), bytes.size(), torch::kCPU);
+    }
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+TEST(TorchArchive, ReadsTheTensorsOutputArchiveWrites) {
+  const std::string bytes = tensor_archive();
+  const auto tensors = read_tensor_archive(bytes.data(), bytes.size());
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_TRUE(torch::equal(tensors.at("t0"), torch::arange(6, torch::kFloat32).reshape({2, 3})));
+  EXPECT_TRUE(torch::equal(tensors.at("t1"), torch::tensor({int64_t{1} << 40})));
+}
+
+// The source and pickle checks accept every optimiser state Concord writes, and the state that
+// comes back is the one saved.
+TEST(TorchArchive, EveryOptimiserStateConcordWritesLoadsChecked) {
+  const std::string archives[] = {
+      optimizer_archive<torch::optim::Adam>(torch::optim::AdamOptions(1e-3).amsgrad(true)),
+      optimizer_archive<torch::optim::RMSprop>(torch::optim::RMSpropOptions(1e-3).centered(true).momentum(0.9)),
+      optimizer_archive<torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9)),
+  };
+  for (const std::string& bytes : archives) {
+    torch::serialize::InputArchive archive;
+    EXPECT_NO_THROW(load_checked_archive(archive, bytes.data(), bytes.size(), torch::kCPU));
+  }
+  torch::manual_seed(0);
+  torch::nn::Linear layer(3, 2);
+  torch::optim::Adam adam(layer->parameters(), torch::optim::AdamOptions(1e-3));
+  layer->forward(torch::ones({4, 3})).sum().backward();
+  adam.step();
+  torch::optim::Adam restored(layer->parameters(), torch::optim::AdamOptions(1e-3));
+  optimizer_from_bytes(optimizer_to_bytes(adam), restored, torch::kCPU);
+  const auto& saved = static_cast<const torch::optim::AdamParamState&>(*adam.state().begin()->second);
+  const auto& loaded =
+      static_cast<const torch::optim::AdamParamState&>(*restored.state().at(adam.state().begin()->first));
+  EXPECT_EQ(loaded.step(), saved.step());
+  EXPECT_TRUE(torch::equal(loaded.exp_avg(), saved.exp_avg()));
+  EXPECT_TRUE(torch::equal(loaded.exp_avg_sq(), saved.exp_avg_sq()));
+}
+
+// LibTorch would compile these lines; the check refuses them first.
+TEST(TorchArchive, SourceBeyondAttributeDeclarationsIsRefused) {
+  const std::string adam = optimizer_archive<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"  step : int", "  step : Int"},
+                                 {"  step : int", "  step = int"},
+                                 {"  step : int", "def step():x"},
+                                 {"class Module(Module):", "class Module(Finals):"}}) {
+    const std::string message = refusal(edited(adam, from, to), /*tensors_only=*/false);
+    EXPECT_NE(message.find("its source holds more than attribute declarations"), std::string::npos) << message;
+  }
+}
+
+// Pickles LibTorch 1.13's unpickler would run off its stack with (the first is the fuzzer's find).
+TEST(TorchArchive, MalformedPicklesAreRefused) {
+  const std::string good = tensor_archive();
+  const std::string cases[] = {
+      edited(good, "\x81}(", "\x87}("),  // TUPLE3 on two values
+      edited(good, "\x81}(", "\x81}t"),  // TUPLE without a MARK
+      edited(good, "ub", "0b"),          // POP: an opcode Concord's pickles never hold
+      edited(good, "bq\r.", "bh\x7f."),  // a memo never stored
+  };
+  for (const std::string& bytes : cases) {
+    const std::string message = refusal(bytes, /*tensors_only=*/true);
+    EXPECT_NE(message.find("malformed pickle"), std::string::npos) << message;
+  }
+}
+
+TEST(TorchArchive, OnlyModuleClassesAreResolved) {
+  const std::string message = refusal(edited(tensor_archive(), "c__torch__\nModule", "cbuiltins\nModule\n"), true);
+  EXPECT_FALSE(message.empty());
+}
+
+}  // namespace
+}  // namespace concord::core
