@@ -2,6 +2,7 @@
 // its update count into its critic, so that every rollout names the parameter version that acted.
 #include "concord/policies/async_learner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "concord/algos/a2c.h"
 #include "concord/core/config.h"
 #include "concord/policies/policy_registry.h"
 #include "hang_guard.h"
@@ -143,14 +145,68 @@ TEST(AsyncLearner, LagOneCollectsWhileTheLearnerLearns) {
   EXPECT_EQ(state.global_step, 8 * kRolloutSteps);
   ASSERT_EQ(f.learner.rollouts.size(), 8u);
   for (size_t k = 0; k < 8; ++k) {
-    const int version = f.version_of(k);
-    // At most one update behind the one that learns from it, never ahead of it.
-    EXPECT_GE(version, static_cast<int>(k) - 1) << "rollout " << k;
-    EXPECT_LE(version, static_cast<int>(k)) << "rollout " << k;
-    EXPECT_EQ(lags[k], static_cast<double>(static_cast<int>(k) - version));
+    // Exactly one update behind the one that learns from it, from the second rollout on.
+    EXPECT_EQ(f.version_of(k), std::max(0, static_cast<int>(k) - 1)) << "rollout " << k;
+    EXPECT_EQ(lags[k], k == 0 ? 0.0 : 1.0);
   }
-  EXPECT_EQ(f.version_of(1), 0);  // collected during the first update
   f.expect_continuous_observations();
+}
+
+// A learner faster than the collector has published newer versions by the time the collector
+// looks; rollout k still acts with exactly version k - lag, so a run does not depend on speeds.
+TEST(AsyncLearner, EveryRolloutActsWithExactlyTheVersionItsLagNames) {
+  for (const int lag : {1, 2, 3}) {
+    Fixture f(lag);
+    std::vector<double> lags;
+    TrainingCallbacks callbacks;
+    callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+      lags.push_back(metrics.at("charts/policy_lag"));
+    };
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner exact versions",
+                      [&] { f.policy->train(state, 12 * kRolloutSteps, 1'000'000, callbacks); });
+    ASSERT_EQ(f.learner.rollouts.size(), 12u);
+    for (size_t k = 0; k < 12; ++k) {
+      EXPECT_EQ(f.version_of(k), std::max(0, static_cast<int>(k) - lag)) << "lag " << lag << ", rollout " << k;
+      EXPECT_EQ(lags[k], std::min(static_cast<double>(k), static_cast<double>(lag))) << "lag " << lag;
+    }
+    f.expect_continuous_observations();
+  }
+}
+
+// A2C's update is fast enough to publish newer parameters before the collector copies; with the
+// version fixed by the lag, a lag-1 run on CartPole still ends with the same parameters every time.
+TEST(AsyncLearner, ALaggedA2cRunTrainsTheSameEveryRun) {
+  const auto train = [] {
+    torch::manual_seed(11);
+    algos::A2cConfig a2c;
+    a2c.network.obs_shape = {4};
+    a2c.network.action_dim = 2;
+    a2c.network.hidden_sizes = {16, 16};
+    a2c.num_steps = 5;
+    a2c.vtrace = true;
+    algos::A2c learner(a2c);
+    envs::VectorEnvConfig envs;
+    envs.env_id = "CartPole-v1";
+    envs.num_envs = 8;
+    envs.seed = 3;
+    AsyncLearnerConfig config;
+    config.max_policy_lag = 1;
+    TrainingState state;
+    AsyncLearnerPolicy(config, std::make_unique<envs::VectorEnv>(envs), learner, torch::kCPU, /*seed=*/3)
+        .train(state, /*total_steps=*/8 * 5 * 60, 1'000'000, {});
+    EXPECT_EQ(state.updates, 60);
+    std::vector<torch::Tensor> parameters;
+    for (const torch::Tensor& parameter : learner.model()->parameters())
+      parameters.push_back(parameter.detach().flatten());
+    return torch::cat(parameters);
+  };
+  const torch::Tensor first = train();
+  for (int run = 0; run < 3; ++run) {
+    const torch::Tensor again = train();
+    EXPECT_TRUE(torch::equal(first, again))
+        << "run " << run << ": largest difference " << (first - again).abs().max().item<float>();
+  }
 }
 
 TEST(AsyncLearner, CheckpointsPauseTheCollector) {

@@ -128,8 +128,16 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   const auto timeout = seconds(config_.wait_timeout_seconds);
   const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
 
-  ActorCopy published(learner_);  // what the learner publishes after each update
-  published.publish(learner_, first_version);
+  // Rollout k acts with exactly version first + k - lag (or first, while k < lag), so that which
+  // parameters act never depends on how fast the learner is. The learner can be up to `lag`
+  // versions past that one when the collector looks (it has taken at most k rollouts), so the last
+  // lag + 1 versions are kept, version v in slot v % (lag + 1).
+  const int64_t slots = config_.max_policy_lag + 1;
+  std::vector<std::unique_ptr<ActorCopy>> published;
+  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(std::make_unique<ActorCopy>(learner_));
+  const auto slot_of = [&](int64_t version) -> ActorCopy& { return *published[static_cast<size_t>(version % slots)]; };
+  slot_of(first_version).publish(learner_, first_version);
+  int64_t latest_version = first_version;  // guarded by version_mutex
   core::BoundedQueue<Collected> rollouts(static_cast<size_t>(config_.max_policy_lag) + 1, "async_learner rollouts");
   std::mutex version_mutex;
   std::condition_variable version_published;
@@ -141,12 +149,10 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
     ActorCopy acting(learner_);  // the collector's own network, refreshed between rollouts
     RolloutCollector collector(*env_, learner_.rollout_length(), device_);
     for (int64_t k = 0; k < rollouts_wanted; ++k) {
-      // The lag bound: rollout k acts with the parameters of at least update k - max_policy_lag.
-      const int64_t needed = first_version + k - config_.max_policy_lag;
+      const int64_t needed = std::max(first_version, first_version + k - config_.max_policy_lag);
       {
         std::unique_lock<std::mutex> lock(version_mutex);
-        if (!version_published.wait_for(lock, timeout,
-                                        [&] { return stopping.load() || published.version() >= needed; })) {
+        if (!version_published.wait_for(lock, timeout, [&] { return stopping.load() || latest_version >= needed; })) {
           throw std::runtime_error("async_learner: the learner published no parameters of update " +
                                    std::to_string(needed) + " within " + timeout_text);
         }
@@ -163,8 +169,12 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
           ~Leave() { gate.leave(); }
         } leave{gate};
         core::Stopwatch clock;
-        published.copy_to(acting);
+        slot_of(needed).copy_to(acting);
         item.version = acting.version();
+        if (item.version != needed) {
+          throw std::logic_error("async_learner: version " + std::to_string(needed) + " was overwritten by " +
+                                 std::to_string(item.version) + " before rollout " + std::to_string(k) + " acted");
+        }
         acting.read([&](nn::ActorCritic& model, int64_t) {
           item.rollout = collector
                              .collect(model,
@@ -243,7 +253,11 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       algos::Metrics metrics = learner_.update(rollout, progress);
       const int64_t lag = state.updates - item.version;
       ++state.updates;
-      published.publish(learner_, state.updates);
+      slot_of(state.updates).publish(learner_, state.updates);
+      {
+        std::lock_guard<std::mutex> lock(version_mutex);
+        latest_version = state.updates;
+      }
       version_published.notify_all();
       update_seconds += update_clock.elapsed_seconds();
       check_finite(metrics, state);

@@ -31,8 +31,8 @@ struct AsyncLearnerConfig {
 // and the environment steps then take a core each, instead of taking turns on one.
 //
 //   collector thread:  for k = 0, 1, ...:
-//                        wait until the learner has published version >= k - max_policy_lag
-//                        copy the published parameters into its own network (one flat copy)
+//                        wait until the learner has published version v = max(0, k - max_policy_lag)
+//                        copy exactly version v into its own network (one flat copy)
 //                        rollout k = collect(its network, envs)   (RolloutCollector, as `single`)
 //                        push rollout k (with the version it acted with) to the learner
 //   learner (caller):  for k = 0, 1, ...:
@@ -43,6 +43,8 @@ struct AsyncLearnerConfig {
 // (Learner::corrects_policy_lag: PPO's ratio against the behaviour log-probabilities, A2C's
 // V-trace); the factory refuses one that cannot. charts/policy_lag reports the lag of each
 // update's rollout, time/learner_wait_seconds how long the learner waited for experience.
+// The version that acts never depends on the threads' speeds (the last max_policy_lag + 1
+// versions are kept for it), so a run repeats exactly.
 //
 // Everything a checkpoint or a callback sees belongs to the calling thread: the learner, the
 // episode statistics (the collector hands finished episodes over with their rollout) and
