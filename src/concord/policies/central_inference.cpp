@@ -409,7 +409,7 @@ class Run {
       }
       rollout.bootstrap_value = predict(a, observations, /*values_only=*/true).values;
       if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
-      BoundedQueue<Segment>& queue = *training_[per_agent_ ? static_cast<size_t>(a) : 0];
+      BoundedQueue<Segment>& queue = training_queue(a);
       switch (queue.push(std::move(segment), timeout_)) {
         case QueueStatus::kOk:
           break;
@@ -436,7 +436,9 @@ class Run {
     throw_timeout("agent " + std::to_string(a), slots.name(), "to free up");
   }
 
+  // With per-agent updates each agent has its own slots and queue; otherwise all share one.
   BoundedQueue<char>& slot_pool(int agent) { return *slots_[per_agent_ ? static_cast<size_t>(agent) : 0]; }
+  BoundedQueue<Segment>& training_queue(int agent) { return *training_[per_agent_ ? static_cast<size_t>(agent) : 0]; }
 
   void predictor(int p) {
     // Requests are batched whole: as many agents as fit in prediction_batch observations.
