@@ -176,6 +176,57 @@ TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {
   EXPECT_GT(metrics.at("losses/approx_kl"), 1e-12);
 }
 
+// A rollout whose log-probabilities are the model's own on the whole batch: the proximal policy
+// of the decoupled objective, computed as Ppo::update computes it.
+Rollout rollout_of_the_starting_policy(nn::ActorCritic& model, double log_prob_shift) {
+  Rollout rollout = synthetic_rollout(model, 8, 2);
+  c10::NoGradGuard no_grad;
+  const at::Tensor proximal =
+      model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1)).log_prob;
+  rollout.log_probs = (proximal + log_prob_shift).reshape({8, 2});
+  return rollout;
+}
+
+// With the behaviour policy equal to the policy the update starts from, the weights are 1 and the
+// clip is against the same log-probabilities: the decoupled update is PPO's, bit for bit.
+TEST(PpoTest, DecoupledIsPpoWhenTheBehaviourPolicyIsTheProximalOne) {
+  const auto update = [](bool decoupled) {
+    PpoConfig config = small_config();
+    config.decoupled = decoupled;
+    at::manual_seed(6);
+    Ppo ppo(config);
+    nn::ActorCritic model = ppo.model();
+    const Rollout rollout = rollout_of_the_starting_policy(model, 0.0);
+    at::manual_seed(7);  // the same minibatches
+    ppo.update(rollout, 0.0);
+    return parameter_copies(model);
+  };
+  const std::vector<at::Tensor> ppo = update(false);
+  const std::vector<at::Tensor> decoupled = update(true);
+  for (size_t i = 0; i < ppo.size(); ++i) EXPECT_TRUE(ppo[i].equal(decoupled[i])) << "parameter " << i;
+}
+
+// Acted by a policy with half the probability of every action (log-probabilities lower by log 2),
+// each sample weighs pi_proximal / pi_behaviour = 2, and the ratio is still clipped against the
+// proximal policy: the policy loss is twice PPO's on the proximal log-probabilities.
+TEST(PpoTest, DecoupledWeightsEverySampleByProximalOverBehaviour) {
+  const auto policy_loss = [](bool decoupled, double shift) {
+    PpoConfig config = small_config();
+    config.decoupled = decoupled;
+    config.update_epochs = 1;
+    config.num_minibatches = 1;
+    config.norm_adv = false;
+    at::manual_seed(8);
+    Ppo ppo(config);
+    nn::ActorCritic model = ppo.model();
+    const Rollout rollout = rollout_of_the_starting_policy(model, shift);
+    return ppo.update(rollout, 0.0).at("losses/policy_loss");
+  };
+  const double ppo = policy_loss(false, 0.0);
+  ASSERT_GT(std::abs(ppo), 1e-3);
+  EXPECT_NEAR(policy_loss(true, -std::log(2.0)), 2.0 * ppo, 1e-5 * std::abs(ppo));
+}
+
 TEST(PpoTest, ContinuousActions) {
   at::manual_seed(4);
   PpoConfig config = small_config();

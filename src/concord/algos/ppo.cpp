@@ -48,6 +48,9 @@ const core::ConfigFields<PpoConfig>& PpoConfig::fields() {
       {"adam_eps", &PpoConfig::adam_eps, "Adam epsilon"},
       {"normalize_reward", &PpoConfig::normalize_reward,
        "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
+      {"decoupled", &PpoConfig::decoupled,
+       "Clip against the policy each update starts from and weight by its ratio to the behaviour policy (Hilton "
+       "et al. 2021), for lagged rollouts"},
   };
   return kFields;
 }
@@ -161,6 +164,18 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const at::Tensor b_advantages = gae_result.advantages.reshape(-1);
   const at::Tensor b_returns = gae_result.returns.reshape(-1);
   const at::Tensor b_values = b.values.reshape(-1);
+  // The policy the ratio is clipped against. PPO's is the behaviour policy, whose log-probabilities
+  // the rollout carries. The decoupled objective's is the proximal policy, the parameters this
+  // update starts from, and each sample's term is weighted by pi_proximal / pi_behaviour: for
+  // rollouts acted by older parameters the clip then bounds how far this update moves the policy,
+  // and the weight corrects for the lag.
+  at::Tensor b_clip_logprobs = b_logprobs;
+  at::Tensor b_weights;
+  if (config_.decoupled) {
+    c10::NoGradGuard no_grad;
+    b_clip_logprobs = model()->evaluate(b.observations, b.actions).log_prob.detach();
+    b_weights = (b_clip_logprobs - b_logprobs).exp();
+  }
 
   // Optimizing the policy and value network. The loss is ppo_loss as one autograd node
   // (fused_ppo_loss.h); diagnostics stay tensors until the update ends, so that no minibatch
@@ -180,8 +195,10 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
         const auto [std, mean] = at::std_mean(mb_advantages);
         mb_advantages = (mb_advantages - mean).div_(std.add(1e-8));
       }
+      // w * min(r A, clip(r) A) = min(r wA, clip(r) wA) for the weight w > 0.
+      if (b_weights.defined()) mb_advantages = mb_advantages * b_weights.index_select(0, mb_inds);
 
-      last = fused_ppo_loss(eval.log_prob, b_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
+      last = fused_ppo_loss(eval.log_prob, b_clip_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
                             b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
                             config_.clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
 

@@ -33,6 +33,10 @@ struct PpoConfig {
   double adam_eps = 1e-5;         // Adam epsilon
   bool normalize_reward = false;  // scale rewards by the running std of the discounted return
                                   // (RewardScaler, Gymnasium's NormalizeReward)
+  bool decoupled = false;         // decoupled objective (Hilton et al. 2021): clip against the
+                                  // policy the update starts from, and weight each sample by its
+                                  // ratio to the behaviour policy; for rollouts acted by older
+                                  // parameters (async_learner, central_inference with a lag)
   nn::ActorCriticConfig network;  // the actor-critic: CleanRL's separate 64-64 tanh MLPs by
                                   // default; obs_shape and action_* come from the env's spaces;
                                   // network.normalize_observations normalises its inputs
