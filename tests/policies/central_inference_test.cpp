@@ -379,18 +379,10 @@ TEST(CentralInference, FourAgentsTakingTurnsWithTheLearnerTrainTheSameEveryRun) 
     CentralInferencePolicy(config, env_config("CartPole-v1", 8), learner, torch::kCPU)
         .train(state, /*total_steps=*/8 * 5 * 60, 1'000'000, {});
     EXPECT_EQ(state.updates, 60);
-    std::vector<torch::Tensor> parameters;
-    for (const torch::Tensor& parameter : learner.model()->parameters()) {
-      parameters.push_back(parameter.detach().flatten());
-    }
-    return torch::cat(parameters);
+    nn::ActorCritic model = learner.model();
+    return testing::flat_parameters_of(model);
   };
-  const torch::Tensor first = train();
-  for (int run = 0; run < 3; ++run) {
-    const torch::Tensor again = train();
-    EXPECT_TRUE(torch::equal(first, again))
-        << "run " << run << ": largest difference " << (first - again).abs().max().item<float>();
-  }
+  testing::expect_identical_runs(train);
 }
 
 TEST(CentralInference, RefusesWhatCannotWork) {

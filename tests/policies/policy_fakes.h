@@ -16,6 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/on_policy_learner.h"
 #include "concord/envs/env.h"
@@ -25,6 +28,24 @@
 #include "concord/nn/flat_parameters.h"
 
 namespace concord::policies::testing {
+
+// Calls train() `runs` times (each returns the trained parameters as one flat tensor) and expects
+// every run to end with the first one's parameters, bit for bit.
+inline void expect_identical_runs(const std::function<torch::Tensor()>& train, int runs = 4) {
+  const torch::Tensor first = train();
+  for (int run = 1; run < runs; ++run) {
+    const torch::Tensor again = train();
+    EXPECT_TRUE(torch::equal(first, again))
+        << "run " << run << ": largest difference " << (first - again).abs().max().item<float>();
+  }
+}
+
+// A model's parameters, detached, as one flat tensor.
+inline torch::Tensor flat_parameters_of(nn::ActorCritic& model) {
+  std::vector<torch::Tensor> parameters;
+  for (const torch::Tensor& parameter : model->parameters()) parameters.push_back(parameter.detach().flatten());
+  return torch::cat(parameters);
+}
 
 struct CountingEnvOptions {
   int terminate_after = 0;      // Terminates after this many steps into the episode; 0: never.
