@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <caffe2/serialize/inline_container.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
@@ -131,6 +133,32 @@ TEST(TorchArchive, MalformedPicklesAreRefused) {
     const std::string message = refusal(bytes, /*tensors_only=*/true);
     EXPECT_NE(message.find("malformed pickle"), std::string::npos) << message;
   }
+}
+
+// An archive holding `pickle` as its data.pkl, nothing else.
+std::string archive_with_pickle(const std::string& pickle) {
+  std::string bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+  return bytes;
+}
+
+// What would make LibTorch's destructors, or the tensor check, recurse without bound.
+TEST(TorchArchive, DeepOrSelfContainingValuesAreRefused) {
+  const std::string deep = std::string("\x80\x02)") + std::string(200, '\x85') + ".";  // TUPLE1 200 times
+  EXPECT_THAT(refusal(archive_with_pickle(deep), true), ::testing::HasSubstr("values nest deeper than 100"));
+  // EMPTY_DICT, BINPUT 0, MARK, 'a', BINGET 0, SETITEMS: a dictionary holding itself.
+  const std::string self = std::string(
+      "\x80\x02}q\x00(X\x01\x00\x00\x00"
+      "a"
+      "h\x00"
+      "u.",
+      16);
+  EXPECT_THAT(refusal(archive_with_pickle(self), true), ::testing::HasSubstr("a dictionary or list fetched again"));
 }
 
 TEST(TorchArchive, OnlyModuleClassesAreResolved) {

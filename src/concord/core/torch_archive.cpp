@@ -100,7 +100,10 @@ void check_value(const c10::IValue& value, const std::string& name) {
 // LibTorch 1.13's unpickler trusts the pickle's structure: TUPLE3 on a stack of two, or a TUPLE
 // without a MARK, corrupts its memory (the checkpoint fuzzer found the first). So a pickle is first
 // run here on a stack of kinds, with only the opcodes LibTorch's pickler writes for modules of
-// tensors and plain values; every pop must find what the unpickler will assume is there.
+// tensors and plain values; every pop must find what the unpickler will assume is there. Values
+// nest at most kDeepest deep, and a dictionary or list is never fetched from the memo, so nothing
+// can contain itself: whatever walks the result (LibTorch's destructors, check_value) recurses a
+// bounded depth.
 class PickleCheck {
  public:
   explicit PickleCheck(std::string_view bytes) : bytes_(bytes) {}
@@ -176,24 +179,29 @@ class PickleCheck {
           break;
         case 't': {
           const std::size_t mark = pop_mark();
+          const int depth = deepest_from(mark);
           stack_.resize(mark);
-          push(Kind::kTuple);
+          push(Kind::kTuple, depth + 1);
           break;
         }
         case 0x85:
         case 0x86:
-        case 0x87:  // TUPLE1, TUPLE2, TUPLE3
-          pop(op - 0x84);
-          push(Kind::kTuple);
+        case 0x87: {  // TUPLE1, TUPLE2, TUPLE3
+          const int depth = pop(op - 0x84);
+          push(Kind::kTuple, depth + 1);
           break;
+        }
         case 'u':
         case 'e': {  // SETITEMS, APPENDS
           const std::size_t mark = pop_mark();
           if ((op == 'u' && (stack_.size() - mark) % 2 != 0) || mark == floor() || mark == 0 ||
-              stack_[mark - 1] != (op == 'u' ? Kind::kDict : Kind::kList)) {
+              stack_[mark - 1].kind != (op == 'u' ? Kind::kDict : Kind::kList)) {
             fail(op == 'u' ? "SETITEMS without a dictionary and pairs" : "APPENDS without a list");
           }
+          const int depth = deepest_from(mark);
           stack_.resize(mark);
+          stack_.back().depth = std::max(stack_.back().depth, depth + 1);
+          check_depth(stack_.back().depth);
           break;
         }
         case 0x81:  // NEWOBJ: pops the arguments, keeps the class for BUILD
@@ -202,18 +210,15 @@ class PickleCheck {
           break;
         case 'R':  // REDUCE
           expect(Kind::kTuple, Kind::kGlobal, "REDUCE");
-          pop(2);
-          push(Kind::kOther);
+          push(Kind::kOther, pop(2) + 1);
           break;
         case 'b':  // BUILD
           expect(std::nullopt, Kind::kGlobal, "BUILD");
-          pop(2);
-          push(Kind::kOther);
+          push(Kind::kOther, pop(2) + 1);
           break;
         case 'Q':  // BINPERSID
-          if (stack_.size() == floor() || stack_.back() != Kind::kTuple) fail("BINPERSID on the wrong value");
-          stack_.pop_back();
-          push(Kind::kOther);
+          if (stack_.size() == floor() || stack_.back().kind != Kind::kTuple) fail("BINPERSID on the wrong value");
+          push(Kind::kOther, pop(1) + 1);
           break;
         default:
           fail("unexpected opcode " + std::to_string(op));
@@ -223,7 +228,12 @@ class PickleCheck {
 
  private:
   enum class Kind { kGlobal, kTuple, kDict, kList, kScalar, kString, kOther };
+  struct Value {
+    Kind kind;
+    int depth;  // 0 for a leaf, 1 + the deepest value inside otherwise
+  };
   static constexpr std::size_t kMostValues = 1 << 20;
+  static constexpr int kDeepest = 100;
 
   [[noreturn]] static void fail(const std::string& problem) { refuse("malformed pickle: " + problem); }
 
@@ -253,17 +263,29 @@ class PickleCheck {
     marks_.pop_back();
     return mark;
   }
-  void push(Kind kind) {
-    if (stack_.size() >= kMostValues) fail("too many values");
-    stack_.push_back(kind);
+  void check_depth(int depth) const {
+    if (depth > kDeepest) fail("values nest deeper than " + std::to_string(kDeepest));
   }
-  void pop(std::size_t n) {
+  void push(Kind kind, int depth = 0) {
+    if (stack_.size() >= kMostValues) fail("too many values");
+    check_depth(depth);
+    stack_.push_back({kind, depth});
+  }
+  int deepest_from(std::size_t first) const {
+    int depth = 0;
+    for (std::size_t i = first; i < stack_.size(); ++i) depth = std::max(depth, stack_[i].depth);
+    return depth;
+  }
+  // Pops n values; returns the deepest one's depth.
+  int pop(std::size_t n) {
     if (stack_.size() - floor() < n) fail("an opcode takes more values than there are");
+    const int depth = deepest_from(stack_.size() - n);
     stack_.resize(stack_.size() - n);
+    return depth;
   }
   void expect(std::optional<Kind> top, std::optional<Kind> below, const char* op) {
-    if (stack_.size() - floor() < 2 || (top && stack_.back() != *top) ||
-        (below && stack_[stack_.size() - 2] != *below)) {
+    if (stack_.size() - floor() < 2 || (top && stack_.back().kind != *top) ||
+        (below && stack_[stack_.size() - 2].kind != *below)) {
       fail(std::string(op) + " on the wrong values");
     }
   }
@@ -278,14 +300,15 @@ class PickleCheck {
   }
   void get(uint32_t id) {
     if (id >= memo_.size()) fail("memo " + std::to_string(id) + " was never stored");
-    push(memo_[id]);
+    if (memo_[id].kind == Kind::kDict || memo_[id].kind == Kind::kList) fail("a dictionary or list fetched again");
+    push(memo_[id].kind, memo_[id].depth);
   }
 
   std::string_view bytes_;
   std::size_t at_ = 0;
-  std::vector<Kind> stack_;
+  std::vector<Value> stack_;
   std::vector<std::size_t> marks_;
-  std::vector<Kind> memo_;
+  std::vector<Value> memo_;
 };
 
 // One unpickling of an archive's data.pkl (and constants.pkl) that knows only module classes.
