@@ -100,7 +100,8 @@ struct CentralInferenceConfig {
 //
 // Requirements, checked at construction (std::invalid_argument naming the setting): a valid
 // config (including enough slots that every trainer can fill a batch: training_batch x
-// (max_policy_lag + 1) > trainers x (training_batch - 1)), env.batch_size = 0, env.num_threads = 1 (each agent steps
+// (max_policy_lag + 1) > trainers x (training_batch - 1); per-agent updates need no such rule,
+// since one trainer at a time gathers a round), env.batch_size = 0, env.num_threads = 1 (each agent steps
 // its own envs) and env.num_envs divisible by agents. Agent a steps the run's envs [a x k, (a + 1) x k),
 // k = num_envs / agents, seeded as `single` seeds them (VectorEnvConfig::first_env). train() stops at total_steps
 // (counted when segments are claimed, as in `hogwild`), at should_stop(), or at the first exception of any thread,
