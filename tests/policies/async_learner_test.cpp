@@ -95,6 +95,15 @@ struct Fixture {
   std::unique_ptr<AsyncLearnerPolicy> policy;
 };
 
+// Callbacks that append every update's charts/policy_lag to `lags`.
+TrainingCallbacks recording_lags(std::vector<double>& lags) {
+  TrainingCallbacks callbacks;
+  callbacks.on_update = [&lags](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
+    lags.push_back(metrics.at("charts/policy_lag"));
+  };
+  return callbacks;
+}
+
 TEST(AsyncLearner, LagZeroTakesTurnsAndActsWithTheLatestParameters) {
   Fixture f(/*max_policy_lag=*/0);
   // Read inside update(): once it returns and the parameters are published, the collector may
@@ -102,10 +111,7 @@ TEST(AsyncLearner, LagZeroTakesTurnsAndActsWithTheLatestParameters) {
   std::vector<int64_t> ticks_at_update;
   f.learner.on_update = [&] { ticks_at_update.push_back(f.ticks->load()); };
   std::vector<double> lags;
-  TrainingCallbacks callbacks;
-  callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
-    lags.push_back(metrics.at("charts/policy_lag"));
-  };
+  const TrainingCallbacks callbacks = recording_lags(lags);
   TrainingState state;
   test::ends_within(std::chrono::seconds(60), "async_learner lag 0",
                     [&] { f.policy->train(state, 6 * kRolloutSteps, 1'000'000, callbacks); });
@@ -134,10 +140,7 @@ TEST(AsyncLearner, LagOneCollectsWhileTheLearnerLearns) {
     overlapped = f.ticks->load() >= 2 * kRolloutSteps;
   };
   std::vector<double> lags;
-  TrainingCallbacks callbacks;
-  callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
-    lags.push_back(metrics.at("charts/policy_lag"));
-  };
+  const TrainingCallbacks callbacks = recording_lags(lags);
   TrainingState state;
   test::ends_within(std::chrono::seconds(60), "async_learner lag 1",
                     [&] { f.policy->train(state, 8 * kRolloutSteps, 1'000'000, callbacks); });
@@ -158,10 +161,7 @@ TEST(AsyncLearner, EveryRolloutActsWithExactlyTheVersionItsLagNames) {
   for (const int lag : {1, 2, 3}) {
     Fixture f(lag);
     std::vector<double> lags;
-    TrainingCallbacks callbacks;
-    callbacks.on_update = [&](const TrainingState&, const algos::Metrics& metrics, const core::EpisodeStats&) {
-      lags.push_back(metrics.at("charts/policy_lag"));
-    };
+    const TrainingCallbacks callbacks = recording_lags(lags);
     TrainingState state;
     test::ends_within(std::chrono::seconds(60), "async_learner exact versions",
                       [&] { f.policy->train(state, 12 * kRolloutSteps, 1'000'000, callbacks); });

@@ -179,9 +179,7 @@ class PickleCheck {
           break;
         case 't': {
           const std::size_t mark = pop_mark();
-          const int depth = deepest_from(mark);
-          stack_.resize(mark);
-          push(Kind::kTuple, depth + 1);
+          push(Kind::kTuple, pop(stack_.size() - mark) + 1);
           break;
         }
         case 0x85:
@@ -198,8 +196,7 @@ class PickleCheck {
               stack_[mark - 1].kind != (op == 'u' ? Kind::kDict : Kind::kList)) {
             fail(op == 'u' ? "SETITEMS without a dictionary and pairs" : "APPENDS without a list");
           }
-          const int depth = deepest_from(mark);
-          stack_.resize(mark);
+          const int depth = pop(stack_.size() - mark);
           stack_.back().depth = std::max(stack_.back().depth, depth + 1);
           check_depth(stack_.back().depth);
           break;
@@ -271,15 +268,11 @@ class PickleCheck {
     check_depth(depth);
     stack_.push_back({kind, depth});
   }
-  int deepest_from(std::size_t first) const {
-    int depth = 0;
-    for (std::size_t i = first; i < stack_.size(); ++i) depth = std::max(depth, stack_[i].depth);
-    return depth;
-  }
   // Pops n values; returns the deepest one's depth.
   int pop(std::size_t n) {
     if (stack_.size() - floor() < n) fail("an opcode takes more values than there are");
-    const int depth = deepest_from(stack_.size() - n);
+    int depth = 0;
+    for (std::size_t i = stack_.size() - n; i < stack_.size(); ++i) depth = std::max(depth, stack_[i].depth);
     stack_.resize(stack_.size() - n);
     return depth;
   }
