@@ -211,7 +211,7 @@ TEST(Sac, TheDelayedUpdateRunsPolicyFrequencyActorSteps) {
   torch::optim::Adam adam(sac.model()->actor->parameters());
   core::optimizer_from_bytes(checkpoint.tensors.at("optimizer/actor"), adam, torch::kCPU);
   const auto& state = static_cast<const torch::optim::AdamParamState&>(
-      *adam.state().at(c10::guts::to_string(sac.model()->actor->parameters().front().unsafeGetTensorImpl())));
+      *adam.state().at(core::optimizer_state_key(sac.model()->actor->parameters().front())));
   EXPECT_EQ(state.step(), 3);
 }
 

@@ -1,10 +1,12 @@
-// The Gloo communicator between real processes on loopback: each test starts copies of this
+// The c10d communicator (Gloo; NCCL in CUDA builds) between real processes on loopback: each test starts copies of this
 // executable as ranks (rank_processes.h); main() below sends those to worker_main().
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -28,6 +30,7 @@ ConnectOptions options_from_environment() {
   if (const char* timeout = std::getenv("CONCORD_TEST_TIMEOUT_MS"))
     options.timeout = std::chrono::milliseconds(std::atoi(timeout));
   if (const char* fingerprint = std::getenv("CONCORD_TEST_FINGERPRINT")) options.config_fingerprint = fingerprint;
+  if (const char* backend = std::getenv("CONCORD_TEST_BACKEND")) options.backend = backend;
   return options;
 }
 
@@ -69,13 +72,15 @@ int collectives(Communicator& comm) {
   REQUIRE(scattered.item<float>() == 10.0f * offset + static_cast<float>(n * rank));
 
   // A ring of tagged messages, sent before received (Gloo sends do not wait for the receiver).
-  const int next = (rank + 1) % n;
-  const int previous = (rank + n - 1) % n;
-  auto sent = comm.send_async(torch::tensor({static_cast<float>(rank)}), next, 3);
-  torch::Tensor received = torch::zeros({1});
-  comm.recv(received, previous, 3);
-  sent->wait();
-  REQUIRE(received.item<float>() == static_cast<float>(previous));
+  if (n > 1) {
+    const int next = (rank + 1) % n;
+    const int previous = (rank + n - 1) % n;
+    auto sent = comm.send_async(torch::tensor({static_cast<float>(rank)}), next, 3);
+    torch::Tensor received = torch::zeros({1});
+    comm.recv(received, previous, 3);
+    sent->wait();
+    REQUIRE(received.item<float>() == static_cast<float>(previous));
+  }
   comm.barrier();
   return 0;
 }
@@ -161,6 +166,25 @@ TEST_F(ProcessGroup, CollectivesAndMessagesAreExactWithThreeRanks) {
   for (const test::RankResult& rank : test::run_ranks("collectives", 3, dir_)) {
     EXPECT_EQ(rank.exit_code, 0) << rank.output;
   }
+}
+
+// NCCL, one GPU per rank (as many ranks as GPUs, at most 2). The tensors are on the CPU: the
+// communicator stages them through the rank's GPU, and the results must be as exact as Gloo's.
+TEST_F(ProcessGroup, NcclCollectivesAreExactOnOneGpuPerRank) {
+#ifdef USE_C10D_NCCL
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (gpus == 0) GTEST_SKIP() << "no CUDA device";
+  const int ranks = std::min(gpus, 2);
+  std::map<int, std::map<std::string, std::string>> variables;
+  for (int rank = 0; rank < ranks; ++rank) {
+    variables[rank] = {{"CONCORD_TEST_BACKEND", "nccl"}, {"LOCAL_RANK", std::to_string(rank)}};
+  }
+  for (const test::RankResult& rank : test::run_ranks("collectives", ranks, dir_, variables)) {
+    EXPECT_EQ(rank.exit_code, 0) << rank.output;
+  }
+#else
+  GTEST_SKIP() << "this LibTorch has no NCCL";
+#endif
 }
 
 TEST_F(ProcessGroup, APeerThatNeverJoinsIsNamedAfterTheTimeout) {
@@ -331,8 +355,15 @@ TEST_F(LaunchVariables, MalformedVariablesAreNamed) {
 TEST_F(LaunchVariables, UnavailableBackendsAreRefusedWithTheReason) {
   LaunchEnvironment environment;
   ConnectOptions options;
+#ifndef USE_C10D_NCCL
   options.backend = "nccl";
-  EXPECT_THROW(connect(environment, options), CommError);
+  try {
+    connect(environment, options);
+    FAIL();
+  } catch (const CommError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("needs a CUDA build of LibTorch with NCCL"));
+  }
+#endif
   options.backend = "mpi";
   try {
     connect(environment, options);

@@ -1,5 +1,7 @@
 #include "concord/core/torch_archive.h"
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -109,6 +111,17 @@ TEST(TorchArchive, EveryOptimiserStateConcordWritesLoadsChecked) {
 }
 
 // LibTorch would compile these lines; the check refuses them first.
+// An Adam state that LibTorch 2.11 (a CUDA build) wrote: its archive adds 'byteorder' and
+// '.data/serialization_id' records, and its source and pickle pass the same checks.
+TEST(TorchArchive, AnAdamStateLibTorch2WroteLoadsChecked) {
+  std::ifstream in(std::string(CONCORD_SOURCE_DIR) + "/tests/core/data/adam_state_libtorch_2_11.pt", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 0u);
+  torch::serialize::InputArchive archive;
+  EXPECT_NO_THROW(load_checked_archive(archive, bytes.data(), bytes.size(), torch::kCPU));
+  EXPECT_THAT(refusal(edited(bytes, "little", "middle"), false), ::testing::HasSubstr("byteorder"));
+}
+
 TEST(TorchArchive, SourceBeyondAttributeDeclarationsIsRefused) {
   const std::string adam = optimizer_archive<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"  step : int", "  step : Int"},

@@ -487,7 +487,7 @@ void Dqn::load(const core::Checkpoint& checkpoint) {
   std::unique_ptr<ReplayBuffer> restored;
   const TensorMap replay_state = core::tensors_under(checkpoint, kReplayPrefix);
   if (config_.checkpoint_replay && !replay_state.empty()) {
-    const at::Tensor& observations =
+    const at::Tensor observations =
         core::checkpoint_tensor(checkpoint, std::string(kReplayPrefix) + "fields/" + dqn_replay::kObservation);
     try {
       restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations.scalar_type()));

@@ -16,6 +16,10 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/cuda.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include "concord/comm/listen_address.h"
 #include "concord/comm/torchrun_variables.h"
@@ -153,7 +157,9 @@ void check_join(c10d::Store& store, const LaunchEnvironment& environment, const 
   std::vector<bool> seen(static_cast<size_t>(environment.world_size), false);
   seen[static_cast<size_t>(environment.rank)] = true;
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  const auto mark_done = [&] { store.set("concord/join_done/" + std::to_string(environment.rank), {1}); };
+  const auto mark_done = [&] {
+    store.set("concord/join_done/" + std::to_string(environment.rank), std::vector<uint8_t>{1});
+  };
   const auto refuse = [&](const std::string& problem) {
     mark_done();
     if (environment.rank == 0) {
@@ -292,12 +298,45 @@ std::unique_ptr<Communicator> connect_gloo(const LaunchEnvironment& environment,
   }
 }
 
-// Backends a user may name but this build cannot run: each says why, and what to set instead.
-std::unique_ptr<Communicator> refuse_nccl(const LaunchEnvironment&, const ConnectOptions&) {
+#ifdef USE_C10D_NCCL
+// NCCL between the GPUs of the ranks: each rank uses GPU local_rank, as torchrun's
+// one-process-per-GPU convention has it. CPU tensors are staged through that GPU.
+std::unique_ptr<Communicator> connect_nccl(const LaunchEnvironment& environment, const ConnectOptions& options) {
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (gpus == 0) {
+    throw CommError("comm backend 'nccl' needs a CUDA device, and this machine has none (set comm.backend = \"gloo\")");
+  }
+  // NCCL refuses two ranks on one GPU, and only after every rank has joined.
+  if (environment.local_world_size > gpus || environment.local_rank >= gpus) {
+    throw CommError("comm backend 'nccl' runs one rank per GPU: this machine has " + std::to_string(gpus) +
+                    " GPU(s) for LOCAL_WORLD_SIZE=" + std::to_string(environment.local_world_size) +
+                    " ranks (start fewer ranks here, or set comm.backend = \"gloo\")");
+  }
+  const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(environment.local_rank));
+  c10::intrusive_ptr<c10d::Store> store = open_store(environment, options);
+  join(*store, environment, options);
+  auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+  nccl_options->timeout = options.timeout;
+  try {
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", store),
+                                                             environment.rank, environment.world_size, nccl_options);
+#if TORCH_VERSION_MAJOR >= 2
+    group->setBoundDeviceId(device);
+#endif
+    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout, device);
+  } catch (const std::exception& error) {
+    throw CommError("rank " + std::to_string(environment.rank) +
+                    " could not connect the NCCL process group: " + first_line(error));
+  }
+}
+#else
+// Backends a user may name but this build cannot run say why, and what to set instead.
+std::unique_ptr<Communicator> connect_nccl(const LaunchEnvironment&, const ConnectOptions&) {
   throw CommError(
       "comm backend 'nccl' needs a CUDA build of LibTorch with NCCL; this build runs Gloo on the CPU "
       "(set comm.backend = \"gloo\")");
 }
+#endif
 
 std::unique_ptr<Communicator> refuse_mpi(const LaunchEnvironment&, const ConnectOptions&) {
   throw CommError(
@@ -309,7 +348,7 @@ using Connect = std::unique_ptr<Communicator> (*)(const LaunchEnvironment&, cons
 
 const core::Registry<Connect>& backends() {
   static const core::Registry<Connect> registry("comm backend", "comm.backend",
-                                                {{"gloo", connect_gloo}, {"nccl", refuse_nccl}, {"mpi", refuse_mpi}});
+                                                {{"gloo", connect_gloo}, {"nccl", connect_nccl}, {"mpi", refuse_mpi}});
   return registry;
 }
 

@@ -1,6 +1,11 @@
 #include "concord/comm/process_group_communicator.h"
 
+#include <functional>
+
 #include <torch/torch.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -35,9 +40,15 @@ bool is_timeout(const std::string& message) {
 
 class WorkRequest : public Request {
  public:
+  // `finish` runs after a completed wait: it copies a result staged on the backend's device back
+  // into the caller's tensor.
   WorkRequest(c10::intrusive_ptr<c10d::Work> work, std::vector<torch::Tensor> tensors, std::string what,
-              std::chrono::milliseconds timeout)
-      : work_(std::move(work)), tensors_(std::move(tensors)), what_(std::move(what)), timeout_(timeout) {}
+              std::chrono::milliseconds timeout, std::function<void()> finish = nullptr)
+      : work_(std::move(work)),
+        tensors_(std::move(tensors)),
+        what_(std::move(what)),
+        timeout_(timeout),
+        finish_(std::move(finish)) {}
 
   ~WorkRequest() override {
     // A request dropped without wait() must not outlive its work silently; waiting here keeps
@@ -61,6 +72,7 @@ class WorkRequest : public Request {
     }
     // Gloo's send and receive answer an abort by returning false from wait().
     if (!completed) throw CommAborted(what_ + " was abandoned (aborted before it completed)");
+    if (finish_) finish_();
   }
 
   void abort() override {
@@ -77,6 +89,7 @@ class WorkRequest : public Request {
   std::vector<torch::Tensor> tensors_;  // kept alive while the backend uses them
   std::string what_;
   std::chrono::milliseconds timeout_;
+  std::function<void()> finish_;
   bool done_ = false;
 };
 
@@ -84,12 +97,22 @@ void check_tensor(const torch::Tensor& tensor, const char* operation) {
   if (!tensor.is_contiguous()) throw std::invalid_argument(std::string(operation) + " needs a contiguous tensor");
 }
 
+// Copies a result from `staged` back into the caller's `tensor`; nothing when they are one tensor.
+std::function<void()> copy_back(const torch::Tensor& tensor, const torch::Tensor& staged) {
+  if (staged.is_same(tensor)) return nullptr;
+  return [tensor, staged] { tensor.copy_(staged); };
+}
+
 }  // namespace
 
-ProcessGroupCommunicator::ProcessGroupCommunicator(c10::intrusive_ptr<c10d::ProcessGroup> group,
+ProcessGroupCommunicator::ProcessGroupCommunicator(c10::intrusive_ptr<ProcessGroupBackend> group,
                                                    c10::intrusive_ptr<c10d::Store> store,
-                                                   std::chrono::milliseconds timeout)
-    : group_(std::move(group)), store_(std::move(store)), timeout_(timeout) {}
+                                                   std::chrono::milliseconds timeout, c10::Device device)
+    : group_(std::move(group)), store_(std::move(store)), timeout_(timeout), device_(device) {}
+
+torch::Tensor ProcessGroupCommunicator::on_device(const torch::Tensor& tensor) const {
+  return tensor.device() == device_ ? tensor : tensor.to(device_);
+}
 
 ProcessGroupCommunicator::~ProcessGroupCommunicator() = default;
 
@@ -105,14 +128,16 @@ std::string ProcessGroupCommunicator::describe(const std::string& operation, con
 std::unique_ptr<Request> ProcessGroupCommunicator::allreduce_async(const torch::Tensor& tensor, ReduceOp op) {
   check_tensor(tensor, "allreduce");
   count_bytes(tensor);
-  std::vector<torch::Tensor> tensors{tensor};
+  const torch::Tensor staged = on_device(tensor);
+  std::vector<torch::Tensor> tensors{staged};
   c10d::AllreduceOptions options;
   options.reduceOp = to_c10d(op);
   options.timeout = timeout_;
   const std::string what = describe("allreduce", tensor);
   try {
     auto work = group_->allreduce(tensors, options);
-    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_);
+    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_,
+                                         copy_back(tensor, staged));
   } catch (const std::exception& error) {
     rethrow(what, error);
   }
@@ -121,14 +146,16 @@ std::unique_ptr<Request> ProcessGroupCommunicator::allreduce_async(const torch::
 std::unique_ptr<Request> ProcessGroupCommunicator::broadcast_async(const torch::Tensor& tensor, int root) {
   check_tensor(tensor, "broadcast");
   count_bytes(tensor);
-  std::vector<torch::Tensor> tensors{tensor};
+  const torch::Tensor staged = on_device(tensor);
+  std::vector<torch::Tensor> tensors{staged};
   c10d::BroadcastOptions options;
   options.rootRank = root;
   options.timeout = timeout_;
   const std::string what = describe("broadcast from rank " + std::to_string(root), tensor);
   try {
     auto work = group_->broadcast(tensors, options);
-    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_);
+    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_,
+                                         copy_back(tensor, staged));
   } catch (const std::exception& error) {
     rethrow(what, error);
   }
@@ -137,7 +164,7 @@ std::unique_ptr<Request> ProcessGroupCommunicator::broadcast_async(const torch::
 std::unique_ptr<Request> ProcessGroupCommunicator::send_async(const torch::Tensor& tensor, int destination, int tag) {
   check_tensor(tensor, "send");
   count_bytes(tensor);
-  std::vector<torch::Tensor> tensors{tensor};
+  std::vector<torch::Tensor> tensors{on_device(tensor)};
   const std::string what =
       describe("send to rank " + std::to_string(destination) + " (tag " + std::to_string(tag) + ")", tensor);
   try {
@@ -150,12 +177,14 @@ std::unique_ptr<Request> ProcessGroupCommunicator::send_async(const torch::Tenso
 
 std::unique_ptr<Request> ProcessGroupCommunicator::recv_async(const torch::Tensor& tensor, int source, int tag) {
   check_tensor(tensor, "recv");
-  std::vector<torch::Tensor> tensors{tensor};
+  const torch::Tensor staged = on_device(tensor);
+  std::vector<torch::Tensor> tensors{staged};
   const std::string what =
       describe("recv from rank " + std::to_string(source) + " (tag " + std::to_string(tag) + ")", tensor);
   try {
     auto work = group_->recv(tensors, source, tag);
-    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_);
+    return std::make_unique<WorkRequest>(std::move(work), std::move(tensors), what, timeout_,
+                                         copy_back(tensor, staged));
   } catch (const std::exception& error) {
     rethrow(what, error);
   }
@@ -164,9 +193,9 @@ std::unique_ptr<Request> ProcessGroupCommunicator::recv_async(const torch::Tenso
 std::vector<torch::Tensor> ProcessGroupCommunicator::allgather(const torch::Tensor& tensor) {
   check_tensor(tensor, "allgather");
   count_bytes(tensor);
-  std::vector<torch::Tensor> inputs{tensor};
+  std::vector<torch::Tensor> inputs{on_device(tensor)};
   std::vector<std::vector<torch::Tensor>> outputs(1);
-  for (int rank = 0; rank < world_size(); ++rank) outputs[0].push_back(torch::empty_like(tensor));
+  for (int rank = 0; rank < world_size(); ++rank) outputs[0].push_back(torch::empty_like(inputs[0]));
   c10d::AllgatherOptions options;
   options.timeout = timeout_;
   const std::string what = describe("allgather", tensor);
@@ -175,6 +204,7 @@ std::vector<torch::Tensor> ProcessGroupCommunicator::allgather(const torch::Tens
   } catch (const std::exception& error) {
     rethrow(what, error);
   }
+  for (torch::Tensor& output : outputs[0]) output = output.to(tensor.device());
   return outputs[0];
 }
 

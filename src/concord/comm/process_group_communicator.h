@@ -3,26 +3,39 @@
 #include <chrono>
 #include <string>
 
+#include <c10/core/Device.h>
 #include <c10/util/intrusive_ptr.h>
+#include <torch/version.h>
 
 #include "concord/comm/communicator.h"
 
 namespace c10d {
+class Backend;
 class ProcessGroup;
 class Store;
 }  // namespace c10d
 
 namespace concord::comm {
 
-// A Communicator over a torch c10d ProcessGroup (Gloo here; NCCL or MPI where LibTorch has
-// them): every operation is the process group's, waited on with `timeout`, and its failures
-// (a timeout, a peer's closed connection) become CommTimeout / CommError naming the operation.
-// Gloo has no reduce-scatter; it is emulated by an allreduce of the stacked inputs.
+// LibTorch 2 split the backends (Gloo, NCCL) out of c10d::ProcessGroup into c10d::Backend, with
+// the same operations; LibTorch 1.13's backends are ProcessGroups.
+#if TORCH_VERSION_MAJOR >= 2
+using ProcessGroupBackend = c10d::Backend;
+#else
+using ProcessGroupBackend = c10d::ProcessGroup;
+#endif
+
+// A Communicator over a torch c10d backend (Gloo; NCCL or MPI where LibTorch has them): every
+// operation is the backend's, waited on with `timeout`, and its failures (a timeout, a peer's
+// closed connection) become CommTimeout / CommError naming the operation. A tensor that is not
+// on the backend's `device` (NCCL works on CUDA tensors only) goes through a copy there, so
+// callers hand in CPU tensors under every backend. Gloo has no reduce-scatter; it is emulated by
+// an allreduce of the stacked inputs.
 class ProcessGroupCommunicator : public Communicator {
  public:
   // `store` is kept alive for the group's lifetime (rank 0 serves it to the others).
-  ProcessGroupCommunicator(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::intrusive_ptr<c10d::Store> store,
-                           std::chrono::milliseconds timeout);
+  ProcessGroupCommunicator(c10::intrusive_ptr<ProcessGroupBackend> group, c10::intrusive_ptr<c10d::Store> store,
+                           std::chrono::milliseconds timeout, c10::Device device = c10::Device(c10::kCPU));
   ~ProcessGroupCommunicator() override;
 
   int rank() const override;
@@ -40,10 +53,13 @@ class ProcessGroupCommunicator : public Communicator {
 
  private:
   std::string describe(const std::string& operation, const torch::Tensor& tensor) const;
+  // `tensor` itself where it is on device_, else a copy of it there.
+  torch::Tensor on_device(const torch::Tensor& tensor) const;
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<ProcessGroupBackend> group_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
+  c10::Device device_;
 };
 
 }  // namespace concord::comm

@@ -3,6 +3,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+#include <torch/version.h>
 
 #include <cstring>
 #include <sstream>
@@ -12,6 +13,14 @@
 #include "concord/core/torch_archive.h"
 
 namespace concord::core {
+
+OptimizerStateKey optimizer_state_key(const at::Tensor& parameter) {
+#if TORCH_VERSION_MAJOR >= 2
+  return parameter.unsafeGetTensorImpl();
+#else
+  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+#endif
+}
 
 at::Tensor optimizer_to_bytes(const torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;

@@ -1,10 +1,18 @@
 #pragma once
 
+#include <type_traits>
+#include <utility>
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <torch/optim/optimizer.h>
 
 namespace concord::core {
+
+// The key under which LibTorch's optimisers file a parameter's state: its TensorImpl's address,
+// printed as a string before LibTorch 2 and the pointer itself since.
+using OptimizerStateKey = std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+OptimizerStateKey optimizer_state_key(const at::Tensor& parameter);
 
 // An optimiser's state (Adam's moments and step counts, RMSprop's squares, ...) as one 1-D uint8
 // tensor of LibTorch's archive bytes, so that it travels in a core::Checkpoint beside the

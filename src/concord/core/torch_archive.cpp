@@ -482,6 +482,12 @@ void load_checked_archive(torch::serialize::InputArchive& archive, const char* d
       SourceCheck(record_text(zip, name)).run();
     } else if (name.rfind("code/", 0) == 0 && ends_with(name, ".py.debug_pkl")) {
       // Read only to report a compile error, which checked source cannot cause.
+    } else if (name == "byteorder") {
+      // LibTorch 2 names the byte order of the tensors' bytes; its reader swaps them if needed.
+      const std::string order = record_text(zip, name);
+      if (order != "little" && order != "big") refuse("byteorder record is not 'little' or 'big'");
+    } else if (name == ".data/serialization_id" || name == ".data/version") {
+      // LibTorch 2's id of the archive and its format version: read (and bounded) by the zip reader.
     } else if (name != "data.pkl" && name != "version" && !(name.rfind("data/", 0) == 0 && is_digits(name.substr(5))) &&
                !(name.rfind("constants/", 0) == 0 && is_digits(name.substr(10)))) {
       refuse("unexpected record '" + name.substr(0, 80) + "'");

@@ -45,7 +45,7 @@ void ShuffledBatches::save(core::Checkpoint& checkpoint, const std::string& name
 }
 
 void ShuffledBatches::load(const core::Checkpoint& checkpoint, const std::string& name) {
-  const torch::Tensor& order =
+  const torch::Tensor order =
       core::checkpoint_tensor(checkpoint, name + ".order", torch::empty({size_}, torch::kInt64));
   const int64_t batch_size = core::metadata_int(checkpoint, name, "batch_size");
   const int64_t position = core::metadata_int(checkpoint, name, "position");

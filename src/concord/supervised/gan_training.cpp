@@ -11,6 +11,7 @@
 
 #include "concord/comm/thread_group.h"
 #include "concord/core/checkpoint_fields.h"
+#include "concord/core/optimizer_bytes.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
@@ -70,9 +71,9 @@ struct Network {
   // Checks every part before it changes anything.
   void load(const core::Checkpoint& checkpoint, const std::string& name) {
     const torch::Tensor& like = parameters.values();
-    const torch::Tensor& values = core::checkpoint_tensor(checkpoint, name + ".parameters", like);
-    const torch::Tensor& exp_avg = core::checkpoint_tensor(checkpoint, name + ".adam.exp_avg", like);
-    const torch::Tensor& exp_avg_sq = core::checkpoint_tensor(checkpoint, name + ".adam.exp_avg_sq", like);
+    const torch::Tensor values = core::checkpoint_tensor(checkpoint, name + ".parameters", like);
+    const torch::Tensor exp_avg = core::checkpoint_tensor(checkpoint, name + ".adam.exp_avg", like);
+    const torch::Tensor exp_avg_sq = core::checkpoint_tensor(checkpoint, name + ".adam.exp_avg_sq", like);
     const int64_t steps = core::metadata_int(checkpoint, name, "adam_steps");
     if (steps < 1) core::checkpoint_corrupt("metadata '" + name + "' has adam_steps " + std::to_string(steps));
     {
@@ -83,8 +84,7 @@ struct Network {
     adam->step(steps);
     adam->exp_avg(exp_avg.clone());
     adam->exp_avg_sq(exp_avg_sq.clone());
-    // LibTorch's optimisers key their per-parameter state by the parameter's TensorImpl address.
-    optimizer->state()[c10::guts::to_string(like.unsafeGetTensorImpl())] = std::move(adam);
+    optimizer->state()[core::optimizer_state_key(like)] = std::move(adam);
   }
 
  private:
@@ -120,7 +120,7 @@ void save_generator(core::Checkpoint& checkpoint, const std::string& name, at::G
 }
 
 void load_generator(const core::Checkpoint& checkpoint, const std::string& name, at::Generator& source) {
-  const torch::Tensor& state = core::checkpoint_tensor(checkpoint, name);
+  const torch::Tensor state = core::checkpoint_tensor(checkpoint, name);
   std::lock_guard<std::mutex> lock(source.mutex());
   try {
     source.set_state(state);

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "concord/core/checkpoint_fields.h"
+#include "concord/core/optimizer_bytes.h"
 #include "concord/supervised/running_statistics.h"
 
 namespace concord::supervised {
@@ -62,9 +63,8 @@ core::Checkpoint receive_part(comm::Communicator& communicator, int rank) {
   return part;
 }
 
-std::string momentum_key(const nn::FlatParameters& parameters) {
-  // LibTorch's optimisers key their per-parameter state by the parameter's TensorImpl address.
-  return c10::guts::to_string(parameters.values().unsafeGetTensorImpl());
+core::OptimizerStateKey momentum_key(const nn::FlatParameters& parameters) {
+  return core::optimizer_state_key(parameters.values());
 }
 
 }  // namespace
@@ -116,7 +116,7 @@ void save_replica(core::Checkpoint& checkpoint, torch::nn::Module& model, const 
 
 void load_replica(const core::Checkpoint& checkpoint, torch::nn::Module& model, nn::FlatParameters& parameters,
                   torch::optim::SGD& optimizer) {
-  const torch::Tensor& values = core::checkpoint_tensor(checkpoint, "parameters", parameters.values());
+  const torch::Tensor values = core::checkpoint_tensor(checkpoint, "parameters", parameters.values());
   const torch::Tensor current_statistics = running_statistics(model);
   const torch::Tensor statistics = current_statistics.numel() > 0
                                        ? core::checkpoint_tensor(checkpoint, "running_statistics", current_statistics)

@@ -113,8 +113,8 @@ void Easgd::save(core::Checkpoint& checkpoint) const {
 }
 
 void Easgd::load(const core::Checkpoint& checkpoint) {
-  const torch::Tensor& centre = core::checkpoint_tensor(checkpoint, "sync.centre", centre_);
-  const torch::Tensor& velocity = core::checkpoint_tensor(checkpoint, "sync.velocity", velocity_);
+  const torch::Tensor centre = core::checkpoint_tensor(checkpoint, "sync.centre", centre_);
+  const torch::Tensor velocity = core::checkpoint_tensor(checkpoint, "sync.velocity", velocity_);
   const SyncStats stats = load_sync_stats(checkpoint);
   steps_ = core::metadata_int(checkpoint, "sync", "steps");
   stats_ = stats;
