@@ -19,9 +19,10 @@ echo "cuda_build: torch $("$python" -c 'import torch; print(torch.__version__, "
 
 # PyTorch's wheel ships its own copies of protobuf's and fmt's headers in its include/ folder,
 # which CMake puts ahead of the system's: Concord's TensorBoard messages (compiled by the system's
-# protoc) and spdlog (built on the system's fmt) need the system's. A prefix whose include/ holds
-# everything else of the wheel's, whose lib/ is the wheel's (run with LD_LIBRARY_PATH on the real
-# folder, so that the wheel's $ORIGIN-relative paths to the CUDA libraries resolve).
+# protoc) and spdlog (built on the system's fmt) need the system's. So CMake finds LibTorch in a
+# prefix whose include/ holds everything else of the wheel's and whose lib/ links to the wheel's.
+# The programs' run path names the wheel's real lib/ folder instead: libtorch_cuda.so finds the
+# CUDA and NCCL libraries of the nvidia-* wheels by paths relative to where it was loaded from.
 prefix="$build/torch-prefix"
 mkdir -p "$prefix/include"
 for entry in "$torch_root"/include/*; do
@@ -37,9 +38,11 @@ ln -sfn "$torch_root/lib" "$prefix/lib"
 extra_prefix="${CONCORD_EXTRA_PREFIX:-}"
 cmake_prefix="$prefix"
 cxx_flags=""
+run_path="$torch_root/lib"
 if [ -n "$extra_prefix" ]; then
   cmake_prefix="$prefix;$extra_prefix"
   cxx_flags="-isystem $extra_prefix/include"
+  run_path="$run_path:$extra_prefix/lib/x86_64-linux-gnu"
   export LD_LIBRARY_PATH="$extra_prefix/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
 protoc_flag=()
@@ -48,7 +51,7 @@ cuda_root="${CUDA_HOME:-/usr/local/cuda}"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$cmake_prefix" -DCMAKE_CXX_FLAGS="$cxx_flags" \
+  -DCMAKE_SKIP_BUILD_RPATH=ON -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,$run_path" \
   -DCUDAToolkit_ROOT="$cuda_root" -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" \
   -DCONCORD_BUILD_PYTHON=OFF -DCONCORD_BUILD_BENCH=OFF "${protoc_flag[@]}"
-export LD_LIBRARY_PATH="$torch_root/lib:${LD_LIBRARY_PATH:-}"
 cmake --build "$build" -- -k 0 "$@"

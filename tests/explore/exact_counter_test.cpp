@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "comm/unused_communicator.h"
 #include "concord/comm/communicator.h"
 #include "concord/explore/exact_counter.h"
 
@@ -45,28 +46,9 @@ TEST(ExactCounter, SavesAndRestoresItsCounts) {
   EXPECT_THROW(other_width.load(checkpoint, "explore/counts/"), core::CheckpointError);
 }
 
-// A communicator that fails any operation: the counter must refuse before communicating.
-class UnusedCommunicator final : public comm::Communicator {
- public:
-  int rank() const override { return 0; }
-  int world_size() const override { return 2; }
-  std::string backend() const override { return "unused"; }
-  std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(1); }
-  std::unique_ptr<comm::Request> allreduce_async(const torch::Tensor&, comm::ReduceOp) override { fail(); }
-  std::unique_ptr<comm::Request> broadcast_async(const torch::Tensor&, int) override { fail(); }
-  std::unique_ptr<comm::Request> send_async(const torch::Tensor&, int, int) override { fail(); }
-  std::unique_ptr<comm::Request> recv_async(const torch::Tensor&, int, int) override { fail(); }
-  std::vector<torch::Tensor> allgather(const torch::Tensor&) override { fail(); }
-  void reduce_scatter(const torch::Tensor&, const std::vector<torch::Tensor>&, comm::ReduceOp) override { fail(); }
-  void barrier() override { fail(); }
-
- private:
-  [[noreturn]] static void fail() { throw comm::CommError("unexpected communication"); }
-};
-
 TEST(ExactCounter, RefusesToMergeAcrossProcessesNamingTheSketch) {
   ExactCounter counter(4);
-  UnusedCommunicator communicator;
+  comm::test::UnusedCommunicator communicator;  // the counter must refuse before communicating
   try {
     counter.merge_increments(communicator);
     FAIL() << "expected std::logic_error";

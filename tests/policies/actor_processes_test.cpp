@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "comm/unused_communicator.h"
 #include "concord/algos/algorithm_registry.h"
 #include "concord/comm/thread_group.h"
 #include "concord/core/rng.h"
@@ -290,6 +291,15 @@ TEST(ActorProcesses, RefusesWhatCannotWork) {
   EXPECT_NE(refusal(2, 16, {"policy.actor_processes.broadcast_every=0"}).find("broadcast_every must be >= 1"),
             std::string::npos);
   EXPECT_EQ(refusal(2, 16, {}), "");
+  comm::test::UnusedCommunicator nccl(2, "nccl");
+  auto learner = algos::as_on_policy(
+      algos::make_learner("ppo", config, envs::Space::box({4}, -1.0f, 1.0f), envs::Space::discrete(2)));
+  try {
+    make_policy("actor_processes", PolicyContext{config, cartpole(16, 1), *learner, torch::kCPU, &nccl});
+    FAIL() << "accepted NCCL";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("set comm.backend = \"gloo\""), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace

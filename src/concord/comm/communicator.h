@@ -56,8 +56,8 @@ class Request {
 // Rules, as in MPI and c10d: every rank calls the collectives in the same order with tensors of
 // the same shape and dtype; operations are in place on the caller's tensor; a tensor handed to
 // an async operation must stay alive and untouched until its wait() returns. One thread at a
-// time per communicator. Tensors must be contiguous and on the CPU for the Gloo and thread
-// backends.
+// time per communicator. Tensors must be contiguous; the thread backend needs them on the CPU,
+// and the c10d backends copy a tensor that is not on their device there and back.
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -160,6 +160,13 @@ ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, c
   if (env_config.batch_size != 0) {
     throw std::invalid_argument("policy 'actor_processes' steps each actor's envs together: set env.batch_size = 0");
   }
+  // The learner tells the actors' messages apart by tag and abandons those of a stalled actor;
+  // NCCL matches messages in order per pair of ranks, and abandoning one ends the communicator.
+  if (communicator.backend() == "nccl") {
+    throw std::invalid_argument(
+        "policy 'actor_processes' needs tagged messages it can abandon, which NCCL does not offer: set "
+        "comm.backend = \"gloo\" (its models may still live on the GPU: run.device)");
+  }
   env_config_.num_envs = env_config.num_envs / actors;
 }
 
