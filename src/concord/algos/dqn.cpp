@@ -1,7 +1,8 @@
 #include "concord/algos/dqn.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Reduction.h>
-#include <ATen/ops/full.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mse_loss.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randint.h>
@@ -17,6 +18,8 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -76,6 +79,14 @@ ReplayBufferConfig replay_config(const DqnConfig& config, at::ScalarType observa
       {dqn_replay::kBootstrapObservation, {shape, observation_dtype}},
   };
   return replay;
+}
+
+// `t` on the host as `dtype` (its own by default), without dispatching an operation where it
+// already is: a step is a few rows, and each operation costs more than its copy.
+at::Tensor on_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
+  const at::ScalarType wanted = dtype.value_or(t.scalar_type());
+  if (t.device().is_cpu() && t.scalar_type() == wanted && !t.requires_grad()) return t;
+  return t.detach().to(at::kCPU, wanted);
 }
 
 // The replay sampler's seed, drawn from LibTorch's generator so that torch::manual_seed fixes it.
@@ -213,12 +224,46 @@ ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const Act
   const int64_t actions = network_->num_actions();
   const at::TensorOptions options = network_->parameters().front().options().requires_grad(false);
   const auto generator = core::thread_generator(options.device());
-  if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}};
-  const at::Tensor greedy = network_->forward(observations).argmax(/*dim=*/1);
-  if (epsilon <= 0.0) return {greedy, {}};
-  const at::Tensor random_actions = at::randint(actions, {rows}, generator, options.dtype(at::kLong));
-  const at::Tensor explore = at::rand({rows}, generator, options.dtype(at::kFloat)) < epsilon;
-  return {at::where(explore, random_actions, greedy), {}};
+  if (!options.device().is_cpu()) {
+    // On an accelerator, every row's draws at once on the device, and the forward pass for all.
+    if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}};
+    const at::Tensor greedy = network_->forward(observations).argmax(/*dim=*/1);
+    if (epsilon <= 0.0) return {greedy, {}};
+    const at::Tensor random_actions = at::randint(actions, {rows}, generator, options.dtype(at::kLong));
+    const at::Tensor explore = at::rand({rows}, generator, options.dtype(at::kFloat)) < epsilon;
+    return {at::where(explore, random_actions, greedy), {}};
+  }
+  if (epsilon <= 0.0) return {network_->forward(observations).argmax(/*dim=*/1), {}};
+  // On the host, as dqn.py acts: a coin per row (env) first, and the forward pass only if some
+  // row acts greedily. The draws come from the same LibTorch generator (thread_generator's, or
+  // the global one that torch::manual_seed seeds), taken without a tensor operation per draw.
+  at::Tensor chosen = at::empty({rows}, options.dtype(at::kLong));
+  int64_t* action_of = chosen.data_ptr<int64_t>();
+  std::vector<char> greedy_rows(static_cast<size_t>(rows), 0);
+  bool any_greedy = false;
+  {
+    at::Generator source = generator.has_value() ? *generator : at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(source.mutex());
+    auto* draws = at::check_generator<at::CPUGeneratorImpl>(source);
+    for (int64_t b = 0; b < rows; ++b) {
+      // A uniform double in [0, 1) from 53 bits, and a uniform action by multiply-shift.
+      const bool explore = epsilon >= 1.0 || static_cast<double>(draws->random64() >> 11) * 0x1.0p-53 < epsilon;
+      if (explore) {
+        action_of[b] = static_cast<int64_t>(((draws->random64() >> 32) * static_cast<uint64_t>(actions)) >> 32);
+      } else {
+        greedy_rows[static_cast<size_t>(b)] = 1;
+        any_greedy = true;
+      }
+    }
+  }
+  if (any_greedy) {
+    const at::Tensor greedy = network_->forward(observations).argmax(/*dim=*/1).contiguous();
+    const int64_t* greedy_action = greedy.data_ptr<int64_t>();
+    for (int64_t b = 0; b < rows; ++b) {
+      if (greedy_rows[static_cast<size_t>(b)] != 0) action_of[b] = greedy_action[b];
+    }
+  }
+  return {chosen, {}};
 }
 
 // ---- an actor over a copy of the online network ----
@@ -306,6 +351,15 @@ void Dqn::observe(const TensorMap& step, int stream) {
         kFn, "observations must be [B, " + expected.str().substr(1) + ", got " + tensor_checks::describe(observations));
   }
   const int64_t rows = observations.size(0);
+  // Checked on the host rows: a reduction per bound costs more than the env step.
+  const auto check_action_range = [&](const at::Tensor& a) {
+    const int64_t* action_values = a.data_ptr<int64_t>();
+    const auto [lowest, highest] = std::minmax_element(action_values, action_values + rows);
+    if (*lowest < 0 || *highest >= online_->num_actions()) {
+      tensor_checks::fail(kFn, "actions must lie in [0, " + std::to_string(online_->num_actions()) + "), got " +
+                                   std::to_string(*lowest) + " to " + std::to_string(*highest));
+    }
+  };
   for (const char* name :
        {transition::kActions, transition::kRewards, transition::kTerminated, transition::kTruncated}) {
     tensor_checks::check_1d(kFn, name, field(name), rows);
@@ -317,36 +371,40 @@ void Dqn::observe(const TensorMap& step, int stream) {
   if (rows == 0) return;
 
   c10::NoGradGuard no_grad;
-  // n-step windows keep steps by reference: give them copies nobody else writes to.
-  const bool copy = config_.n_step > 1;
-  const at::Tensor o = observations.detach().to(at::kCPU, /*non_blocking=*/false, copy);
-  const at::Tensor next_o = next_observations.detach().to(at::kCPU, /*non_blocking=*/false, copy);
-  const at::Tensor a = actions.detach().to(at::kCPU, at::kLong, /*non_blocking=*/false, copy).contiguous();
-  // Checked on the host rows: a reduction per bound costs more than the env step.
-  const int64_t* action_values = a.data_ptr<int64_t>();
-  const auto [lowest, highest] = std::minmax_element(action_values, action_values + rows);
-  if (*lowest < 0 || *highest >= online_->num_actions()) {
-    tensor_checks::fail(kFn, "actions must lie in [0, " + std::to_string(online_->num_actions()) + "), got " +
-                                 std::to_string(*lowest) + " to " + std::to_string(*highest));
+  if (config_.n_step == 1) {
+    // The one-step target: G = r_t, discount = gamma (0 after a termination; a truncation
+    // bootstraps), from next_observations (the final observation where an episode ended). The
+    // numbers an NStepQueue of n = 1 gives, without the per-env queues. The replay copies the
+    // rows, so host tensors go in as they are; discounts are written on the host (a step is a
+    // few rows, and an operation per field would cost more than the env step).
+    const at::Tensor a = on_host(actions, at::kLong).contiguous();
+    check_action_range(a);
+    const at::Tensor terminated = on_host(field(transition::kTerminated), at::kFloat).contiguous();
+    at::Tensor discounts = at::empty({rows}, at::kFloat);
+    const float* ended = terminated.data_ptr<float>();
+    float* discount = discounts.data_ptr<float>();
+    for (int64_t b = 0; b < rows; ++b) discount[b] = ended[b] != 0.0f ? 0.0f : static_cast<float>(config_.gamma);
+    const at::Tensor o = on_host(observations);
+    replay_for(o.scalar_type())
+        .add({
+            {dqn_replay::kObservation, o},
+            {dqn_replay::kAction, a},
+            {dqn_replay::kReturn, on_host(field(transition::kRewards), at::kFloat)},
+            {dqn_replay::kDiscount, discounts},
+            {dqn_replay::kBootstrapObservation, on_host(next_observations)},
+        });
+    return;
   }
+
+  // n-step windows keep steps by reference: give them copies nobody else writes to.
+  const at::Tensor o = observations.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  const at::Tensor next_o = next_observations.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  const at::Tensor a = actions.detach().to(at::kCPU, at::kLong, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  check_action_range(a);
   const at::Tensor terminated = tensor_checks::as_bool(field(transition::kTerminated)).to(at::kCPU);
   const at::Tensor truncated = tensor_checks::as_bool(field(transition::kTruncated)).to(at::kCPU);
   const at::Tensor rewards = field(transition::kRewards).detach().to(at::kCPU);
   ReplayBuffer& replay = replay_for(o.scalar_type());
-
-  if (config_.n_step == 1) {
-    // The one-step target: G = r_t, discount = gamma (0 after a termination; a truncation
-    // bootstraps), from next_observations (the final observation where an episode ended). The
-    // numbers an NStepQueue of n = 1 gives, without the per-env queues.
-    replay.add({
-        {dqn_replay::kObservation, o},
-        {dqn_replay::kAction, a},
-        {dqn_replay::kReturn, rewards.to(at::kFloat)},
-        {dqn_replay::kDiscount, at::full({rows}, config_.gamma, at::kFloat).masked_fill_(terminated, 0.0)},
-        {dqn_replay::kBootstrapObservation, next_o},
-    });
-    return;
-  }
 
   // n-step: each env's window (n_step_returns.h) emits the transitions it completes.
   std::vector<NStepQueue>& queues = n_step_queues_[stream];
@@ -382,7 +440,7 @@ void Dqn::observe(const TensorMap& step, int stream) {
 
 at::Tensor Dqn::td_targets(const TensorMap& batch) {
   c10::NoGradGuard no_grad;
-  const at::Tensor next = batch.at(dqn_replay::kBootstrapObservation).to(device_);
+  const at::Tensor next = on_device(batch.at(dqn_replay::kBootstrapObservation), device_);
   const at::Tensor q_next = target_->forward(next);
   at::Tensor q_next_best;
   if (config_.double_dqn) {
@@ -392,7 +450,8 @@ at::Tensor Dqn::td_targets(const TensorMap& batch) {
   } else {
     q_next_best = std::get<0>(q_next.max(/*dim=*/1));
   }
-  return batch.at(dqn_replay::kReturn).to(device_) + batch.at(dqn_replay::kDiscount).to(device_) * q_next_best;
+  return on_device(batch.at(dqn_replay::kReturn), device_) +
+         on_device(batch.at(dqn_replay::kDiscount), device_) * q_next_best;
 }
 
 Metrics Dqn::update(int64_t global_step, double progress) {

@@ -7,10 +7,16 @@
 
 namespace concord::algos {
 
+at::Tensor on_device(const at::Tensor& t, c10::Device device) { return t.device() == device ? t : t.to(device); }
+
 TensorMap to_device(const TensorMap& experience, c10::Device device, bool copy) {
   TensorMap moved;
   for (const auto& [name, tensor] : experience) {
-    moved[name] = tensor.defined() ? tensor.to(device, /*non_blocking=*/false, copy) : tensor;
+    if (!tensor.defined() || (!copy && tensor.device() == device)) {
+      moved[name] = tensor;
+    } else {
+      moved[name] = tensor.to(device, /*non_blocking=*/false, copy);
+    }
   }
   return moved;
 }

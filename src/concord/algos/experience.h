@@ -36,6 +36,10 @@ inline constexpr const char* kNextObservations = "next_observations";
 // Helpers that treat every field of an Experience alike, so that no policy enumerates fields by
 // hand. Undefined tensors stay undefined.
 
+// `t` on `device`: `t` itself where it already is, without dispatching an operation (a step's
+// tensors are a few rows, and the call costs more than they do); a copy there otherwise.
+at::Tensor on_device(const at::Tensor& t, c10::Device device);
+
 // Every field moved (copied if `copy`) to `device`.
 TensorMap to_device(const TensorMap& experience, c10::Device device, bool copy = false);
 // A deep copy: what a thread hands on when its own buffers will be reused.

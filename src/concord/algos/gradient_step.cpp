@@ -2,6 +2,8 @@
 
 #include <ATen/ops/clamp.h>
 
+#include <cmath>
+
 namespace concord::algos {
 
 void clip_gradient_norm(const torch::Tensor& gradient, double max_norm) {
@@ -14,7 +16,7 @@ void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, to
   parameters.zero_grad();
   loss.backward();
   sync.synchronize_gradients();
-  clip_gradient_norm(parameters.gradient(), max_grad_norm);
+  if (std::isfinite(max_grad_norm)) clip_gradient_norm(parameters.gradient(), max_grad_norm);
   optimizer.step();
   sync.after_step();
 }

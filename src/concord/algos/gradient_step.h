@@ -12,7 +12,8 @@ namespace concord::algos {
 //
 //   g = d loss / d theta                      (into parameters.gradient())
 //   g = sync(g)                               (e.g. the mean over ranks; nothing in one process)
-//   g = g * min(1, max_grad_norm / ||g||)     (global norm clipping)
+//   g = g * min(1, max_grad_norm / ||g||)     (global norm clipping; none for an infinite
+//                                              max_grad_norm, where the factor is 1)
 //   theta = optimizer.step(theta, g)
 //   theta = sync.after_step(theta)            (e.g. local SGD's periodic average)
 //

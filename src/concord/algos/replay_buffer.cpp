@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -200,20 +201,32 @@ void ReplayBuffer::add(const TensorMap& batch, const std::optional<at::Tensor>& 
   // Of a batch larger than the buffer only the last `capacity` rows would survive.
   const int64_t kept = std::min(n, config_.capacity);
   const int64_t skipped = n - kept;
+  // Rows are copied as bytes: a step's transition is a row or a few, and per-operation dispatch
+  // would cost more than the copy. Host rows in order are read where they lie.
   c10::NoGradGuard no_grad;
-  for (auto& [storage, rows] : staged) rows = rows.detach().slice(0, skipped).to(at::kCPU).contiguous();
+  for (auto& [storage, rows] : staged) {
+    if (!rows.device().is_cpu() || !rows.is_contiguous()) rows = rows.detach().to(at::kCPU).contiguous();
+  }
 
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t start = num_added_ + skipped;
-  std::vector<int64_t> slot_list(static_cast<size_t>(kept));
-  for (int64_t j = 0; j < kept; ++j) slot_list[static_cast<size_t>(j)] = (start + j) % config_.capacity;
-  const at::Tensor slots = at::tensor(slot_list, at::kLong);
-  for (auto& [storage, rows] : staged) storage->index_copy_(0, slots, rows);
+  const int64_t first_slot = start % config_.capacity;
+  // Slots first_slot.. up to the end of storage, then from slot 0 where the rows wrap around.
+  const int64_t before_wrap = std::min(kept, config_.capacity - first_slot);
+  for (auto& [storage, rows] : staged) {
+    const size_t row_bytes = rows.numel() / static_cast<size_t>(n) * rows.element_size();
+    const auto* source = static_cast<const char*>(rows.data_ptr()) + static_cast<size_t>(skipped) * row_bytes;
+    auto* target = static_cast<char*>(storage->data_ptr());
+    std::memcpy(target + static_cast<size_t>(first_slot) * row_bytes, source,
+                static_cast<size_t>(before_wrap) * row_bytes);
+    std::memcpy(target, source + static_cast<size_t>(before_wrap) * row_bytes,
+                static_cast<size_t>(kept - before_wrap) * row_bytes);
+  }
   if (config_.prioritized) {
     for (double p : given) max_priority_ = std::max(max_priority_, p);
     for (int64_t j = 0; j < kept; ++j) {
       const double p = given.empty() ? max_priority_ : given[static_cast<size_t>(skipped + j)];
-      const int64_t slot = slot_list[static_cast<size_t>(j)];
+      const int64_t slot = (start + j) % config_.capacity;
       priorities_[static_cast<size_t>(slot)] = p;
       tree_->set(slot, leaf_priority(p));
     }

@@ -5,10 +5,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "concord/algos/algorithm_registry.h"
 #include "concord/cli/commands.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_session.h"
 #include "concord/core/progress_bar.h"
+#include "concord/core/registry.h"
+#include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 namespace {
@@ -40,10 +43,9 @@ void add_train_command(CLI::App& app) {
       app.add_subcommand("train", "Train an agent (PPO, A2C, DQN or SAC) with live progress and checkpoints");
   auto flags = std::make_shared<TrainFlags>();
   add_run_flags(*command, flags->run);
-  command->add_option("--algo", flags->algo, "Algorithm (train.algo): ppo, a2c, dqn or sac");
+  command->add_option("--algo", flags->algo, "Algorithm (train.algo): " + core::joined_names(algos::algorithm_names()));
   command->add_option("--policy", flags->policy,
-                      "Distribution policy (train.policy): single, sync_vector, hogwild, central_inference, "
-                      "multi_learner, actor_processes, apex");
+                      "Distribution policy (train.policy): " + core::joined_names(policies::policy_names()));
   command
       ->add_option("--total-timesteps", flags->total_timesteps,
                    "Environment steps to train for (train.total_timesteps)")

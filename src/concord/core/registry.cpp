@@ -2,13 +2,17 @@
 
 namespace concord::core {
 
+std::string joined_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
 std::invalid_argument unknown_name_error(const std::string& kind, const std::string& key, const std::string& name,
                                          const std::vector<std::string>& known) {
   std::string message = "unknown " + kind + " '" + name + "'";
   if (!key.empty()) message += " for " + key;
-  message += " (known: ";
-  for (size_t i = 0; i < known.size(); ++i) message += (i == 0 ? "" : ", ") + known[i];
-  return std::invalid_argument(message + ")");
+  return std::invalid_argument(message + " (known: " + joined_names(known) + ")");
 }
 
 }  // namespace concord::core

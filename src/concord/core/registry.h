@@ -8,6 +8,9 @@
 
 namespace concord::core {
 
+// "a, b, c": names as errors and help texts list them.
+std::string joined_names(const std::vector<std::string>& names);
+
 // "unknown <kind> '<name>' (known: a, b, c)", or with a config key "unknown <kind> '<name>' for
 // <key> (known: a, b, c)": the one error for a name that nothing is registered under.
 std::invalid_argument unknown_name_error(const std::string& kind, const std::string& key, const std::string& name,

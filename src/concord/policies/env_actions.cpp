@@ -13,7 +13,9 @@ EnvActions::EnvActions(const envs::Space& action_space, torch::Device device) : 
 
 envs::Batch EnvActions::step(envs::VectorEnv& env, const torch::Tensor& actions) const {
   if (discrete_) {
-    const torch::Tensor indices = actions.to(torch::kCPU, torch::kInt64).contiguous();
+    // Host int64 actions (the usual case) are read where they lie, without an operation.
+    const bool on_host = actions.device().is_cpu() && actions.scalar_type() == torch::kInt64;
+    const torch::Tensor indices = (on_host ? actions : actions.to(torch::kCPU, torch::kInt64)).contiguous();
     return env.step(indices.data_ptr<int64_t>());
   }
   const torch::Tensor clipped =

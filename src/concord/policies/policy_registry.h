@@ -25,6 +25,9 @@ namespace concord::policies {
 //                      allreduce by default)
 //   actor_processes    MSRL's multi-actor single learner: rank 0 learns, ranks 1..A step envs
 //                      and act, experience by c10d send/recv, parameters sent back
+//   async_learner      a collector thread acts with parameters exactly
+//                      policy.async_learner.max_policy_lag updates old while the calling
+//                      thread learns from its rollouts (on-policy learners)
 //   apex               Ape-X (off-policy learners): policy.apex.actors actor threads fill the
 //                      learner's replay while the calling thread updates from it
 //

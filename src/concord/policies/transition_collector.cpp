@@ -27,7 +27,7 @@ algos::TensorMap TransitionCollector::step(algos::Actor& actor, const algos::Act
   algos::ActorOutput out;
   {
     c10::InferenceMode inference;
-    out = actor.act(observations.to(device_), context);
+    out = actor.act(algos::on_device(observations, device_), context);
   }
   const envs::Batch batch = env_actions_.step(env_, out.actions);
 
@@ -56,12 +56,12 @@ algos::TensorMap TransitionCollector::step(algos::Actor& actor, const algos::Act
     }
   }
   return {
-      {algos::transition::kObservations, observations.to(device_)},
+      {algos::transition::kObservations, algos::on_device(observations, device_)},
       {algos::transition::kActions, out.actions},
-      {algos::transition::kRewards, rewards.to(device_)},
-      {algos::transition::kTerminated, terminated.to(device_)},
-      {algos::transition::kTruncated, truncated.to(device_)},
-      {algos::transition::kNextObservations, next_observations.to(device_)},
+      {algos::transition::kRewards, algos::on_device(rewards, device_)},
+      {algos::transition::kTerminated, algos::on_device(terminated, device_)},
+      {algos::transition::kTruncated, algos::on_device(truncated, device_)},
+      {algos::transition::kNextObservations, algos::on_device(next_observations, device_)},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "concord/core/config_fields.h"
+#include "concord/core/registry.h"
 #include "concord/data/dataset_registry.h"
 #include "concord/supervised/classifier.h"
 
@@ -15,12 +16,6 @@ namespace {
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
 }
 
 void require(bool condition, const std::string& key, const std::string& value, const std::string& expected) {
@@ -139,9 +134,9 @@ FitConfig fit_config_from(const core::Config& config) {
 
   require(fit.task == "classifier" || fit.task == "gan", "fit.task", fit.task, "must be classifier or gan");
   require(contains(data::dataset_names(), fit.dataset), "fit.dataset", fit.dataset,
-          "must be one of " + joined(data::dataset_names()));
+          "must be one of " + core::joined_names(data::dataset_names()));
   require(contains(classifier_names(), fit.model), "fit.model", fit.model,
-          "must be one of " + joined(classifier_names()));
+          "must be one of " + core::joined_names(classifier_names()));
   require(fit.workers >= 1, "fit.workers", std::to_string(fit.workers), "must be >= 1");
   require(fit.timeout_seconds > 0.0, "comm.timeout_seconds", std::to_string(fit.timeout_seconds), "must be > 0");
   require(fit.steps >= 1, "fit.steps", std::to_string(fit.steps), "must be >= 1");

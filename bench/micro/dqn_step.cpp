@@ -1,0 +1,223 @@
+// Cost of DQN's pieces on CleanRL dqn.py's CartPole-v1 setup (configs/dqn_cartpole.toml: one env,
+// a 120-84 ReLU MLP, a 10k replay, batch 128, Adam): one env step as `single` runs it (act,
+// step the env, observe into the replay), at epsilon 1 (before learning starts: no forward pass)
+// and at epsilon 0.05 (the second half of the run), and one update.
+//
+// BM_DqnUpdateBreakdown splits one update into the phases Dqn::update runs (dqn.cpp) and reports,
+// for each, the microseconds it takes and the LibTorch operations it dispatches (RecordFunction:
+// ATen operators, nested ones included, and autograd nodes in backward).
+#include <benchmark/benchmark.h>
+
+#include <ATen/record_function.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "concord/algos/dqn.h"
+#include "concord/algos/gradient_step.h"
+#include "concord/envs/vector_env.h"
+#include "concord/policies/transition_collector.h"
+
+namespace {
+
+using concord::algos::Dqn;
+using concord::algos::DqnConfig;
+
+DqnConfig cartpole_config() {
+  DqnConfig config;
+  config.network.obs_shape = {4};
+  config.network.action_dim = 2;
+  config.network.hidden_sizes = {120, 84};
+  config.network.activation = "relu";
+  return config;
+}
+
+concord::envs::VectorEnvConfig one_cartpole() {
+  concord::envs::VectorEnvConfig env;
+  env.env_id = "CartPole-v1";
+  env.num_envs = 1;
+  env.seed = 1;
+  return env;
+}
+
+// A replay filled by 10k steps of random acting, as at learning_starts.
+void fill(Dqn& dqn, concord::policies::TransitionCollector& collector) {
+  const concord::algos::ActingContext random{false, 0, 500000, 0, 1};
+  for (int i = 0; i < 10000; ++i) dqn.observe(collector.step(dqn.actor(), random, nullptr));
+}
+
+// One env step of `single`'s off-policy loop: act, step, observe. Arg: the step whose epsilon
+// acts (0: epsilon 1, no forward pass; 400000: epsilon 0.05).
+void BM_DqnEnvStep(benchmark::State& state) {
+  torch::manual_seed(1);
+  Dqn dqn(cartpole_config());
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  const concord::algos::ActingContext context{false, state.range(0), 500000, 0, 1};
+  for (auto _ : state) dqn.observe(collector.step(dqn.actor(), context, nullptr));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DqnEnvStep)->Arg(0)->Arg(400000)->ArgName("step")->Unit(benchmark::kMicrosecond);
+
+// The acting half alone, without the env and the replay (epsilon 0.05).
+void BM_DqnAct(benchmark::State& state) {
+  torch::manual_seed(1);
+  Dqn dqn(cartpole_config());
+  const torch::Tensor observation = torch::randn({1, 4});
+  const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
+  c10::InferenceMode inference;
+  for (auto _ : state) benchmark::DoNotOptimize(dqn.actor().act(observation, context).actions);
+}
+BENCHMARK(BM_DqnAct)->Unit(benchmark::kMicrosecond);
+
+void BM_DqnUpdate(benchmark::State& state) {
+  torch::manual_seed(1);
+  Dqn dqn(cartpole_config());
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  fill(dqn, collector);
+  int64_t step = 10010;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(dqn.update(step, 0.5));
+    step += 10;
+  }
+}
+BENCHMARK(BM_DqnUpdate)->Unit(benchmark::kMicrosecond);
+
+struct OpCounter {
+  std::map<std::string, int64_t> by_name;
+  int64_t total = 0;
+};
+thread_local OpCounter* active_counter = nullptr;
+
+at::CallbackHandle count_operations() {
+  return at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (active_counter != nullptr) {
+          ++active_counter->total;
+          ++active_counter->by_name[fn.name()];
+        }
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+void print_counts(const char* name, const OpCounter& counter) {
+  std::printf("%-8s %3lld ops:", name, static_cast<long long>(counter.total));
+  for (const auto& [op, calls] : counter.by_name) std::printf(" %s x%lld", op.c_str(), static_cast<long long>(calls));
+  std::printf("\n");
+}
+
+// The operations of one env step at epsilon 0.05, split into acting (act() alone), the rest of
+// the collector's step (the env and the transition's tensors) and observe() into the replay.
+void BM_DqnEnvStepOperations(benchmark::State& state) {
+  torch::manual_seed(1);
+  Dqn dqn(cartpole_config());
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
+  OpCounter act, step, observe;
+  const torch::Tensor observation = torch::randn({1, 4});
+  const at::CallbackHandle handle = count_operations();
+  for (auto _ : state) {
+    {
+      c10::InferenceMode inference;
+      active_counter = &act;
+      benchmark::DoNotOptimize(dqn.actor().act(observation, context).actions);
+    }
+    active_counter = &step;
+    const concord::algos::TensorMap transition = collector.step(dqn.actor(), context, nullptr);
+    active_counter = &observe;
+    dqn.observe(transition);
+    active_counter = nullptr;
+  }
+  at::removeCallback(handle);
+  const double n = static_cast<double>(state.iterations());
+  state.counters["act_ops"] = static_cast<double>(act.total) / n;
+  state.counters["step_ops"] = static_cast<double>(step.total - act.total) / n;
+  state.counters["observe_ops"] = static_cast<double>(observe.total) / n;
+  static bool printed = false;
+  if (!printed && state.iterations() == 1) {
+    printed = true;
+    print_counts("act", act);
+    print_counts("step+act", step);
+    print_counts("observe", observe);
+  }
+}
+BENCHMARK(BM_DqnEnvStepOperations)->Iterations(1);
+
+enum Phase { kSample, kTargets, kForward, kBackward, kClip, kOptimizer, kRead, kPhases };
+constexpr const char* kPhaseNames[kPhases] = {"sample", "targets", "forward", "backward", "clip", "optim", "read"};
+
+// The phases of one Dqn::update gradient step (dqn.cpp), written out here so that each can be
+// timed and its operations counted.
+void BM_DqnUpdateBreakdown(benchmark::State& state) {
+  namespace replay = concord::algos::dqn_replay;
+  torch::manual_seed(1);
+  const DqnConfig config = cartpole_config();
+  Dqn dqn(config);
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  fill(dqn, collector);
+  auto& parameters = dqn.flat_parameters();
+  torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+  concord::core::Rng rng(1);
+
+  std::vector<OpCounter> counts(kPhases);
+  const at::CallbackHandle handle = count_operations();
+
+  std::vector<double> seconds(kPhases, 0.0);
+  bool counting = true;  // the first iteration counts operations; the rest are timed without it
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    auto phase_done = [&](Phase phase) {
+      const auto now = std::chrono::steady_clock::now();
+      seconds[phase] += std::chrono::duration<double>(now - start).count();
+      start = now;
+      active_counter = counting && phase + 1 < kPhases ? &counts[phase + 1] : nullptr;
+    };
+    active_counter = counting ? &counts[kSample] : nullptr;
+    const concord::algos::ReplaySample sample = dqn.replay()->sample(config.batch_size, rng);
+    phase_done(kSample);
+    const torch::Tensor y = dqn.td_targets(sample.fields);
+    phase_done(kTargets);
+    const torch::Tensor q_taken = dqn.online_network()
+                                      ->forward(sample.fields.at(replay::kObservation))
+                                      .gather(1, sample.fields.at(replay::kAction).unsqueeze(1))
+                                      .squeeze(1);
+    const torch::Tensor loss = at::mse_loss(q_taken, y, at::Reduction::None).mean();
+    phase_done(kForward);
+    parameters.zero_grad();
+    loss.backward();
+    phase_done(kBackward);
+    concord::algos::clip_gradient_norm(parameters.gradient(), std::numeric_limits<double>::infinity());
+    phase_done(kClip);
+    adam.step();
+    phase_done(kOptimizer);
+    benchmark::DoNotOptimize(loss.item<double>() + q_taken.detach().mean().item<double>());
+    phase_done(kRead);
+    if (counting) at::removeCallback(handle);
+    counting = false;
+  }
+
+  int64_t total_ops = 0;
+  for (int phase = 0; phase < kPhases; ++phase) {
+    state.counters[std::string(kPhaseNames[phase]) + "_us"] =
+        benchmark::Counter(seconds[phase] * 1e6 / static_cast<double>(state.iterations()));
+    state.counters[std::string(kPhaseNames[phase]) + "_ops"] = static_cast<double>(counts[phase].total);
+    total_ops += counts[phase].total;
+  }
+  state.counters["ops"] = static_cast<double>(total_ops);
+  static bool printed = false;
+  if (!printed) {
+    printed = true;
+    for (int phase = 0; phase < kPhases; ++phase) print_counts(kPhaseNames[phase], counts[phase]);
+  }
+}
+BENCHMARK(BM_DqnUpdateBreakdown)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
