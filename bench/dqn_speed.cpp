@@ -11,7 +11,11 @@
 // steps/s, 125 s for 500k steps; Gymnasium 1.4, Debian's torch 1.13, CPU): Gymnasium is not
 // installable here, so it is quoted, not run. Targets: 10x its steps/s, eval return >= 475.
 //
-//   dqn_speed [--seeds N] [--total-timesteps N] [--set key=value ...] [--quick]
+// Each policy of --policies runs every seed: `single` (the serial loop) and `async_learner` (the
+// same loop with acting on a second thread, parameters at most policy.async_learner.max_policy_lag
+// updates old) by default.
+//
+//   dqn_speed [--seeds N] [--policies P ...] [--total-timesteps N] [--set key=value ...] [--quick]
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -50,9 +54,10 @@ struct Outcome {
   double eval_std = 0.0;
 };
 
-Outcome run(const concord::core::Config& base, int64_t seed) {
+Outcome run(const concord::core::Config& base, const std::string& policy, int64_t seed) {
   concord::core::Config config = base;
   config.set("run.seed", seed, "--seeds");
+  config.set("train.policy", policy, "--policies");
   concord::cli::TrainingRun training(config);
   concord::policies::TrainingState state;
   std::vector<double> returns;
@@ -88,11 +93,13 @@ int main(int argc, char** argv) {
   int64_t total_timesteps = 0;
   std::vector<std::string> overrides;
   bool quick = false;
+  std::vector<std::string> policies = {"single", "async_learner"};
   std::string config_file = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_cartpole.toml";
   app.add_option("--seeds", seeds, "Seeds 1..N")->check(CLI::Range(1, 100));
   app.add_option("--total-timesteps", total_timesteps, "Steps per seed (default: the config's 500k)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--config", config_file, "Config file (default: configs/dqn_cartpole.toml)");
+  app.add_option("--policies", policies, "Policies to run (default: single async_learner)");
   app.add_option("--set", overrides, "key=value overrides, as `concord train --set`");
   app.add_flag("--quick", quick, "Smoke run: 1 seed, 11k steps (a few updates)");
   CLI11_PARSE(app, argc, argv);
@@ -114,33 +121,49 @@ int main(int argc, char** argv) {
 
   std::printf("dqn_speed: %s, %d seed(s), %lld steps each; load average %s\n", config_file.c_str(), seeds,
               static_cast<long long>(config.get_int("train.total_timesteps")), concord::bench::load_average().c_str());
-  std::printf("\n%-5s %9s %9s %10s %8s %10s %16s %9s\n", "seed", "steps", "wall s", "steps/s", "learn %", "final ret",
-              "eval (10 ep)", "peak MiB");
-  std::vector<double> rates, walls, evals;
-  for (int seed = 1; seed <= seeds; ++seed) {
-    const Outcome outcome = run(config, seed);
-    const double rate = static_cast<double>(outcome.steps) / outcome.seconds;
-    rates.push_back(rate);
-    walls.push_back(outcome.seconds);
-    evals.push_back(outcome.eval_return);
-    std::printf("%-5d %9lld %9.1f %10.0f %7.1f%% %10.1f %8.1f +- %5.1f %9.1f\n", seed,
-                static_cast<long long>(outcome.steps), outcome.seconds, rate,
-                100.0 * outcome.update_seconds / outcome.seconds, outcome.final_return, outcome.eval_return,
-                outcome.eval_std, peak_rss_mib());
-    std::fflush(stdout);
+  std::printf("\n%-14s %-5s %9s %9s %10s %8s %10s %16s %9s\n", "policy", "seed", "steps", "wall s", "steps/s",
+              "learn %", "final ret", "eval (10 ep)", "peak MiB");
+  struct Summary {
+    double median_rate = 0.0, median_wall = 0.0, mean_eval = 0.0;
+  };
+  std::vector<Summary> summaries;
+  for (const std::string& policy : policies) {
+    std::vector<double> rates, walls, evals;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      Outcome outcome;
+      try {
+        outcome = run(config, policy, seed);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "dqn_speed: %s: %s\n", policy.c_str(), error.what());
+        return 1;
+      }
+      const double rate = static_cast<double>(outcome.steps) / outcome.seconds;
+      rates.push_back(rate);
+      walls.push_back(outcome.seconds);
+      evals.push_back(outcome.eval_return);
+      std::printf("%-14s %-5d %9lld %9.1f %10.0f %7.1f%% %10.1f %8.1f +- %5.1f %9.1f\n", policy.c_str(), seed,
+                  static_cast<long long>(outcome.steps), outcome.seconds, rate,
+                  100.0 * outcome.update_seconds / outcome.seconds, outcome.final_return, outcome.eval_return,
+                  outcome.eval_std, peak_rss_mib());
+      std::fflush(stdout);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::sort(walls.begin(), walls.end());
+    Summary summary;
+    summary.median_rate = rates[rates.size() / 2];
+    summary.median_wall = walls[walls.size() / 2];
+    for (double value : evals) summary.mean_eval += value / static_cast<double>(evals.size());
+    summaries.push_back(summary);
   }
-  std::sort(rates.begin(), rates.end());
-  std::sort(walls.begin(), walls.end());
-  const double median_rate = rates[rates.size() / 2];
-  const double median_wall = walls[walls.size() / 2];
-  double mean_eval = 0.0;
-  for (double value : evals) mean_eval += value / static_cast<double>(evals.size());
-  std::printf("\n%-28s %10s %9s %12s\n", "", "steps/s", "wall s", "eval return");
-  std::printf("%-28s %10.0f %9.1f %12.1f   (median rate and wall, mean eval over seeds)\n", "Concord dqn (single)",
-              median_rate, median_wall, mean_eval);
-  std::printf("%-28s %10.0f %9.1f %12s   (quoted, not run: see the header)\n", "CleanRL dqn.py, this machine",
-              kCleanRlStepsPerSecond, kCleanRlSeconds, "-");
-  std::printf("\nspeed-up %.1fx (target 10x); eval return %.1f (target >= 475)\n", median_rate / kCleanRlStepsPerSecond,
-              mean_eval);
+  std::printf("\n%-28s %10s %9s %12s %9s\n", "", "steps/s", "wall s", "eval return", "speed-up");
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const Summary& summary = summaries[i];
+    std::printf("%-28s %10.0f %9.1f %12.1f %8.1fx   (median rate and wall, mean eval over seeds)\n",
+                ("Concord dqn (" + policies[i] + ")").c_str(), summary.median_rate, summary.median_wall,
+                summary.mean_eval, summary.median_rate / kCleanRlStepsPerSecond);
+  }
+  std::printf("%-28s %10.0f %9.1f %12s %9s   (quoted, not run: see the header)\n", "CleanRL dqn.py, this machine",
+              kCleanRlStepsPerSecond, kCleanRlSeconds, "-", "1.0x");
+  std::printf("\ntargets: 10x dqn.py's steps/s, eval return >= 475\n");
   return 0;
 }

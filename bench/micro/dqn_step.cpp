@@ -10,10 +10,12 @@
 
 #include <ATen/record_function.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
@@ -149,6 +151,39 @@ void BM_DqnEnvStepOperations(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DqnEnvStepOperations)->Iterations(1);
+
+// BM_DqnUpdate with another thread acting beside it all the while (epsilon 0.05, its own replica
+// of the network and its own env), as under `async_learner`: what one process's two threads cost
+// each other.
+void BM_DqnUpdateBesideActing(benchmark::State& state) {
+  torch::manual_seed(1);
+  Dqn dqn(cartpole_config());
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  fill(dqn, collector);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> acted{0};
+  std::unique_ptr<concord::algos::ActorReplica> replica = dqn.make_actor_replica();
+  std::thread actor([&] {
+    concord::envs::VectorEnv actor_env(one_cartpole());
+    concord::policies::TransitionCollector actor_collector(actor_env, torch::kCPU);
+    const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
+    while (!done.load()) {
+      benchmark::DoNotOptimize(actor_collector.step(*replica, context, nullptr));
+      acted.fetch_add(1);
+    }
+  });
+  int64_t step = 10010;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(dqn.update(step, 0.5));
+    step += 10;
+  }
+  done.store(true);
+  actor.join();
+  state.counters["actor_steps_per_update"] =
+      static_cast<double>(acted.load()) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_DqnUpdateBesideActing)->Unit(benchmark::kMicrosecond);
 
 enum Phase { kSample, kTargets, kForward, kBackward, kClip, kOptimizer, kRead, kPhases };
 constexpr const char* kPhaseNames[kPhases] = {"sample", "targets", "forward", "backward", "clip", "optim", "read"};

@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "concord/algos/a2c.h"
+#include "concord/algos/dqn.h"
 #include "concord/core/config.h"
 #include "concord/policies/policy_registry.h"
 #include "hang_guard.h"
@@ -265,6 +266,130 @@ TEST(AsyncLearner, RefusesALearnerThatCannotTakeTheLag) {
         make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU});
       },
       ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("max_policy_lag=-1 must be >= 0")));
+}
+
+// ---- off-policy learners: single's loop with acting on the collector's thread ----
+
+// A run of ApexRecordingLearner (update() adds 1 to every parameter, so a replica's values count
+// the updates behind them) on one counting env: learning from step 3, an update every 2 steps.
+struct OffPolicyRun {
+  explicit OffPolicyRun(int max_policy_lag)
+      : registry(testing::counting_registry(/*terminate_after=*/0)),
+        learner(/*learning_starts=*/3, /*batch_steps=*/1, /*train_frequency=*/2) {
+    initial = learner.flat_parameters().values().reshape({-1})[0].item<float>();
+    AsyncLearnerConfig config;
+    config.max_policy_lag = max_policy_lag;
+    config.wait_timeout_seconds = 30.0;
+    policy = std::make_unique<AsyncLearnerPolicy>(
+        config, std::make_unique<envs::VectorEnv>(testing::counting_config(1), registry), learner, torch::kCPU, 5);
+  }
+  envs::Registry registry;
+  testing::ApexRecordingLearner learner;
+  float initial = 0.0f;
+  std::unique_ptr<AsyncLearnerPolicy> policy;
+};
+
+TEST(AsyncLearnerOffPolicy, UpdatesAsSingleAndEveryStepActsWithExactlyTheVersionItsLagNames) {
+  for (int lag : {0, 1, 2}) {
+    OffPolicyRun run(lag);
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner off-policy",
+                      [&] { run.policy->train(state, /*total_steps=*/20, 1'000'000, {}); });
+    EXPECT_EQ(state.global_step, 20);
+    // single's schedule: every multiple of 2 beyond 3, after the step that reaches it.
+    EXPECT_EQ(run.learner.update_steps, (std::vector<int64_t>{4, 6, 8, 10, 12, 14, 16, 18, 20})) << "lag " << lag;
+    EXPECT_EQ(state.updates, 9);
+    ASSERT_EQ(run.learner.steps.size(), 20u);
+    for (int t = 0; t < 20; ++t) {  // observed in order: the counting env's step t of its episode
+      EXPECT_EQ(run.learner.steps[t].second.at(algos::transition::kObservations).item<float>(), t % 4) << t;
+    }
+    EXPECT_EQ(run.learner.overlapping_observes.load(), 0);
+    ASSERT_EQ(run.learner.replicas.size(), 1u);
+    const auto& replica = *run.learner.replicas[0];
+    ASSERT_EQ(replica.contexts.size(), 20u);
+    for (int t = 0; t < 20; ++t) {
+      EXPECT_EQ(replica.contexts[t].global_step, t);
+      EXPECT_EQ(replica.contexts[t].total_steps, 20);
+      // Updates due before step t: one at each of 4, 6, ... up to t.
+      const int due = t >= 4 ? (t - 4) / 2 + 1 : 0;
+      EXPECT_NEAR(replica.acted_with[t] - run.initial, std::max(0, due - lag), 1e-3) << "lag " << lag << ", step " << t;
+    }
+  }
+}
+
+TEST(AsyncLearnerOffPolicy, ErrorsOnEitherThreadStopBothAndReachTheCaller) {
+  {
+    OffPolicyRun run(1);
+    run.learner.replicas[0]->throw_at_call = 9;
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner with a failing actor", [&] {
+      EXPECT_THAT([&] { run.policy->train(state, 40, 1'000'000, {}); },
+                  ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("the simulator crashed")));
+    });
+    EXPECT_LE(state.global_step, 8);
+  }
+  {
+    OffPolicyRun run(1);
+    run.learner.nan_at_update = 2;
+    TrainingState state;
+    test::ends_within(std::chrono::seconds(60), "async_learner with a nan loss", [&] {
+      EXPECT_THAT([&] { run.policy->train(state, 40, 1'000'000, {}); },
+                  ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("losses/fake")));
+    });
+    EXPECT_EQ(state.updates, 2);
+  }
+}
+
+TEST(AsyncLearnerOffPolicy, ALaggedDqnRunTrainsTheSameEveryRun) {
+  const auto train = [] {
+    torch::manual_seed(11);
+    algos::DqnConfig dqn;
+    dqn.network.obs_shape = {4};
+    dqn.network.action_dim = 2;
+    dqn.network.hidden_sizes = {16, 16};
+    dqn.learning_starts = 200;
+    dqn.batch_size = 32;
+    dqn.train_frequency = 4;
+    dqn.target_network_frequency = 100;
+    dqn.exploration_steps = 1000;
+    algos::Dqn learner(dqn);
+    envs::VectorEnvConfig envs;
+    envs.env_id = "CartPole-v1";
+    envs.num_envs = 2;
+    envs.seed = 3;
+    AsyncLearnerConfig config;
+    config.max_policy_lag = 1;
+    TrainingState state;
+    AsyncLearnerPolicy(config, std::make_unique<envs::VectorEnv>(envs), learner, torch::kCPU, /*seed=*/3)
+        .train(state, /*total_steps=*/2000, 1'000'000, {});
+    EXPECT_EQ(state.updates, (2000 - 200) / 4);
+    return learner.flat_parameters().values().detach().clone();
+  };
+  testing::expect_identical_runs(train);
+}
+
+TEST(AsyncLearnerOffPolicy, RefusesALearnerWithoutAnActorReplicaOrWithABonus) {
+  core::ConfigSchema schema;
+  declare_policy_keys(schema);
+  core::Config config(schema);
+  testing::ApexRecordingLearner learner(0);
+  learner.replicable = false;
+  envs::VectorEnvConfig env_config;
+  env_config.env_id = "CartPole-v1";
+  env_config.num_envs = 1;
+  EXPECT_THAT(
+      [&] {
+        make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(
+          ::testing::HasSubstr("acts from a copy of the learner's network, which this algorithm cannot make")));
+  learner.replicable = true;
+  explore::Bonus* bonus = reinterpret_cast<explore::Bonus*>(&learner);  // never called: refused first
+  EXPECT_THAT(
+      [&] {
+        make_policy("async_learner", PolicyContext{config, env_config, learner, torch::kCPU, nullptr, bonus});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("explore.bonus = \"none\"")));
 }
 
 }  // namespace

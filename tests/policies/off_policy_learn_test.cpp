@@ -1,6 +1,7 @@
 // The off-policy algorithms under every policy that runs them: the same DQN object learns
-// CartPole-v1 under single, sync_vector and multi_learner (2 ranks as threads), and SAC learns
-// Pendulum-v1 under single and multi_learner, in short runs (about 10 s each), clearly above a random policy
+// CartPole-v1 under single, sync_vector, async_learner (acting one update behind) and
+// multi_learner (2 ranks as threads), and SAC learns Pendulum-v1 under single, async_learner and
+// multi_learner, in short runs (about 10 s each), clearly above a random policy
 // (CartPole ~22; Pendulum about -1,200). The shipped presets (configs/dqn_cartpole.toml,
 // configs/sac_pendulum.toml) train longer; bench/dqn_speed and bench/RESULTS.md hold their figures.
 #include <memory>
@@ -113,7 +114,9 @@ TEST_P(OffPolicyLearning, ReturnRisesWellAboveRandom) {
 INSTANTIATE_TEST_SUITE_P(Policies, OffPolicyLearning,
                          testing::Values(Case{"single", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
                                          Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kDqnSteps, 80.0},
-                                         Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
+                                         Case{"async_learner", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
+                                         Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0},
+                                         Case{"async_learner", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
 
 // multi_learner: two ranks as threads, each with its own replay and envs, gradients averaged in
 // every step; the replicas stay identical, and rank 0's learns. Returns its evaluation.

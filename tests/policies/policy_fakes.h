@@ -210,13 +210,15 @@ class RecordingOffPolicyLearner final : public algos::OffPolicyLearner {
 // once, and it counts observe() calls that overlapped (the policy must serialise them). Each
 // make_actor_replica() gives a Replica that records its contexts and what assign() gave it.
 // update() adds 1 to every parameter, so published values minus the initial ones count the
-// updates they come from; it returns no metrics until `batch_steps` rows were observed.
+// updates they come from; it returns no metrics until `batch_steps` rows were observed. Also the
+// off-policy learner of `async_learner`'s tests, with a train_frequency of choice.
 class ApexRecordingLearner final : public algos::OffPolicyLearner {
  public:
   class Replica final : public algos::ActorReplica {
    public:
     algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override {
       contexts.push_back(context);
+      acted_with.push_back(assigned.empty() ? -1.0f : assigned.back().reshape({-1})[0].item<float>());
       if (static_cast<int>(contexts.size()) == throw_at_call) throw std::runtime_error("the simulator crashed");
       return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
     }
@@ -229,11 +231,12 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
     std::vector<algos::ActingContext> contexts;
     std::vector<torch::Tensor> assigned;
     std::vector<int> updates_at_assign;  // the learner's update count when each assign() ran
+    std::vector<float> acted_with;       // per act(): the first value last assigned (-1: none yet)
     int throw_at_call = 0;               // the 1-based act() call that throws; 0: none
   };
 
-  explicit ApexRecordingLearner(int64_t learning_starts, int64_t batch_steps = 1)
-      : learning_starts_(learning_starts), batch_steps_(batch_steps) {}
+  explicit ApexRecordingLearner(int64_t learning_starts, int64_t batch_steps = 1, int64_t train_frequency = 1)
+      : learning_starts_(learning_starts), batch_steps_(batch_steps), train_frequency_(train_frequency) {}
 
   void observe(const algos::TensorMap& step, int stream) override {
     if (observing_.fetch_add(1) != 0) overlapping_observes.fetch_add(1);
@@ -255,7 +258,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
     return {{"losses/fake", updates == nan_at_update ? std::nan("") : 1.0}};
   }
   int64_t learning_starts() const override { return learning_starts_; }
-  int64_t train_frequency() const override { return 1; }
+  int64_t train_frequency() const override { return train_frequency_; }
   std::unique_ptr<algos::ActorReplica> make_actor_replica() override {
     if (!replicable) return nullptr;
     auto replica = std::make_unique<Replica>();
@@ -285,7 +288,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
   RecordingActor actor_;
 
  private:
-  int64_t learning_starts_, batch_steps_;
+  int64_t learning_starts_, batch_steps_, train_frequency_;
   std::atomic<int> observing_{0};
   torch::nn::Linear network_{1, 2};
   nn::FlatParameters parameters_{*network_};

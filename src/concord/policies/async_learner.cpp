@@ -21,6 +21,7 @@
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 namespace {
@@ -79,6 +80,18 @@ class RolloutGate {
   bool paused_ = false;
 };
 
+// Steps of every env on their way from the collector to the learner (off-policy learners): the
+// steps up to the next one after which updates are due (or at most kMaxSegmentSteps of them), all
+// acted by one version. One hand-over per update, not per step: a thread's wake-up costs more
+// than a step.
+struct CollectedSegment {
+  std::vector<algos::TensorMap> transitions;                      // fresh tensors (TransitionCollector), in order
+  std::vector<std::vector<std::pair<double, int64_t>>> episodes;  // per step: (return, length) ended
+  int64_t version = 0;                                            // the parameter version that acted
+  double seconds = 0.0;                                           // acting and stepping the envs
+};
+constexpr int64_t kMaxSegmentSteps = 64;
+
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
@@ -105,7 +118,7 @@ const core::ConfigFields<AsyncLearnerConfig>& AsyncLearnerConfig::fields() {
 }
 
 AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
-                                       algos::OnPolicyLearner& learner, torch::Device device, uint64_t seed,
+                                       algos::Learner& learner, torch::Device device, uint64_t seed,
                                        explore::Bonus* bonus)
     : config_(core::validated(config)),
       env_(std::move(env)),
@@ -117,12 +130,32 @@ AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_pt
     throw std::invalid_argument("policy 'async_learner' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_->batch_size()) + ")");
   }
+  refuse_bonus_off_policy(bonus_, learner_);
+  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
+    replica_ = off_policy->make_actor_replica();
+    if (!replica_) {
+      throw std::invalid_argument(
+          "policy 'async_learner' acts from a copy of the learner's network, which this algorithm cannot make "
+          "(OffPolicyLearner::make_actor_replica); use train.policy single");
+    }
+  }
 }
 
 void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                const TrainingCallbacks& callbacks) {
+  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
+    train_off_policy(*off_policy, state, total_steps, checkpoint_interval_steps, callbacks);
+    return;
+  }
+  auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner_);
+  if (on_policy == nullptr) throw std::logic_error("policy 'async_learner': the learner is of no known family");
+  train_on_policy(*on_policy, state, total_steps, checkpoint_interval_steps, callbacks);
+}
+
+void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                                         int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
   if (state.global_step >= total_steps) return;
-  const int64_t steps_per_rollout = learner_.rollout_length() * env_->num_envs();
+  const int64_t steps_per_rollout = learner.rollout_length() * env_->num_envs();
   const int64_t rollouts_wanted = (total_steps - state.global_step + steps_per_rollout - 1) / steps_per_rollout;
   const int64_t first_version = state.updates;
   const auto timeout = seconds(config_.wait_timeout_seconds);
@@ -134,9 +167,9 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   // lag + 1 versions are kept, version v in slot v % (lag + 1).
   const int64_t slots = config_.max_policy_lag + 1;
   std::vector<std::unique_ptr<ActorCopy>> published;
-  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(std::make_unique<ActorCopy>(learner_));
+  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(std::make_unique<ActorCopy>(learner));
   const auto slot_of = [&](int64_t version) -> ActorCopy& { return *published[static_cast<size_t>(version % slots)]; };
-  slot_of(first_version).publish(learner_, first_version);
+  slot_of(first_version).publish(learner, first_version);
   int64_t latest_version = first_version;  // guarded by version_mutex
   core::BoundedQueue<Collected> rollouts(static_cast<size_t>(config_.max_policy_lag) + 1, "async_learner rollouts");
   std::mutex version_mutex;
@@ -146,8 +179,8 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   std::exception_ptr collector_error;
 
   const auto collect_loop = [&] {
-    ActorCopy acting(learner_);  // the collector's own network, refreshed between rollouts
-    RolloutCollector collector(*env_, learner_.rollout_length(), device_);
+    ActorCopy acting(learner);  // the collector's own network, refreshed between rollouts
+    RolloutCollector collector(*env_, learner.rollout_length(), device_);
     for (int64_t k = 0; k < rollouts_wanted; ++k) {
       const int64_t needed = std::max(first_version, first_version + k - config_.max_policy_lag);
       {
@@ -250,10 +283,10 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       algos::Metrics bonus_metrics;
       const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, item.rollout, bonus_metrics) : item.rollout;
       const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-      algos::Metrics metrics = learner_.update(rollout, progress);
+      algos::Metrics metrics = learner.update(rollout, progress);
       const int64_t lag = state.updates - item.version;
       ++state.updates;
-      slot_of(state.updates).publish(learner_, state.updates);
+      slot_of(state.updates).publish(learner, state.updates);
       {
         std::lock_guard<std::mutex> lock(version_mutex);
         latest_version = state.updates;
@@ -266,7 +299,7 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
       metrics["charts/policy_lag"] = static_cast<double>(lag);
       metrics["time/rollout_seconds"] = rollout_seconds;
       metrics["time/update_seconds"] = update_seconds;
-      metrics["time/learner_wait_seconds"] = wait_seconds;
+      metrics["time/learnerwait_seconds"] = wait_seconds;
       reporter.report(state, metrics, episodes_, pausing);
     }
   } catch (...) {
@@ -277,16 +310,193 @@ void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_
   if (collector_error) std::rethrow_exception(collector_error);
 }
 
+void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                                          int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
+  if (state.global_step >= total_steps) return;
+  const int64_t num_envs = env_->num_envs();
+  const int64_t learning_starts = learner.learning_starts();
+  const int64_t train_frequency = learner.train_frequency();
+  const int64_t lag = config_.max_policy_lag;
+  const int64_t first_step = state.global_step;
+  const auto timeout = seconds(config_.wait_timeout_seconds);
+  const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
+
+  // Version v (the parameters after v update() calls of this run) is kept in slot v % (lag + 1):
+  // the step the collector acts needs version c - lag (c: updates due before it), and the learner
+  // can be at most c versions along, since its updates follow steps the collector has sent.
+  const int64_t slots = lag + 1;
+  const at::Tensor start_values = learner.flat_parameters().values().detach();
+  std::vector<at::Tensor> published;
+  std::vector<int64_t> slot_version(static_cast<size_t>(slots), -1);
+  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(start_values.clone());
+  slot_version[0] = 0;
+  replica_->assign(published[0]);  // a resumed learner has moved since the replica was made
+  int64_t latest_version = 0;      // guarded by version_mutex
+  std::mutex version_mutex;
+  std::condition_variable version_published;
+  std::atomic<bool> stopping{false};
+  // The collector runs at most lag + 1 segments ahead once learning (it waits for versions).
+  core::BoundedQueue<CollectedSegment> segments(static_cast<size_t>(lag) + 2, "async_learner transitions");
+  // Segments the learner has observed go back to the collector, whose allocator made their
+  // tensors: freed on the learner's thread, every free would take the lock of the collector's
+  // malloc arena while the collector allocates from it.
+  std::mutex spent_mutex;
+  std::vector<CollectedSegment> spent;
+  std::exception_ptr collector_error;
+
+  const auto collect_loop = [&] {
+    TransitionCollector collector(*env_, device_);
+    int64_t step = first_step;
+    int64_t due = 0;     // updates of this run due before `step`
+    int64_t acting = 0;  // the version in the replica
+    while (step < total_steps) {
+      const int64_t needed = std::max<int64_t>(0, due - lag);
+      if (needed != acting) {
+        std::unique_lock<std::mutex> lock(version_mutex);
+        if (!version_published.wait_for(lock, timeout, [&] { return stopping.load() || latest_version >= needed; })) {
+          throw std::runtime_error("async_learner: the learner published no parameters of update " +
+                                   std::to_string(needed) + " within " + timeout_text);
+        }
+        if (stopping.load()) return;
+        const size_t slot = static_cast<size_t>(needed % slots);
+        if (slot_version[slot] != needed) {
+          throw std::logic_error("async_learner: version " + std::to_string(needed) + " was overwritten by " +
+                                 std::to_string(slot_version[slot]) + " before step " + std::to_string(step) +
+                                 " acted");
+        }
+        replica_->assign(published[slot]);
+        acting = needed;
+      }
+      // Every step of a segment needs the same version: `due` grows only after its last step.
+      CollectedSegment segment;
+      segment.version = acting;
+      core::Stopwatch clock;
+      int64_t updates_after = 0;
+      while (updates_after == 0 && step < total_steps &&
+             static_cast<int64_t>(segment.transitions.size()) < kMaxSegmentSteps) {
+        std::vector<std::pair<double, int64_t>>& ended = segment.episodes.emplace_back();
+        segment.transitions.push_back(collector.step(*replica_, {false, step, total_steps, 0, 1},
+                                                     [&](double episode_return, int64_t episode_length) {
+                                                       ended.emplace_back(episode_return, episode_length);
+                                                     }));
+        updates_after = off_policy_updates_due(step, step + num_envs, learning_starts, train_frequency);
+        step += num_envs;
+      }
+      due += updates_after;
+      segment.seconds = clock.elapsed_seconds();
+      std::vector<CollectedSegment> observed;
+      {
+        std::lock_guard<std::mutex> lock(spent_mutex);
+        observed.swap(spent);
+      }
+      observed.clear();
+      const core::QueueStatus status = segments.push(std::move(segment), timeout);
+      if (status == core::QueueStatus::kClosed) return;
+      if (status == core::QueueStatus::kTimedOut) {
+        throw std::runtime_error("async_learner: the learner took no transitions within " + timeout_text);
+      }
+    }
+  };
+  std::thread collector_thread = core::torch_thread(core::thread_seed(seed_, 0), [&] {
+    try {
+      collect_loop();
+    } catch (...) {
+      collector_error = std::current_exception();
+    }
+    segments.close();
+  });
+  const auto stop_collector = [&] {
+    {
+      std::lock_guard<std::mutex> lock(version_mutex);
+      stopping.store(true);
+    }
+    version_published.notify_all();
+    segments.close();
+    if (collector_thread.joinable()) collector_thread.join();
+  };
+  const auto publish = [&](int64_t version) {
+    {
+      std::lock_guard<std::mutex> lock(version_mutex);
+      const size_t slot = static_cast<size_t>(version % slots);
+      c10::NoGradGuard no_grad;
+      published[slot].copy_(learner.flat_parameters().values().detach());
+      slot_version[slot] = version;
+      latest_version = version;
+    }
+    version_published.notify_all();
+  };
+
+  try {
+    UpdateReporter reporter(state, checkpoint_interval_steps);
+    double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
+    int64_t version = 0;
+    while (state.global_step < total_steps) {
+      if (callbacks.should_stop && callbacks.should_stop()) break;
+      CollectedSegment segment;
+      core::Stopwatch wait_clock;
+      const core::QueueStatus status = segments.pop(segment, timeout);
+      wait_seconds += wait_clock.elapsed_seconds();
+      if (status == core::QueueStatus::kTimedOut) {
+        throw std::runtime_error("async_learner: the collector delivered no transitions within " + timeout_text);
+      }
+      if (status == core::QueueStatus::kClosed) break;  // the collector failed: rethrown below
+      rollout_seconds += segment.seconds;
+
+      for (size_t i = 0; i < segment.transitions.size(); ++i) {
+        for (const auto& [episode_return, episode_length] : segment.episodes[i]) {
+          record_episode(episodes_, callbacks, episode_return, episode_length);
+        }
+        learner.observe(segment.transitions[i]);
+        const int64_t previous_step = state.global_step;
+        state.global_step += num_envs;
+
+        const int64_t due = off_policy_updates_due(previous_step, state.global_step, learning_starts, train_frequency);
+        if (due == 0) continue;
+        const int64_t lag_of_step = version - segment.version;
+        core::Stopwatch update_clock;
+        const double progress =
+            std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
+        algos::Metrics metrics;
+        for (int64_t update = 0; update < due; ++update) {
+          algos::Metrics step_metrics = learner.update(state.global_step, progress);
+          publish(++version);
+          if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
+          ++state.updates;
+          metrics = std::move(step_metrics);
+        }
+        update_seconds += update_clock.elapsed_seconds();
+        if (metrics.empty()) continue;
+        check_finite(metrics, state);
+        const algos::Metrics exploration = learner.actor().exploration({false, state.global_step, total_steps, 0, 1});
+        metrics.insert(exploration.begin(), exploration.end());
+        metrics["charts/policy_lag"] = static_cast<double>(lag_of_step);
+        metrics["time/rollout_seconds"] = rollout_seconds;
+        metrics["time/update_seconds"] = update_seconds;
+        metrics["time/learner_wait_seconds"] = wait_seconds;
+        reporter.report(state, metrics, episodes_, callbacks);
+      }
+      std::lock_guard<std::mutex> lock(spent_mutex);
+      spent.push_back(std::move(segment));
+    }
+  } catch (...) {
+    stop_collector();
+    throw;
+  }
+  stop_collector();
+  if (collector_error) std::rethrow_exception(collector_error);
+}
+
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {
-  if (config.max_policy_lag > 0 && !context.on_policy_learner().corrects_policy_lag()) {
+  // An off-policy learner learns from replayed experience of older parameters by design.
+  const bool on_policy = dynamic_cast<algos::OnPolicyLearner*>(&context.learner) != nullptr;
+  if (on_policy && config.max_policy_lag > 0 && !context.on_policy_learner().corrects_policy_lag()) {
     throw std::invalid_argument(
         "policy 'async_learner' acts with parameters up to max_policy_lag = " + std::to_string(config.max_policy_lag) +
         " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; or set "
         "policy.async_learner.max_policy_lag = 0)");
   }
   return std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
-                                              context.on_policy_learner(), context.device, context.env_config.seed,
-                                              context.bonus);
+                                              context.learner, context.device, context.env_config.seed, context.bonus);
 }
 
 }  // namespace concord::policies

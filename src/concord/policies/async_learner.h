@@ -5,6 +5,7 @@
 
 #include <torch/types.h>
 
+#include "concord/algos/off_policy_learner.h"
 #include "concord/algos/on_policy_learner.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
@@ -26,9 +27,12 @@ struct AsyncLearnerConfig {
   static const core::ConfigFields<AsyncLearnerConfig>& fields();
 };
 
-// The `async_learner` distribution policy: one thread collects rollout k + 1 while the calling
-// thread learns from rollout k, as Sample Factory and cleanba arrange it. On two cores the update
-// and the environment steps then take a core each, instead of taking turns on one.
+// The `async_learner` distribution policy: one thread acts while the calling thread learns, as
+// Sample Factory and cleanba arrange it. On two cores the update and the environment steps then
+// take a core each, instead of taking turns on one.
+//
+// On-policy learners (PPO, A2C): the collector thread collects rollout k + 1 while the calling
+// thread learns from rollout k.
 //
 //   collector thread:  for k = 0, 1, ...:
 //                        wait until the learner has published version v = max(0, k - max_policy_lag)
@@ -41,40 +45,70 @@ struct AsyncLearnerConfig {
 // With max_policy_lag = 1 (the default) rollout k + 1 is acted by the parameters of update
 // k - 1 while update k runs: a policy lag of one update, which the algorithm must correct
 // (Learner::corrects_policy_lag: PPO's ratio against the behaviour log-probabilities, A2C's
-// V-trace); the factory refuses one that cannot. charts/policy_lag reports the lag of each
-// update's rollout, time/learner_wait_seconds how long the learner waited for experience.
-// The version that acts never depends on the threads' speeds (the last max_policy_lag + 1
-// versions are kept for it), so a run repeats exactly.
+// V-trace); the factory refuses one that cannot.
+//
+// Off-policy learners (DQN, SAC): `single`'s off-policy loop (off_policy_learner.h) with its
+// acting moved to the collector thread, which acts from a replica of the learner's network
+// (OffPolicyLearner::make_actor_replica):
+//
+//   collector thread:  for each step i of every env (global step g_i = start + i x num_envs):
+//                        c_i = the updates the loop has due before step i (learning_starts,
+//                              train_frequency: as `single` schedules them)
+//                        wait until the learner has published version v = max(0, c_i - max_policy_lag)
+//                        transition i = act with exactly version v; step the envs
+//                        push transition i to the learner
+//   learner (caller):  for i = 0, 1, ...:
+//                        pop transition i; learner.observe(it); global_step += num_envs
+//                        every update due now: learner.update(global_step, progress); publish
+//
+// The replay is filled and sampled on the calling thread, in `single`'s order, so an update sees
+// exactly the transitions it would under `single`; only the parameters that acted differ (up to
+// max_policy_lag updates old, which Q-learning and SAC, learning off-policy from a replay,
+// need no correction for). With max_policy_lag = 0 the loop is `single`'s, acted on another
+// thread with that thread's own generator.
+//
+// Both: charts/policy_lag reports the lag of the experience an update is triggered by,
+// time/learner_wait_seconds how long the learner waited for experience. The version that acts
+// never depends on the threads' speeds (the last max_policy_lag + 1 versions are kept for it),
+// so a run repeats exactly.
 //
 // Everything a checkpoint or a callback sees belongs to the calling thread: the learner, the
-// episode statistics (the collector hands finished episodes over with their rollout) and
-// TrainingState, whose global_step counts the steps of rollouts already learned from. A rollout
-// still being collected is not counted; a resume collects it again. The collector is also
-// paused, at a rollout boundary, while on_checkpoint runs, so that nothing steps the envs during
-// a save. Every wait between the threads times out after wait_timeout_seconds with a line naming
-// it; an error on either thread stops and joins both, then is rethrown here.
+// episode statistics (the collector hands finished episodes over with their experience) and
+// TrainingState, whose global_step counts the steps already learned from (on-policy) or
+// observed (off-policy). Experience still being collected is not counted; a resume collects it
+// again. An on-policy collector is also paused, at a rollout boundary, while on_checkpoint runs,
+// so that nothing steps the envs during a save (the exploration bonus may be among what is
+// saved); an off-policy collector touches only its replica and envs, which a checkpoint does not
+// save, and keeps acting. Every wait between the threads times out after wait_timeout_seconds
+// with a line naming it; an error on either thread stops and joins both, then is rethrown here.
 class AsyncLearnerPolicy : public Policy {
  public:
-  // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0) or the config
-  // is invalid.
-  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::OnPolicyLearner& learner,
+  // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0), the config
+  // is invalid, or an off-policy learner cannot make an actor replica.
+  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner,
                      torch::Device device, uint64_t seed, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
 
  private:
+  void train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                       int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
+  void train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
+                        int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
+
   AsyncLearnerConfig config_;
   std::unique_ptr<envs::VectorEnv> env_;
-  algos::OnPolicyLearner& learner_;
+  algos::Learner& learner_;
   torch::Device device_;
   uint64_t seed_;
   explore::Bonus* bonus_;  // may be null
   core::EpisodeStats episodes_;
+  std::unique_ptr<algos::ActorReplica> replica_;  // off-policy learners: the collector's network
 };
 
-// The `async_learner` policy of a run: refuses a learner that does not correct policy lag
-// (A2C without algo.a2c.vtrace) when max_policy_lag > 0.
+// The `async_learner` policy of a run: refuses an on-policy learner that does not correct policy
+// lag (A2C without algo.a2c.vtrace) when max_policy_lag > 0.
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config);
 
 }  // namespace concord::policies

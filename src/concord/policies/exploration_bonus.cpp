@@ -1,5 +1,7 @@
 #include "concord/policies/exploration_bonus.h"
 
+#include <stdexcept>
+
 #include <torch/torch.h>
 
 namespace concord::policies {
@@ -16,6 +18,14 @@ algos::Rollout with_bonus(explore::Bonus& bonus, const algos::Rollout& rollout, 
   metrics["charts/bonus_mean"] = bonuses.mean().item<double>();
   metrics["charts/env_reward_mean"] = rollout.rewards.mean().item<double>();
   return learned;
+}
+
+void refuse_bonus_off_policy(const explore::Bonus* bonus, const algos::Learner& learner) {
+  if (bonus != nullptr && dynamic_cast<const algos::OnPolicyLearner*>(&learner) == nullptr) {
+    throw std::invalid_argument(
+        "explore.bonus adds to the rewards of on-policy rollouts; this algorithm learns off-policy from replay (set "
+        "explore.bonus = \"none\")");
+  }
 }
 
 }  // namespace concord::policies

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "concord/algos/learner.h"
 #include "concord/algos/on_policy_learner.h"
 #include "concord/algos/rollout.h"
 #include "concord/explore/bonus.h"
@@ -15,5 +16,9 @@ namespace concord::policies {
 // step). Episode returns (charts/episodic_return, evaluation) are never touched: they stay the
 // environment's own. Thread-safe when the bonus is (every explore:: bonus is).
 algos::Rollout with_bonus(explore::Bonus& bonus, const algos::Rollout& rollout, algos::Metrics& metrics);
+
+// A bonus applies to rollouts only: throws std::invalid_argument, in one line, for a bonus (not
+// null) with a learner that is not on-policy. For the constructors of policies that run both.
+void refuse_bonus_off_policy(const explore::Bonus* bonus, const algos::Learner& learner);
 
 }  // namespace concord::policies

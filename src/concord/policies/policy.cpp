@@ -23,6 +23,12 @@ void record_episode(core::EpisodeStats& episodes, const TrainingCallbacks& callb
   if (callbacks.on_episode) callbacks.on_episode(episode_return, episode_length);
 }
 
+int64_t off_policy_updates_due(int64_t before, int64_t after, int64_t learning_starts, int64_t train_frequency) {
+  const int64_t first = std::max(before, learning_starts) / train_frequency + 1;
+  const int64_t last = after / train_frequency;
+  return std::max<int64_t>(0, last - first + 1);
+}
+
 UpdateReporter::UpdateReporter(const TrainingState& start, int64_t checkpoint_interval_steps)
     : checkpoint_interval_steps_(checkpoint_interval_steps),
       next_checkpoint_step_((start.global_step / checkpoint_interval_steps + 1) * checkpoint_interval_steps),

@@ -60,6 +60,11 @@ void check_finite(const algos::Metrics& metrics, const TrainingState& state);
 void record_episode(core::EpisodeStats& episodes, const TrainingCallbacks& callbacks, double episode_return,
                     int64_t episode_length);
 
+// The updates an off-policy loop (off_policy_learner.h) runs after a step that takes global_step
+// from `before` to `after`: one for every multiple of train_frequency in (max(before,
+// learning_starts), after]. The one schedule of `single`, `sync_vector` and `async_learner`.
+int64_t off_policy_updates_due(int64_t before, int64_t after, int64_t learning_starts, int64_t train_frequency);
+
 // The end of an update, the same in every policy's loop. Made when the loop starts (a resumed
 // run's first checkpoint falls at the next multiple of checkpoint_interval_steps).
 class UpdateReporter {

@@ -20,11 +20,7 @@ SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch:
     throw std::invalid_argument("policy 'single' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_.batch_size()) + ")");
   }
-  if (bonus_ != nullptr && dynamic_cast<algos::OnPolicyLearner*>(&learner_) == nullptr) {
-    throw std::invalid_argument(
-        "explore.bonus adds to the rewards of on-policy rollouts; this algorithm learns off-policy from replay (set "
-        "explore.bonus = \"none\")");
-  }
+  refuse_bonus_off_policy(bonus_, learner_);
 }
 
 SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
@@ -113,13 +109,12 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
     rollout_seconds += rollout_clock.elapsed_seconds();
 
     // --- Learn at every multiple of train_frequency passed beyond learning_starts ---
-    const int64_t first_due = std::max(previous_step, learning_starts) / train_frequency + 1;
-    const int64_t last_due = state.global_step / train_frequency;
-    if (last_due < first_due) continue;
+    const int64_t due = off_policy_updates_due(previous_step, state.global_step, learning_starts, train_frequency);
+    if (due == 0) continue;
     core::Stopwatch update_clock;
     const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
     algos::Metrics metrics;
-    for (int64_t due = first_due; due <= last_due; ++due) {
+    for (int64_t update = 0; update < due; ++update) {
       algos::Metrics step_metrics = learner.update(state.global_step, progress);
       if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
       ++state.updates;
