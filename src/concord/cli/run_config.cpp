@@ -45,7 +45,7 @@ core::ConfigSchema concord_schema() {
   schema.declare("train.algo", std::string("ppo"),
                  "Algorithm: " + algorithms +
                      " (dqn and sac learn off-policy: policies single, sync_vector, "
-                     "multi_learner, apex)");
+                     "async_learner, multi_learner, apex)");
   schema.declare("train.policy", std::string("single"),
                  "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
                  "async_learner (collect while learning), "
