@@ -445,13 +445,20 @@ TEST(Train, DqnTrainsEvaluatesAndResumesWithItsReplay) {
     std::ifstream csv(run_dir / "metrics.csv");
     std::string header, line, last;
     std::getline(csv, header);
-    while (std::getline(csv, line)) last = line;
+    int records = 0;
+    while (std::getline(csv, line)) {
+      last = line;
+      ++records;
+    }
     const auto split = [](const std::string& text) {
       std::vector<std::string> cells;
       std::istringstream in(text);
       for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
       return cells;
     };
+    // The preset records every 100 steps (log.interval_steps): the first update (step 1,010),
+    // then 1,100 to 12,000.
+    EXPECT_EQ(records, 1 + 110);
     const std::vector<std::string> names = split(header), values = split(last);
     const auto column = std::find(names.begin(), names.end(), "charts/epsilon");
     ASSERT_NE(column, names.end()) << header;
@@ -513,6 +520,7 @@ TEST(Train, SacTrainsAndOffPolicyMisfitsAreRefusedInOneLine) {
       {"train --config " + sac + " --env CartPole-v1", "continuous"},
       {"train --config " + dqn + " --set explore.bonus=simhash",
        "explore.bonus adds to the rewards of on-policy rollouts"},
+      {"train --config " + dqn + " --set log.interval_steps=-1", "log.interval_steps must be >= 0"},
   };
   for (const auto& misfit : misfits) {
     const CommandResult result = run_concord(misfit.arguments + " --total-timesteps 100 --progress off --run-root " +

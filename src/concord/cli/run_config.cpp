@@ -23,7 +23,9 @@ core::ConfigSchema concord_schema() {
   schema.declare("run.progress_interval_seconds", 5.0, "Seconds between plain progress lines");
   schema.declare("log.csv", true, "Write metrics to metrics.csv in the run directory");
   schema.declare("log.tensorboard", true, "Write metrics to TensorBoard event files in the run directory");
-  schema.declare("log.interval_seconds", 1.0, "Seconds between metric records");
+  schema.declare("log.interval_seconds", 1.0, "Seconds between metric records of `concord rollout`");
+  schema.declare("log.interval_steps", int64_t{0},
+                 "Training: env steps between metric records (CSV, TensorBoard); 0 records every update");
 
   schema.declare("env.id", std::string("CartPole-v1"), "Environment id (see `concord envs`)");
   schema.declare("env.num_envs", int64_t{16}, "Environments stepped as one batch");

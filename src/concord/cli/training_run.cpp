@@ -39,6 +39,12 @@ double checked_checkpoint_interval_seconds(const core::Config& config) {
   return seconds;
 }
 
+int64_t checked_log_interval_steps(const core::Config& config) {
+  const int64_t steps = config.get_int("log.interval_steps");
+  if (steps < 0) throw core::ConfigError("log.interval_steps must be >= 0 (0: every update), got " + std::to_string(steps));
+  return steps;
+}
+
 void check_keep_checkpoints(const core::Config& config) {
   const int64_t keep = config.get_int("train.keep_checkpoints");
   if (keep < 1 || keep > 1'000'000) {
@@ -74,6 +80,7 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
     : total_steps_(positive_steps(config, "train.total_timesteps")),
       checkpoint_interval_(positive_steps(config, "train.checkpoint_interval_steps")),
       checkpoint_interval_seconds_(checked_checkpoint_interval_seconds(config)),
+      log_interval_steps_(checked_log_interval_steps(config)),
       device_(core::resolve_device(config.get_string("run.device"),
                                    comm::LaunchEnvironment::from_environment().local_rank)),
       algo_(config.get_string("train.algo")),

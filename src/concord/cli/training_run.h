@@ -20,8 +20,8 @@ namespace concord::cli {
 // The one path from a resolved config to training, shared by `concord train` and
 // bench/learning. The constructor, in this order:
 //
-//   checks train.total_timesteps, train.checkpoint_interval_steps, train.checkpoint_interval_seconds
-//   and train.keep_checkpoints, resolves run.device,
+//   checks train.total_timesteps, train.checkpoint_interval_steps, train.checkpoint_interval_seconds,
+//   train.keep_checkpoints and log.interval_steps, resolves run.device,
 //   joins the other ranks when the policy spans processes (comm::connect from torchrun's or
 //   mpirun's variables, refusing a config that differs between ranks; without a launcher the
 //   run is a world of one), seeds LibTorch with run.seed (and envs with it; ranks > 0, and a
@@ -59,6 +59,8 @@ class TrainingRun {
   // train.checkpoint_interval_seconds: wall time between checkpoints the caller asks for through
   // TrainingCallbacks::checkpoint_requested (0: none).
   double checkpoint_interval_seconds() const { return checkpoint_interval_seconds_; }
+  // log.interval_steps: env steps between the metric records the caller writes (0: every update).
+  int64_t log_interval_steps() const { return log_interval_steps_; }
   // This process's rank and the number of ranks (0 and 1 for single-process policies). Only
   // rank 0 should write run directories, metrics and checkpoints.
   int rank() const { return communicator_ ? communicator_->rank() : 0; }
@@ -68,6 +70,7 @@ class TrainingRun {
   int64_t total_steps_;
   int64_t checkpoint_interval_;
   double checkpoint_interval_seconds_;
+  int64_t log_interval_steps_;
   torch::Device device_;
   std::string algo_;
   std::string policy_name_;

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -146,12 +147,23 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     // The last completed update, for a checkpoint after an error (save_checkpoint_after_error).
     policies::TrainingState last_update = state;
     const torch::Tensor parameters_then = learner.flat_parameters().values().detach().clone();
+    // log.interval_steps: an update is recorded once global_step reaches the next multiple of the
+    // interval (every update at 0); the last update is recorded at the end whatever the interval.
+    const int64_t log_interval = training.log_interval_steps();
+    int64_t next_record_step = 0;
+    std::optional<std::pair<int64_t, algos::Metrics>> unrecorded;
     callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
                               const core::EpisodeStats& episodes) {
       last_update = now;
       parameters_then.copy_(learner.flat_parameters().values());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
-      run.metrics->log(now.global_step, metrics);
+      if (now.global_step >= next_record_step) {
+        run.metrics->log(now.global_step, metrics);
+        next_record_step = log_interval > 0 ? (now.global_step / log_interval + 1) * log_interval : 0;
+        unrecorded.reset();
+      } else {
+        unrecorded.emplace(now.global_step, metrics);
+      }
       if (hooks.on_update) hooks.on_update(now, metrics, episodes);
     };
     core::Stopwatch since_checkpoint;
@@ -174,6 +186,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
       save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
     }
+    if (unrecorded) run.metrics->log(unrecorded->first, unrecorded->second);
     save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
     if (progress) progress->finish();
     outcome.stop_signal = signals.signal();
