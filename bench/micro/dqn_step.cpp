@@ -24,11 +24,17 @@
 #include "concord/algos/gradient_step.h"
 #include "concord/envs/vector_env.h"
 #include "concord/policies/transition_collector.h"
+#include "operation_count.h"
 
 namespace {
 
 using concord::algos::Dqn;
 using concord::algos::DqnConfig;
+using concord::bench::active_counter;
+using concord::bench::count_operations;
+using concord::bench::OpCounter;
+using concord::bench::print_counts;
+using concord::bench::report_phases;
 
 DqnConfig cartpole_config() {
   DqnConfig config;
@@ -90,29 +96,6 @@ void BM_DqnUpdate(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DqnUpdate)->Unit(benchmark::kMicrosecond);
-
-struct OpCounter {
-  std::map<std::string, int64_t> by_name;
-  int64_t total = 0;
-};
-thread_local OpCounter* active_counter = nullptr;
-
-at::CallbackHandle count_operations() {
-  return at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (active_counter != nullptr) {
-          ++active_counter->total;
-          ++active_counter->by_name[fn.name()];
-        }
-        return nullptr;
-      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-}
-
-void print_counts(const char* name, const OpCounter& counter) {
-  std::printf("%-8s %3lld ops:", name, static_cast<long long>(counter.total));
-  for (const auto& [op, calls] : counter.by_name) std::printf(" %s x%lld", op.c_str(), static_cast<long long>(calls));
-  std::printf("\n");
-}
 
 // The operations of one env step at epsilon 0.05, split into acting (act() alone), the rest of
 // the collector's step (the env and the transition's tensors) and observe() into the replay.
@@ -239,14 +222,7 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
     counting = false;
   }
 
-  int64_t total_ops = 0;
-  for (int phase = 0; phase < kPhases; ++phase) {
-    state.counters[std::string(kPhaseNames[phase]) + "_us"] =
-        benchmark::Counter(seconds[phase] * 1e6 / static_cast<double>(state.iterations()));
-    state.counters[std::string(kPhaseNames[phase]) + "_ops"] = static_cast<double>(counts[phase].total);
-    total_ops += counts[phase].total;
-  }
-  state.counters["ops"] = static_cast<double>(total_ops);
+  report_phases(state, kPhaseNames, seconds, counts);
   static bool printed = false;
   if (!printed) {
     printed = true;

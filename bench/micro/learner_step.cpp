@@ -26,12 +26,18 @@
 #include "concord/algos/gae.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/ppo.h"
+#include "operation_count.h"
 
 namespace {
 
 using concord::algos::Ppo;
 using concord::algos::PpoConfig;
 using concord::algos::Rollout;
+using concord::bench::active_counter;
+using concord::bench::count_operations;
+using concord::bench::OpCounter;
+using concord::bench::print_counts;
+using concord::bench::report_phases;
 
 PpoConfig cartpole_config() {
   PpoConfig config;
@@ -77,12 +83,6 @@ BENCHMARK(BM_PpoUpdate)->Unit(benchmark::kMillisecond);
 // that each can be timed and its operations counted.
 enum Phase { kGather, kForward, kLoss, kBackward, kClip, kAdam, kRead, kPhases };
 constexpr const char* kPhaseNames[kPhases] = {"gather", "forward", "loss", "backward", "clip", "adam", "read"};
-
-struct OpCounter {
-  std::map<std::string, int64_t> by_name;
-  int64_t total = 0;
-};
-thread_local OpCounter* active_counter = nullptr;
 
 // The workloads of the breakdown: CleanRL's CartPole defaults (64-64 tanh MLPs, separate torsos,
 // 512-step rollouts in minibatches of 128) and configs/ppo_minatar_breakout.toml (MinAtar's
@@ -132,14 +132,7 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
   const torch::Tensor mb_inds = torch::randperm(n, torch::kLong).narrow(0, 0, w.minibatch);
 
   std::vector<OpCounter> counts(kPhases);
-  const at::CallbackHandle handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (active_counter != nullptr) {
-          ++active_counter->total;
-          ++active_counter->by_name[fn.name()];
-        }
-        return nullptr;
-      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  const at::CallbackHandle handle = count_operations();
 
   std::vector<double> seconds(kPhases, 0.0);
   bool counting = true;  // the first iteration counts operations; the rest are timed without it
@@ -181,26 +174,14 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
     counting = false;
   }
 
-  int64_t total_ops = 0;
-  for (int phase = 0; phase < kPhases; ++phase) {
-    state.counters[std::string(kPhaseNames[phase]) + "_us"] =
-        benchmark::Counter(seconds[phase] * 1e6 / static_cast<double>(state.iterations()));
-    state.counters[std::string(kPhaseNames[phase]) + "_ops"] = static_cast<double>(counts[phase].total);
-    total_ops += counts[phase].total;
-  }
-  state.counters["ops"] = static_cast<double>(total_ops);
+  report_phases(state, kPhaseNames, seconds, counts);
   // The operations themselves, once, for reading beside the table.
   static std::map<std::pair<int64_t, int64_t>, bool> printed;
   if (!printed[{state.range(0), state.range(1)}]) {
     printed[{state.range(0), state.range(1)}] = true;
     std::printf("%s, %s:\n", state.range(1) ? "MinAtar grid CNN" : "CartPole MLP",
                 state.range(0) ? "fused_ppo_loss" : "ppo_loss");
-    for (int phase = 0; phase < kPhases; ++phase) {
-      std::printf("%-8s %3lld ops:", kPhaseNames[phase], static_cast<long long>(counts[phase].total));
-      for (const auto& [name, calls] : counts[phase].by_name)
-        std::printf(" %s x%lld", name.c_str(), static_cast<long long>(calls));
-      std::printf("\n");
-    }
+    for (int phase = 0; phase < kPhases; ++phase) print_counts(kPhaseNames[phase], counts[phase]);
   }
 }
 // Args: {0: ppo_loss composed of autograd operations, 1: fused_ppo_loss as Ppo::update runs it},

@@ -41,7 +41,8 @@ double checked_checkpoint_interval_seconds(const core::Config& config) {
 
 int64_t checked_log_interval_steps(const core::Config& config) {
   const int64_t steps = config.get_int("log.interval_steps");
-  if (steps < 0) throw core::ConfigError("log.interval_steps must be >= 0 (0: every update), got " + std::to_string(steps));
+  if (steps < 0)
+    throw core::ConfigError("log.interval_steps must be >= 0 (0: every update), got " + std::to_string(steps));
   return steps;
 }
 

@@ -477,21 +477,9 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
         if (due == 0) continue;
         const int64_t lag_of_step = version - segment.version;
         core::Stopwatch update_clock;
-        const double progress =
-            std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-        algos::Metrics metrics;
-        for (int64_t update = 0; update < due; ++update) {
-          algos::Metrics step_metrics = learner.update(state.global_step, progress);
-          publish(++version);
-          if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
-          ++state.updates;
-          metrics = std::move(step_metrics);
-        }
+        algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps, [&] { publish(++version); });
         update_seconds += update_clock.elapsed_seconds();
         if (metrics.empty()) continue;
-        check_finite(metrics, state);
-        const algos::Metrics exploration = learner.actor().exploration({false, state.global_step, total_steps, 0, 1});
-        metrics.insert(exploration.begin(), exploration.end());
         metrics["charts/policy_lag"] = static_cast<double>(lag_of_step);
         metrics["time/rollout_seconds"] = rollout_seconds;
         metrics["time/update_seconds"] = update_seconds;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace concord::policies {
 
@@ -27,6 +28,24 @@ int64_t off_policy_updates_due(int64_t before, int64_t after, int64_t learning_s
   const int64_t first = std::max(before, learning_starts) / train_frequency + 1;
   const int64_t last = after / train_frequency;
   return std::max<int64_t>(0, last - first + 1);
+}
+
+algos::Metrics run_off_policy_updates(algos::OffPolicyLearner& learner, TrainingState& state, int64_t due,
+                                      int64_t total_steps, const std::function<void()>& after_each) {
+  const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
+  algos::Metrics metrics;
+  for (int64_t update = 0; update < due; ++update) {
+    algos::Metrics step_metrics = learner.update(state.global_step, progress);
+    if (after_each) after_each();
+    if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
+    ++state.updates;
+    metrics = std::move(step_metrics);
+  }
+  if (metrics.empty()) return metrics;
+  check_finite(metrics, state);
+  const algos::Metrics exploration = learner.actor().exploration({false, state.global_step, total_steps, 0, 1});
+  metrics.insert(exploration.begin(), exploration.end());
+  return metrics;
 }
 
 UpdateReporter::UpdateReporter(const TrainingState& start, int64_t checkpoint_interval_steps)

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "concord/algos/learner.h"
+#include "concord/algos/off_policy_learner.h"
 #include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
 
@@ -64,6 +65,13 @@ void record_episode(core::EpisodeStats& episodes, const TrainingCallbacks& callb
 // from `before` to `after`: one for every multiple of train_frequency in (max(before,
 // learning_starts), after]. The one schedule of `single`, `sync_vector` and `async_learner`.
 int64_t off_policy_updates_due(int64_t before, int64_t after, int64_t learning_starts, int64_t train_frequency);
+
+// Those updates: learner.update(state.global_step, progress) `due` times, after_each() (if set)
+// after every call, state.updates counting the calls that returned metrics. Returns the last
+// metrics, checked (check_finite) and with the actor's exploration metrics at global_step added;
+// empty when no update found a batch in the replay.
+algos::Metrics run_off_policy_updates(algos::OffPolicyLearner& learner, TrainingState& state, int64_t due,
+                                      int64_t total_steps, const std::function<void()>& after_each = nullptr);
 
 // The end of an update, the same in every policy's loop. Made when the loop starts (a resumed
 // run's first checkpoint falls at the next multiple of checkpoint_interval_steps).

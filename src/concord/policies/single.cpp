@@ -112,20 +112,9 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
     const int64_t due = off_policy_updates_due(previous_step, state.global_step, learning_starts, train_frequency);
     if (due == 0) continue;
     core::Stopwatch update_clock;
-    const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-    algos::Metrics metrics;
-    for (int64_t update = 0; update < due; ++update) {
-      algos::Metrics step_metrics = learner.update(state.global_step, progress);
-      if (step_metrics.empty()) continue;  // the replay does not hold a batch yet
-      ++state.updates;
-      metrics = std::move(step_metrics);
-    }
+    algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps);
     update_seconds += update_clock.elapsed_seconds();
     if (metrics.empty()) continue;
-    check_finite(metrics, state);
-    const algos::Metrics exploration = actor.exploration({false, state.global_step, total_steps, 0, 1});
-    metrics.insert(exploration.begin(), exploration.end());
-
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
