@@ -12,7 +12,7 @@
 //
 // Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
 // shipped config as `concord train --config FILE --policy P [--num-envs E]` does (cli::TrainingRun,
-// the whole budget, no early stop), N times with seed 1 and once with each of seeds 1..N, and the
+// the whole budget, no early stop), N times with seed 1 (unless --seeds-only) and once with each of seeds 1..N, and the
 // final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
 // A run fails when its evaluation return is below --target. Every policy runs the same algorithm
 // settings: the config's, plus V-trace for A2C (which a central_inference lag above 0 needs, and
@@ -138,8 +138,9 @@ double train_and_evaluate(const std::string& config_file, const std::vector<std:
 }
 
 // --repeat: the failure rate of every policy, over N runs of seed 1 and over seeds 1..N.
+// seeds_only skips the runs of seed 1, which repeat one run for policies whose runs are reproducible.
 void repeat_mode(const std::string& config_file, const std::vector<std::string>& overrides, int repeat, int num_envs,
-                 double target, bool stochastic_eval, const std::vector<std::string>& only) {
+                 double target, bool stochastic_eval, const std::vector<std::string>& only, bool seeds_only) {
   core::Config shipped(cli::concord_schema());
   shipped.merge_file(config_file);
   const std::string algo = shipped.get_string("train.algo");
@@ -166,7 +167,7 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
   for (const PolicyCase& c : cases) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     int failures[2] = {0, 0};
-    for (int mode = 0; mode < 2; ++mode) {
+    for (int mode = seeds_only ? 1 : 0; mode < 2; ++mode) {
       std::printf("%-12s %-10s", c.label.c_str(), mode == 0 ? "seed 1" : "seeds 1..N");
       for (int run = 1; run <= repeat; ++run) {
         const int64_t seed = mode == 0 ? 1 : run;
@@ -183,8 +184,12 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
       }
       std::printf("\n");
     }
-    std::printf("%-12s failures: %d of %d runs of seed 1, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
-                failures[1], repeat);
+    if (seeds_only) {
+      std::printf("%-12s failures: %d of %d seeds\n", c.label.c_str(), failures[1], repeat);
+    } else {
+      std::printf("%-12s failures: %d of %d runs of seed 1, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
+                  failures[1], repeat);
+    }
     std::fflush(stdout);
   }
 }
@@ -215,6 +220,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "Reliability mode: N runs of seed 1 and seeds 1..N per policy (needs --config)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--config", config_file, "The shipped config that --repeat trains")->check(CLI::ExistingFile);
+  bool seeds_only = false;
+  app.add_flag("--seeds-only", seeds_only, "--repeat: only seeds 1..N, without the N runs of seed 1");
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
   if (repeat > 0) {
@@ -223,7 +230,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     repeat_mode(config_file, setup.overrides, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
-                setup.stochastic_eval, only);
+                setup.stochastic_eval, only, seeds_only);
     return 0;
   }
 

@@ -1,7 +1,7 @@
 // `concord train --policy multi_learner` as real processes on loopback, started with torchrun's
 // variables as `concord launch` or torchrun would: learning, rank 0 owning the run directory,
 // resume, and the start-up refusals (a peer that never joins, configs that differ, a
-// single-process policy under a launcher).
+// single-process policy under a launcher); actor_processes and apex with actors in processes.
 #include <signal.h>
 
 #include <filesystem>
@@ -81,6 +81,46 @@ TEST(MultiProcessLearning, TwoRanksLearnCartPoleAndRank0OwnsTheRun) {
     return eval_mean_return(eval.output);
   };
   EXPECT_TRUE(concord::test::learns(train_and_evaluate, concord::test::LearningBar{150.0}));
+}
+
+// Ape-X with its actors in processes: `concord launch -n 3` of the apex preset makes rank 0 the
+// learner and ranks 1 and 2 the actors (Ape-X's epsilons 0.4 and 0.4^8), at most 2 env steps per
+// update (as the threads' learning test, apex_test.cpp), transitions in segments of 50 steps.
+TEST(MultiProcessLearning, ApexActorRanksFeedALearnerThatLearnsCartPole) {
+  const auto train_and_evaluate = [](uint64_t seed) {
+    const auto root = concord::test::fresh_dir("multi_process", "apex" + std::to_string(seed));
+    const std::string config = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_apex_cartpole.toml";
+    const auto ranks =
+        run_training_ranks(3, root,
+                           "--config " + config + " --total-timesteps 30000 --seed " + std::to_string(seed) +
+                               " --set policy.apex.max_env_steps_per_update=2 --set policy.apex.refresh_every=50 --set "
+                               "algo.dqn.target_network_frequency=250 --set comm.timeout_seconds=30");
+    for (const auto& rank : ranks) EXPECT_EQ(rank.exit_code, 0) << rank.output;
+    EXPECT_THAT(ranks[0].output, HasSubstr("4 envs in all, 3 ranks, policy apex"));
+    const auto dirs = run_directories(root);
+    EXPECT_EQ(dirs.size(), 1u) << "only rank 0 writes a run directory";
+    if (dirs.size() != 1u) return -1e9;
+    const auto header = concord::core::read_checkpoint_header(dirs[0] / "checkpoint.ckpt");
+    EXPECT_EQ(header.at("metadata").at("global_step").get<int64_t>(), 30000);
+    const concord::test::CommandResult eval = concord::test::run_concord("eval " + dirs[0].string() + " --episodes 10");
+    EXPECT_EQ(eval.exit_code, 0) << eval.output;
+    return eval_mean_return(eval.output);
+  };
+  EXPECT_TRUE(concord::test::learns(train_and_evaluate, concord::test::LearningBar{80.0}));
+}
+
+// Under a launcher, apex runs one actor per rank after the learner: a count that disagrees is
+// refused on every rank in one line.
+TEST(MultiProcess, ApexRefusesActorsThatDisagreeWithTheRanks) {
+  const auto root = concord::test::fresh_dir("multi_process", "apex_refusal");
+  const std::string config = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_apex_cartpole.toml";
+  const auto ranks =
+      run_training_ranks(3, root, "--config " + config + " --set policy.apex.actors=4 --set env.num_envs=4");
+  for (const auto& rank : ranks) {
+    EXPECT_NE(rank.exit_code, 0);
+    EXPECT_THAT(rank.output, HasSubstr("3 ranks make 2 actors, but policy.apex.actors = 4; set it to 2 or launch 5 "
+                                       "ranks"));
+  }
 }
 
 TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {

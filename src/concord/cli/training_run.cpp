@@ -53,10 +53,11 @@ void check_keep_checkpoints(const core::Config& config) {
   }
 }
 
-// The ranks of a run whose policy spans processes: those a launcher started, or a world of one.
+// The ranks of a run whose policy spans processes: those a launcher started, or a world of one
+// (none for a policy that runs on threads unless launched).
 std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const std::string& policy) {
   const comm::LaunchEnvironment launch = comm::LaunchEnvironment::from_environment();
-  if (!policies::policy_spans_processes(policy)) {
+  if (!policies::policy_may_span_processes(policy)) {
     if (launch.world_size > 1) {
       throw std::invalid_argument("policy '" + policy + "' runs in one process, but this is rank " +
                                   std::to_string(launch.rank) + " of WORLD_SIZE=" + std::to_string(launch.world_size) +
@@ -64,7 +65,9 @@ std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const
     }
     return nullptr;
   }
-  if (!launch.is_distributed()) return comm::ThreadGroup(1).communicator(0);
+  if (!launch.is_distributed()) {
+    return policies::policy_spans_processes(policy) ? comm::ThreadGroup(1).communicator(0) : nullptr;
+  }
   comm::ConnectOptions options = connect_options(config);
   const double timeout_seconds = config.get_double("comm.timeout_seconds");
   if (!(timeout_seconds > 0.0)) throw core::ConfigError("comm.timeout_seconds must be > 0");

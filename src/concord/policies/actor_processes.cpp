@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/comm/tensor_description.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/policies/exploration_bonus.h"
@@ -26,51 +27,21 @@ constexpr int kParametersTag = 41;
 constexpr int kBuffersTag = 50;  // + buffer index
 
 constexpr int kFields = 9;
-constexpr int kMaxDims = 6;  // [T, B, H, W, C] grid observations need 5
 
-// Per field: dtype, number of dims, then the sizes (-1 padded), so the learner can allocate.
-torch::Tensor describe(algos::Rollout& rollout) {
-  torch::Tensor shapes = torch::full({kFields, 2 + kMaxDims}, -1, torch::kInt64);
-  const auto tensors = rollout.fields();
-  for (int field = 0; field < kFields; ++field) {
-    const torch::Tensor& tensor = *tensors[static_cast<size_t>(field)];
-    if (tensor.dim() > kMaxDims) throw std::invalid_argument("actor_processes: rollout field with more than 6 dims");
-    shapes[field][0] = static_cast<int64_t>(tensor.scalar_type());
-    shapes[field][1] = tensor.dim();
-    for (int64_t d = 0; d < tensor.dim(); ++d) shapes[field][2 + d] = tensor.size(d);
-  }
-  return shapes;
+std::vector<torch::Tensor> field_tensors(algos::Rollout& rollout) {
+  std::vector<torch::Tensor> tensors;
+  for (torch::Tensor* field : rollout.fields()) tensors.push_back(*field);
+  return tensors;
 }
 
-// The receive buffers an actor's description asks for. Another process's message is checked
-// before it sizes anything: a dtype a rollout can hold, at most kMaxDims non-negative sizes, and
-// at most 1 GiB per field. Throws comm::CommError naming the rank otherwise.
+// The receive buffers an actor's description asks for (comm::allocate_described checks it).
 algos::Rollout allocate(const torch::Tensor& shapes, int rank) {
-  const auto refuse = [rank](const std::string& problem) {
-    throw comm::CommError("actor rank " + std::to_string(rank) + " described its rollout wrongly: " + problem);
-  };
+  std::vector<torch::Tensor> buffers = comm::allocate_described(
+      shapes, kFields, "actor rank " + std::to_string(rank) + " described its rollout wrongly");
   algos::Rollout rollout;
   const auto tensors = rollout.fields();
-  const int64_t* row = shapes.data_ptr<int64_t>();
-  for (int field = 0; field < kFields; ++field, row += 2 + kMaxDims) {
-    const int64_t code = row[0];
-    if (code != static_cast<int64_t>(torch::kFloat32) && code != static_cast<int64_t>(torch::kFloat64) &&
-        code != static_cast<int64_t>(torch::kInt64) && code != static_cast<int64_t>(torch::kUInt8)) {
-      refuse("field " + std::to_string(field) + " has dtype code " + std::to_string(code));
-    }
-    if (row[1] < 0 || row[1] > kMaxDims)
-      refuse("field " + std::to_string(field) + " has " + std::to_string(row[1]) + " dims");
-    const auto dtype = static_cast<c10::ScalarType>(code);
-    std::vector<int64_t> sizes;
-    double bytes = static_cast<double>(c10::elementSize(dtype));
-    for (int64_t d = 0; d < row[1]; ++d) {
-      if (row[2 + d] < 0) refuse("field " + std::to_string(field) + " has size " + std::to_string(row[2 + d]));
-      sizes.push_back(row[2 + d]);
-      bytes *= static_cast<double>(row[2 + d]);
-    }
-    if (bytes > static_cast<double>(int64_t{1} << 30))
-      refuse("field " + std::to_string(field) + " would take over 1 GiB");
-    *tensors[static_cast<size_t>(field)] = torch::empty(sizes, torch::TensorOptions().dtype(dtype));
+  for (int field = 0; field < kFields; ++field) {
+    *tensors[static_cast<size_t>(field)] = std::move(buffers[static_cast<size_t>(field)]);
   }
   return rollout;
 }
@@ -226,7 +197,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   for (int rank = 1; rank < communicator_.world_size(); ++rank) {
     auto link = std::make_unique<ActorLink>();
     link->rank = rank;
-    descriptions.push_back(torch::empty({kFields, 2 + kMaxDims}, torch::kInt64));
+    descriptions.push_back(torch::empty({kFields, 2 + comm::kMaxDescribedDims}, torch::kInt64));
     link->pending.push_back(communicator_.recv_async(descriptions.back(), rank, kShapesTag));
     actors_.push_back(std::move(link));
   }
@@ -391,7 +362,7 @@ void ActorProcessesPolicy::act() {
   };
 
   Outgoing outgoing = collect();
-  communicator_.send(describe(outgoing.rollout), 0, kShapesTag);
+  communicator_.send(comm::describe_tensors(field_tensors(outgoing.rollout)), 0, kShapesTag);
   for (int64_t update = 1;; ++update) {
     send(std::move(outgoing));
     if (config_.synchronous) {

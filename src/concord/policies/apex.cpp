@@ -18,6 +18,7 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
+#include "concord/policies/apex_processes.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
@@ -428,6 +429,10 @@ void ApexPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkp
 std::unique_ptr<Policy> make_apex_policy(const PolicyContext& context, const ApexConfig& config) {
   auto* learner = dynamic_cast<algos::OffPolicyLearner*>(&context.learner);
   if (learner == nullptr) throw std::logic_error("policy 'apex': the learner is not an off-policy learner");
+  if (context.communicator != nullptr && context.communicator->world_size() > 1) {
+    return std::make_unique<ApexProcessesPolicy>(config, context.env_config, *learner, context.device,
+                                                 *context.communicator);
+  }
   return std::make_unique<ApexPolicy>(config, context.env_config, *learner, context.device);
 }
 

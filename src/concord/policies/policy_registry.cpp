@@ -25,6 +25,9 @@ enum class Placement {
   kOneThread,  // one thread calls the model at a time
   kThreads,    // several threads call the model (and so BLAS) at once: a thread-safe BLAS
   kProcesses,  // ranks in several processes: a communicator
+  // Threads of one process, or (under a launcher) ranks in several processes: a thread-safe BLAS
+  // when on threads, a communicator when launched.
+  kThreadsOrProcesses,
 };
 
 // The algorithm families a policy can drive (algos/learner.h).
@@ -69,7 +72,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
-  registry.add("apex", policy(make_apex_policy, Placement::kThreads, Families::kOffPolicy));
+  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy));
   return registry;
 }
 
@@ -136,6 +139,11 @@ std::vector<std::string> policy_names() { return policies().names(); }
 
 bool policy_spans_processes(const std::string& name) { return policies().at(name).placement == Placement::kProcesses; }
 
+bool policy_may_span_processes(const std::string& name) {
+  const Placement placement = policies().at(name).placement;
+  return placement == Placement::kProcesses || placement == Placement::kThreadsOrProcesses;
+}
+
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext& context) {
   const PolicyEntry& entry = policies().at(name);
   // The environment first: it is refused under every policy not on one thread, whatever the
@@ -145,7 +153,10 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }
-  if (entry.placement == Placement::kThreads) core::require_thread_safe_blas("policy '" + name + "'");
+  const bool on_threads = entry.placement == Placement::kThreads ||
+                          (entry.placement == Placement::kThreadsOrProcesses &&
+                           (context.communicator == nullptr || context.communicator->world_size() == 1));
+  if (on_threads) core::require_thread_safe_blas("policy '" + name + "'");
   return entry.make(context, prefix_of(name));
 }
 

@@ -29,7 +29,8 @@ namespace concord::policies {
 //                      policy.async_learner.max_policy_lag updates old while the calling
 //                      thread learns from its rollouts (on-policy learners)
 //   apex               Ape-X (off-policy learners): policy.apex.actors actor threads fill the
-//                      learner's replay while the calling thread updates from it
+//                      learner's replay while the calling thread updates from it; under a
+//                      launcher, rank 0 learns and ranks 1..A act (apex_processes.h)
 //
 // env.num_envs is always the total number of environments of the run.
 
@@ -39,9 +40,12 @@ void declare_policy_keys(core::ConfigSchema& schema);
 // The names make_policy accepts, in registry order.
 std::vector<std::string> policy_names();
 
-// Whether the named policy runs ranks in several processes (and so needs a communicator).
-// Throws std::invalid_argument for an unknown name.
+// Whether the named policy runs ranks in several processes (and so needs a communicator, a world
+// of one when no launcher started the run). Throws std::invalid_argument for an unknown name.
 bool policy_spans_processes(const std::string& name);
+// Whether it may: those above, and those that run on threads unless a launcher started several
+// ranks (apex). Throws std::invalid_argument for an unknown name.
+bool policy_may_span_processes(const std::string& name);
 
 // Builds the named policy, checking at once that it can run this algorithm with this config.
 // Throws std::invalid_argument for an unknown name ("unknown policy 'x' (known: ...)") or a

@@ -1,0 +1,571 @@
+#include "concord/policies/apex_processes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <c10/core/GradMode.h>
+#include <torch/torch.h>
+
+#include "concord/comm/tensor_description.h"
+#include "concord/comm/watchdog.h"
+#include "concord/core/config_problems.h"
+#include "concord/core/timer.h"
+#include "concord/policies/transition_collector.h"
+
+namespace concord::policies {
+namespace {
+
+// Message tags. A segment's fields use kSegmentTag + field index.
+constexpr int kDescriptionTag = 101;
+constexpr int kSegmentTag = 110;
+constexpr int kEpisodesTag = 130;
+constexpr int kControlTag = 140;
+constexpr int kParametersTag = 141;
+
+// A segment's fields, in the order they travel: each [S, B, ...], S steps of an actor's B envs.
+const std::vector<std::string>& segment_fields() {
+  static const std::vector<std::string> kFields = {
+      algos::transition::kObservations, algos::transition::kActions,   algos::transition::kRewards,
+      algos::transition::kTerminated,   algos::transition::kTruncated, algos::transition::kNextObservations};
+  return kFields;
+}
+
+// Control k, from the learner to an actor: go on (1) or stop (0); parameters follow (1) or not
+// (0); the learner updates they are from; the learner's global_step.
+constexpr int64_t kControlSize = 4;
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// The learner polls should_stop at least this often while it waits for segments.
+constexpr std::chrono::milliseconds kPollSlice{50};
+
+std::string rank_name(int rank) { return "actor rank " + std::to_string(rank); }
+
+// Env steps an actor's segment holds: refresh_every rounded up to whole steps of its envs.
+int64_t segment_steps(int64_t refresh_every, int64_t envs_per_actor) {
+  return (refresh_every + envs_per_actor - 1) / envs_per_actor;
+}
+
+// One segment on the learner: `fields` [S, B, ...] in segment_fields() order, and the episodes
+// the actor finished in it (float64: count, then (return, length) pairs).
+struct Segment {
+  int actor = 0;
+  std::vector<torch::Tensor> fields;
+  torch::Tensor episodes;
+};
+
+}  // namespace
+
+// One train() call on rank 0: the communication thread (serve) and the calling thread (learn).
+class ApexProcessesPolicy::Learning {
+ public:
+  Learning(ApexProcessesPolicy& policy, TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+           const TrainingCallbacks& callbacks)
+      : policy_(policy),
+        config_(policy.config_),
+        learner_(policy.learner_),
+        communicator_(policy.communicator_),
+        actors_(communicator_.world_size() - 1),
+        state_(state),
+        total_steps_(total_steps),
+        checkpoint_interval_steps_(checkpoint_interval_steps),
+        callbacks_(callbacks),
+        patience_(seconds(config_.wait_timeout_seconds)),
+        patience_text_(std::to_string(config_.wait_timeout_seconds) + " s (policy.apex.wait_timeout_seconds)"),
+        learning_from_(std::max(learner_.learning_starts(), state.global_step)),
+        received_(state.global_step),
+        allowed_step_(learning_from_ + config_.max_env_steps_per_update),
+        sent_version_(static_cast<size_t>(actors_), -1) {}
+
+  void run() {
+    publish();
+    std::thread serving([this] {
+      try {
+        serve();
+      } catch (const std::exception& error) {
+        fail(std::make_exception_ptr(std::runtime_error(std::string("policy 'apex': ") + error.what())));
+      } catch (...) {
+        fail(std::make_exception_ptr(std::runtime_error("policy 'apex': the learner's communication failed")));
+      }
+    });
+    try {
+      learn();
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    stop();
+    serving.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  // ---- the communication thread ----
+
+  void serve() {
+    comm::Watchdog watchdog;
+    const std::vector<std::string>& names = segment_fields();
+    const auto count = static_cast<int64_t>(names.size());
+    // Control 0 and the parameters to every actor (stop, if the run is already over), then each
+    // actor's description of its segments.
+    std::vector<bool> stopped(static_cast<size_t>(actors_), false);
+    int running = 0;
+    for (int a = 0; a < actors_; ++a) {
+      stopped[static_cast<size_t>(a)] = !answer(a);
+      running += stopped[static_cast<size_t>(a)] ? 0 : 1;
+    }
+    std::vector<torch::Tensor> descriptions(static_cast<size_t>(actors_));
+    std::vector<std::vector<torch::Tensor>> layouts(static_cast<size_t>(actors_));
+    for (int a = 0; a < actors_; ++a) {
+      if (stopped[static_cast<size_t>(a)]) continue;
+      descriptions[static_cast<size_t>(a)] = torch::empty({count, 2 + comm::kMaxDescribedDims}, torch::kInt64);
+      pending_[static_cast<size_t>(a)].push_back(
+          communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, kDescriptionTag));
+    }
+    for (int a = 0; a < actors_; ++a) {
+      if (stopped[static_cast<size_t>(a)]) continue;
+      settle(watchdog, a, "sent no description of its transitions");
+      const std::string wrongly = rank_name(a + 1) + " described its transitions wrongly";
+      std::vector<torch::Tensor>& layout = layouts[static_cast<size_t>(a)];
+      layout = comm::allocate_described(descriptions[static_cast<size_t>(a)], count, wrongly);
+      for (size_t field = 0; field < layout.size(); ++field) {
+        if (layout[field].dim() < 2 || layout[field].size(0) != layout.front().size(0) ||
+            layout[field].size(1) != layout.front().size(1) || layout.front().size(0) == 0 ||
+            layout.front().size(1) == 0) {
+          throw comm::CommError(wrongly + ": field " + std::to_string(field) +
+                                " is not [steps, envs, ...] with the steps and envs of field 0, both above 0");
+        }
+      }
+    }
+    // Every segment of an actor has its first one's layout; fresh buffers for each, since the
+    // learner keeps the segment until it has observed it.
+    std::vector<Segment> incoming(static_cast<size_t>(actors_));
+    const auto post = [&](int a) {
+      Segment& segment = incoming[static_cast<size_t>(a)];
+      segment.actor = a;
+      segment.fields.clear();
+      for (const torch::Tensor& layout : layouts[static_cast<size_t>(a)]) {
+        segment.fields.push_back(torch::empty_like(layout));
+      }
+      const int64_t max_episodes = segment.fields.front().size(0) * segment.fields.front().size(1);
+      segment.episodes = torch::zeros({1 + 2 * max_episodes}, torch::kFloat64);
+      auto& pending = pending_[static_cast<size_t>(a)];
+      for (int64_t field = 0; field < count; ++field) {
+        pending.push_back(communicator_.recv_async(segment.fields[static_cast<size_t>(field)], a + 1,
+                                                   kSegmentTag + static_cast<int>(field)));
+      }
+      pending.push_back(communicator_.recv_async(segment.episodes, a + 1, kEpisodesTag));
+    };
+    for (int a = 0; a < actors_; ++a) {
+      if (!stopped[static_cast<size_t>(a)]) post(a);
+    }
+
+    // Rounds: each actor's next segment in turn, answered with control k once it is handed over.
+    while (running > 0) {
+      for (int a = 0; a < actors_; ++a) {
+        if (stopped[static_cast<size_t>(a)]) continue;
+        settle(watchdog, a, "sent no transitions");
+        Segment& segment = incoming[static_cast<size_t>(a)];
+        const int64_t steps = segment.fields.front().size(0) * segment.fields.front().size(1);
+        {
+          std::lock_guard<std::mutex> lock(inbox_mutex_);
+          inbox_.push_back(std::move(segment));
+        }
+        inbox_changed_.notify_all();
+        received_.fetch_add(steps);
+        wait_for_allowance(a);
+        if (answer(a)) {
+          post(a);
+        } else {
+          stopped[static_cast<size_t>(a)] = true;
+          --running;
+        }
+      }
+    }
+    // The last controls reach the actors before train() returns.
+    for (int a = 0; a < actors_; ++a) settle(watchdog, a, "took no control message");
+  }
+
+  // Sends control k to actor `a`, with the published parameters if they are newer than those it
+  // has. Returns false when the control says stop.
+  bool answer(int a) {
+    const bool go_on = !stopping_.load();
+    torch::Tensor parameters;
+    int64_t version = 0;
+    {
+      std::lock_guard<std::mutex> lock(publishing_);
+      version = version_;
+      if (go_on && version_ != sent_version_[static_cast<size_t>(a)]) parameters = published_;
+    }
+    const bool send_parameters = parameters.defined();
+    const torch::Tensor control = torch::tensor(
+        {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, observed_step_.load()}, torch::kInt64);
+    auto& pending = pending_[static_cast<size_t>(a)];
+    pending.push_back(communicator_.send_async(control, a + 1, kControlTag));
+    if (send_parameters) {
+      // published_ is replaced, never written, by the next publication: the request keeps this one.
+      pending.push_back(communicator_.send_async(parameters, a + 1, kParametersTag));
+      sent_version_[static_cast<size_t>(a)] = version;
+    }
+    return go_on;
+  }
+
+  // Waits for actor `a`'s messages in flight, at most wait_timeout_seconds; throws naming the
+  // actor and what it did not do.
+  void settle(comm::Watchdog& watchdog, int a, const std::string& missed) {
+    auto& pending = pending_[static_cast<size_t>(a)];
+    try {
+      {
+        const comm::Watchdog::Armed armed = watchdog.arm(comm::Watchdog::Clock::now() + patience_, [&pending] {
+          for (auto& request : pending) request->abort();
+        });
+        for (auto& request : pending) request->wait();
+      }
+      pending.clear();
+    } catch (const comm::CommAborted&) {
+      throw std::runtime_error(rank_name(a + 1) + " " + missed + " within " + patience_text_ +
+                               ": stalled, or slower than that");
+    } catch (const comm::CommError& error) {
+      throw std::runtime_error(rank_name(a + 1) + " failed: " + error.what());
+    }
+  }
+
+  // max_env_steps_per_update: holds actor `a`'s answer while the steps received are not below the
+  // learner's allowance (as the threads wait before a step).
+  void wait_for_allowance(int a) {
+    if (config_.max_env_steps_per_update == 0) return;
+    const auto allowed = [&] { return stopping_.load() || received_.load() < allowed_step_.load(); };
+    std::unique_lock<std::mutex> lock(progress_mutex_);
+    if (!updated_.wait_for(lock, patience_, allowed)) {
+      throw std::runtime_error("waited " + patience_text_ + " for a learner update to answer " + rank_name(a + 1) +
+                               " (policy.apex.max_env_steps_per_update = " +
+                               std::to_string(config_.max_env_steps_per_update) + ")");
+    }
+  }
+
+  // ---- the calling thread ----
+
+  void learn() {
+    UpdateReporter reporter(state_, checkpoint_interval_steps_);
+    double update_seconds = 0.0, wait_seconds = 0.0;
+    int64_t wait_beyond = learning_from_;  // update once global_step exceeds this
+    observed_step_.store(state_.global_step);
+    while (true) {
+      if (callbacks_.should_stop && callbacks_.should_stop()) break;
+      if (failed_.load()) break;
+      observe_received();
+      if (state_.global_step >= total_steps_) break;
+      if (state_.global_step <= wait_beyond) {
+        core::Stopwatch wait_clock;
+        wait_for_segment();
+        wait_seconds += wait_clock.elapsed_seconds();
+        continue;
+      }
+
+      const int64_t step = state_.global_step;
+      const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps_));
+      core::Stopwatch update_clock;
+      algos::Metrics metrics = learner_.update(step, progress);
+      update_seconds += update_clock.elapsed_seconds();
+      if (metrics.empty()) {  // the replay does not hold a batch yet (a resume): wait for more steps
+        wait_beyond = step;
+        allow_steps(std::max(allowed_step_.load(), received_.load() + config_.max_env_steps_per_update));
+        continue;
+      }
+      ++state_.updates;
+      ++run_updates_;
+      allow_steps(allowed_step_.load() + config_.max_env_steps_per_update);
+      check_finite(metrics, state_);
+      if (run_updates_ % config_.publish_every == 0) publish();
+
+      metrics["charts/SPS"] = reporter.steps_per_second(step);
+      metrics["charts/updates_per_env_step"] =
+          static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(step - learning_from_, 1));
+      metrics["time/update_seconds"] = update_seconds;
+      metrics["time/learner_wait_seconds"] = wait_seconds;
+      add_exploration(metrics, step);
+      reporter.report(state_, metrics, policy_.episodes_, callbacks_);
+    }
+  }
+
+  // Observes the segments handed over so far, in order, until global_step reaches total_steps.
+  void observe_received() {
+    std::deque<Segment> received;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mutex_);
+      received.swap(inbox_);
+    }
+    const std::vector<std::string>& names = segment_fields();
+    for (Segment& segment : received) {
+      if (state_.global_step >= total_steps_) break;  // in flight at the end: dropped
+      const int64_t steps = segment.fields.front().size(0);
+      for (int64_t t = 0; t < steps; ++t) {
+        algos::TensorMap step;
+        for (size_t field = 0; field < names.size(); ++field) step.emplace(names[field], segment.fields[field][t]);
+        learner_.observe(step, segment.actor);
+      }
+      state_.global_step += steps * segment.fields.front().size(1);
+      const double* episodes = segment.episodes.data_ptr<double>();
+      for (int64_t i = 0; i < static_cast<int64_t>(episodes[0]); ++i) {
+        record_episode(policy_.episodes_, callbacks_, episodes[1 + 2 * i], static_cast<int64_t>(episodes[2 + 2 * i]));
+      }
+    }
+    observed_step_.store(state_.global_step);
+  }
+
+  // Waits until a segment is handed over (or a failure, or should_stop); wait_timeout_seconds
+  // without one is an error.
+  void wait_for_segment() {
+    const auto deadline = std::chrono::steady_clock::now() + patience_;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(inbox_mutex_);
+        if (inbox_changed_.wait_for(lock, kPollSlice, [&] { return !inbox_.empty() || failed_.load(); })) return;
+      }
+      if (callbacks_.should_stop && callbacks_.should_stop()) return;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        throw std::runtime_error("policy 'apex': the actors sent no transitions within " + patience_text_ +
+                                 " (at step " + std::to_string(state_.global_step) + ")");
+      }
+    }
+  }
+
+  void allow_steps(int64_t step) {
+    if (config_.max_env_steps_per_update == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      allowed_step_.store(step);
+    }
+    updated_.notify_all();
+  }
+
+  // A new tensor each time: the sends of the last one may still read it.
+  void publish() {
+    c10::NoGradGuard no_grad;
+    torch::Tensor values = learner_.flat_parameters().values().detach().to(torch::kCPU).clone();
+    std::lock_guard<std::mutex> lock(publishing_);
+    published_ = std::move(values);
+    version_ = state_.updates;
+  }
+
+  // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
+  void add_exploration(algos::Metrics& metrics, int64_t global_step) {
+    algos::Metrics sum;
+    for (int a = 0; a < actors_; ++a) {
+      const algos::ActingContext context{false, global_step, total_steps_, a, actors_};
+      for (const auto& [name, value] : learner_.actor().exploration(context)) sum[name] += value;
+    }
+    for (const auto& [name, value] : sum) metrics.emplace(name, value / actors_);
+  }
+
+  // ---- stopping ----
+
+  void fail(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      if (!failure_) failure_ = std::move(error);
+    }
+    failed_.store(true);
+    stop();
+  }
+
+  // The communication thread answers every actor's next segment with stop.
+  void stop() {
+    stopping_.store(true);
+    { std::lock_guard<std::mutex> lock(progress_mutex_); }
+    updated_.notify_all();
+    { std::lock_guard<std::mutex> lock(inbox_mutex_); }
+    inbox_changed_.notify_all();
+  }
+
+  ApexProcessesPolicy& policy_;
+  const ApexConfig& config_;
+  algos::OffPolicyLearner& learner_;
+  comm::Communicator& communicator_;  // the communication thread's only
+  const int actors_;
+  TrainingState& state_;  // the calling thread's only
+  const int64_t total_steps_;
+  const int64_t checkpoint_interval_steps_;
+  const TrainingCallbacks& callbacks_;
+  const std::chrono::steady_clock::duration patience_;
+  const std::string patience_text_;
+  const int64_t learning_from_;
+  int64_t run_updates_ = 0;  // the calling thread's
+
+  // Segments handed over by the communication thread, not yet observed.
+  std::mutex inbox_mutex_;
+  std::condition_variable inbox_changed_;
+  std::deque<Segment> inbox_;
+
+  std::atomic<int64_t> received_;          // env steps handed over
+  std::atomic<int64_t> observed_step_{0};  // the learner's global_step, for the actors' schedules
+
+  // max_env_steps_per_update's allowance; changes under progress_mutex_.
+  std::mutex progress_mutex_;
+  std::condition_variable updated_;
+  std::atomic<int64_t> allowed_step_;
+
+  // The published parameters and the updates they are from.
+  std::mutex publishing_;
+  torch::Tensor published_;
+  int64_t version_ = 0;
+  std::vector<int64_t> sent_version_;  // per actor: the version it was last sent (communication thread)
+  std::vector<std::vector<std::unique_ptr<comm::Request>>> pending_ =
+      std::vector<std::vector<std::unique_ptr<comm::Request>>>(static_cast<size_t>(actors_));
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;
+};
+
+ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config,
+                                         algos::OffPolicyLearner& learner, torch::Device device,
+                                         comm::Communicator& communicator)
+    : config_(core::validated(config)),
+      env_config_(env_config),
+      learner_(learner),
+      device_(device),
+      communicator_(communicator) {
+  const int ranks = communicator.world_size();
+  if (config_.actors != ranks - 1) {
+    throw std::invalid_argument("policy 'apex' under a launcher runs one actor on each rank after the learner (rank 0): " +
+                                std::to_string(ranks) + " ranks make " + std::to_string(ranks - 1) +
+                                " actors, but policy.apex.actors = " + std::to_string(config_.actors) +
+                                "; set it to " + std::to_string(ranks - 1) + " or launch " +
+                                std::to_string(config_.actors + 1) + " ranks");
+  }
+  if (env_config.num_envs % config_.actors != 0) {
+    throw std::invalid_argument("policy 'apex': env.num_envs = " + std::to_string(env_config.num_envs) +
+                                " must be divisible by its " + std::to_string(config_.actors) +
+                                " actors (policy.apex.actors)");
+  }
+  if (env_config.batch_size != 0) {
+    throw std::invalid_argument("policy 'apex' steps each actor's envs together: set env.batch_size = 0");
+  }
+  // Tagged messages from several actors in turn, and an actor's abandoned wait: NCCL offers neither.
+  if (communicator.backend() == "nccl") {
+    throw std::invalid_argument(
+        "policy 'apex' across processes needs tagged messages it can abandon, which NCCL does not offer: set "
+        "comm.backend = \"gloo\" (its models may still live on the GPU: run.device)");
+  }
+  replica_ = learner_.make_actor_replica();  // the actor's; rank 0 makes it only to check it can
+  if (replica_ == nullptr) {
+    throw std::invalid_argument(
+        "policy 'apex' acts with copies of the learner's network, which this algorithm cannot make; use "
+        "train.policy single or sync_vector");
+  }
+}
+
+ApexProcessesPolicy::~ApexProcessesPolicy() = default;
+
+void ApexProcessesPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                const TrainingCallbacks& callbacks) {
+  // Every rank takes part, even when the learner's state is already past total_steps: it then
+  // stops the actors at their first segment.
+  if (communicator_.rank() == 0) {
+    Learning learning(*this, state, total_steps, checkpoint_interval_steps, callbacks);
+    learning.run();
+  } else {
+    act(total_steps);
+  }
+}
+
+void ApexProcessesPolicy::act(int64_t total_steps) {
+  const int actors = communicator_.world_size() - 1;
+  const int a = communicator_.rank() - 1;
+  envs::VectorEnv env(envs::env_slice(env_config_, a, actors));
+  TransitionCollector collector(env, device_);
+  algos::ActorReplica& replica = *replica_;
+  torch::Tensor parameters;
+  {
+    c10::NoGradGuard no_grad;
+    parameters = torch::empty_like(learner_.flat_parameters().values().detach(), torch::device(torch::kCPU));
+  }
+  const int64_t steps = segment_steps(config_.refresh_every, collector.num_envs());
+  const std::vector<std::string>& names = segment_fields();
+  int64_t learner_step = 0;  // at the last control
+  int64_t own_steps = 0;     // since the last control
+  int64_t acting_step = 0;   // the global_step it acts at: never going back
+
+  // Control k; false when it says stop. Parameters that follow it are the replica's from now on.
+  const auto receive_control = [&] {
+    torch::Tensor control = torch::zeros({kControlSize}, torch::kInt64);
+    communicator_.recv(control, 0, kControlTag);
+    const int64_t* values = control.data_ptr<int64_t>();
+    if (values[0] == 0) return false;
+    if (values[1] == 1) {
+      communicator_.recv(parameters, 0, kParametersTag);
+      replica.assign(parameters.to(device_));
+    }
+    learner_step = values[3];
+    own_steps = 0;
+    return true;
+  };
+
+  // The next segment: its fields (CPU, contiguous) and its finished episodes.
+  struct Outgoing {
+    std::vector<torch::Tensor> fields;
+    torch::Tensor episodes;
+  };
+  std::vector<std::pair<double, int64_t>> finished;
+  const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
+    finished.emplace_back(episode_return, episode_length);
+  };
+  const auto collect = [&] {
+    std::vector<std::vector<torch::Tensor>> columns(names.size());
+    finished.clear();
+    for (int64_t t = 0; t < steps; ++t) {
+      acting_step = std::max(acting_step, learner_step + own_steps);
+      const algos::ActingContext context{false, acting_step, total_steps, a, actors};
+      const algos::TensorMap step = collector.step(replica, context, on_episode);
+      own_steps += collector.num_envs();
+      for (size_t field = 0; field < names.size(); ++field) columns[field].push_back(step.at(names[field]));
+    }
+    Outgoing outgoing;
+    for (auto& column : columns) outgoing.fields.push_back(torch::stack(column).to(torch::kCPU).contiguous());
+    outgoing.episodes = torch::zeros({1 + 2 * steps * collector.num_envs()}, torch::kFloat64);
+    double* episodes = outgoing.episodes.data_ptr<double>();
+    episodes[0] = static_cast<double>(finished.size());
+    for (size_t i = 0; i < finished.size(); ++i) {
+      episodes[1 + 2 * i] = finished[i].first;
+      episodes[2 + 2 * i] = static_cast<double>(finished[i].second);
+    }
+    return outgoing;
+  };
+  std::vector<std::unique_ptr<comm::Request>> sending;
+  Outgoing in_flight;  // alive until its sends complete
+  const auto send = [&](Outgoing outgoing) {
+    for (auto& request : sending) request->wait();
+    sending.clear();
+    in_flight = std::move(outgoing);
+    for (size_t field = 0; field < names.size(); ++field) {
+      sending.push_back(communicator_.send_async(in_flight.fields[field], 0, kSegmentTag + static_cast<int>(field)));
+    }
+    sending.push_back(communicator_.send_async(in_flight.episodes, 0, kEpisodesTag));
+  };
+
+  if (receive_control()) {
+    Outgoing outgoing = collect();
+    communicator_.send(comm::describe_tensors(outgoing.fields), 0, kDescriptionTag);
+    while (true) {
+      send(std::move(outgoing));
+      outgoing = collect();  // overlaps the learner's answer to the segment just sent
+      if (!receive_control()) break;
+    }
+  }
+  for (auto& request : sending) request->wait();
+}
+
+}  // namespace concord::policies
