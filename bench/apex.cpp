@@ -1,5 +1,6 @@
 // apex: DQN on CartPole-v1 under the `apex` policy (Ape-X on threads) with 1, 2 and 4 actors,
-// beside `single`, at a fixed wall time.
+// beside `single`, at a fixed wall time; with --processes also with the actors in processes
+// (this program started as 1 + A ranks on loopback: rank 0 learns, ranks 1..A act).
 //
 // Every run trains configs/dqn_apex_cartpole.toml (4 envs; 64-64 MLP, Adam 1e-3, batch 64) for
 // --seconds of wall time (train.total_timesteps is out of reach; should_stop ends the run), then
@@ -13,19 +14,27 @@
 // apex with one actor decay epsilon over the first 10k steps.
 //
 //   apex [--seconds S] [--seeds N] [--actors 1,2,4] [--config FILE] [--set key=value ...] [--quick]
+//        [--processes]
+//
+// An actor process runs one actor: the processes rows have A + 1 processes on the machine's
+// cores, the threads rows one process of A + 1 busy threads.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/training_run.h"
+#include "concord/comm/launch_environment.h"
 #include "concord/core/timer.h"
 #include "concord/policies/evaluation.h"
 #include "machine_load.h"
+#include "self_launch.h"
 
 namespace {
 
@@ -38,10 +47,15 @@ struct Outcome {
   double eval_return = 0.0;
 };
 
-Outcome run(concord::core::Config config, const std::string& policy, int actors, int64_t seed, double seconds) {
+// The run's settings; the ranks of a processes run make them alike (their configs must agree).
+void configure(concord::core::Config& config, const std::string& policy, int actors, int64_t seed) {
   config.set("run.seed", seed, "--seeds");
   config.set("train.policy", policy, "apex bench");
   if (policy == "apex") config.set("policy.apex.actors", int64_t{actors}, "--actors");
+}
+
+Outcome run(concord::core::Config config, const std::string& policy, int actors, int64_t seed, double seconds) {
+  configure(config, policy, actors, seed);
   concord::cli::TrainingRun training(config);
   concord::policies::TrainingState state;
   concord::core::Stopwatch clock;
@@ -59,6 +73,47 @@ Outcome run(concord::core::Config config, const std::string& policy, int actors,
                             concord::policies::evaluate_episodes(training.learner(), eval_env, kEvalEpisodes))
                             .mean;
   return outcome;
+}
+
+// What rank 0 of a processes run prints, and the launching process reads back.
+constexpr const char* kMarker = "concord-bench-apex:";
+
+// One run as a rank of a launched world: apex with the world's actors; rank 0 stops at `seconds`,
+// evaluates and prints the marker line; the actor ranks stop when the learner tells them.
+int run_as_rank(concord::core::Config config, int64_t seed, double seconds) {
+  const concord::comm::LaunchEnvironment launch = concord::comm::LaunchEnvironment::from_environment();
+  if (launch.rank != 0) {
+    configure(config, "apex", launch.world_size - 1, seed);
+    concord::cli::TrainingRun training(config);
+    concord::policies::TrainingState state;
+    training.train(state, {});
+    return 0;
+  }
+  const Outcome outcome = run(config, "apex", launch.world_size - 1, seed, seconds);
+  std::printf("%s %lld %lld %.6f %.6f\n", kMarker, static_cast<long long>(outcome.steps),
+              static_cast<long long>(outcome.updates), outcome.seconds, outcome.eval_return);
+  return 0;
+}
+
+// A processes run: this program as 1 + actors ranks; nothing when a rank failed (it says why).
+std::optional<Outcome> run_processes(const std::vector<std::string>& arguments, int actors) {
+  const std::vector<concord::bench::RankOutcome> outcomes =
+      concord::bench::run_self_as_ranks(actors + 1, arguments, /*echo_rank0=*/false, std::chrono::seconds(600));
+  if (!concord::bench::report_rank_failures(outcomes)) return std::nullopt;
+  std::istringstream lines(outcomes[0].output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(kMarker, 0) != 0) continue;
+    std::istringstream fields(line.substr(std::string(kMarker).size()));
+    Outcome outcome;
+    long long steps = 0, updates = 0;
+    if (fields >> steps >> updates >> outcome.seconds >> outcome.eval_return) {
+      outcome.steps = steps;
+      outcome.updates = updates;
+      return outcome;
+    }
+  }
+  std::fprintf(stderr, "apex: rank 0 printed no result line; its output:\n%s", outcomes[0].output.c_str());
+  return std::nullopt;
 }
 
 double median(std::vector<double> values) {
@@ -83,6 +138,10 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_file, "Config file (default: configs/dqn_apex_cartpole.toml)");
   app.add_option("--set", overrides, "key=value overrides, as `concord train --set`");
   app.add_flag("--quick", quick, "Smoke run: 1 seed, 1 s per run");
+  bool processes = false;
+  app.add_flag("--processes", processes, "Also run apex with its actors in processes (1 + A ranks on loopback)");
+  int64_t rank_seed = 0;
+  app.add_option("--rank-seed", rank_seed, "(internal) the seed of the run this process is a rank of");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     seeds = 1;
@@ -99,17 +158,28 @@ int main(int argc, char** argv) {
   }
   config.set("train.total_timesteps", int64_t{1} << 40, "apex bench: runs end at --seconds");
   config.set("train.checkpoint_interval_steps", int64_t{1} << 40, "apex bench");
+  if (concord::bench::started_as_rank()) {
+    try {
+      return run_as_rank(config, rank_seed, seconds);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "apex: %s\n", error.what());
+      return 1;
+    }
+  }
 
   std::printf("apex: %s, %g s per run, seeds 1..%d; load average %s\n", config_file.c_str(), seconds, seeds,
               concord::bench::load_average().c_str());
   std::printf("\n%-8s %6s %5s %10s %10s %10s %12s %12s\n", "policy", "actors", "seed", "env steps", "steps/s",
               "updates/s", "upd/step", "eval return");
   struct Row {
-    std::string policy;
+    std::string policy;  // "apex-p": apex with its actors in processes
     int actors;
   };
   std::vector<Row> rows = {{"single", 1}};
   for (int actors : actor_counts) rows.push_back({"apex", actors});
+  if (processes) {
+    for (int actors : actor_counts) rows.push_back({"apex-p", actors});
+  }
   struct Summary {
     std::vector<double> steps_per_second, updates_per_second, evals;
   };
@@ -117,7 +187,17 @@ int main(int argc, char** argv) {
   try {
     for (int seed = 1; seed <= seeds; ++seed) {
       for (size_t r = 0; r < rows.size(); ++r) {
-        const Outcome outcome = run(config, rows[r].policy, rows[r].actors, seed, seconds);
+        Outcome outcome;
+        if (rows[r].policy == "apex-p") {
+          std::vector<std::string> arguments = {"--seconds", std::to_string(seconds), "--config",
+                                                config_file, "--rank-seed",           std::to_string(seed)};
+          for (const std::string& override : overrides) arguments.insert(arguments.end(), {"--set", override});
+          const std::optional<Outcome> launched = run_processes(arguments, rows[r].actors);
+          if (!launched) return 1;
+          outcome = *launched;
+        } else {
+          outcome = run(config, rows[r].policy, rows[r].actors, seed, seconds);
+        }
         const double steps_per_second = static_cast<double>(outcome.steps) / outcome.seconds;
         const double updates_per_second = static_cast<double>(outcome.updates) / outcome.seconds;
         summaries[r].steps_per_second.push_back(steps_per_second);

@@ -107,9 +107,9 @@ TEST(ApexProcesses, EveryActorsStepsReachTheLearnerInOrderAndParametersReachTheA
   TrainingState state;
   std::vector<std::unique_ptr<ApexProcessesPolicy>> policies(kActors + 1);
   const std::vector<std::string> errors = run_ranks(kActors + 1, [&](int rank, comm::Communicator& communicator) {
-    policies[static_cast<size_t>(rank)] = std::make_unique<ApexProcessesPolicy>(
-        config, env_config(id, kActors * kEnvsPerActor), *learners[static_cast<size_t>(rank)], torch::kCPU,
-        communicator);
+    policies[static_cast<size_t>(rank)] =
+        std::make_unique<ApexProcessesPolicy>(config, env_config(id, kActors * kEnvsPerActor),
+                                              *learners[static_cast<size_t>(rank)], torch::kCPU, communicator);
     TrainingState own;
     policies[static_cast<size_t>(rank)]->train(rank == 0 ? state : own, kTotal, 1'000'000, {});
   });
@@ -240,9 +240,9 @@ double train_and_evaluate(uint64_t seed) {
       torch::manual_seed(seed + static_cast<uint64_t>(rank));
       learner = algos::make_learner("dqn", config, spec.observation_space, spec.action_space);
     }
-    std::unique_ptr<Policy> policy = make_policy(
-        "apex", PolicyContext{config, env_config("CartPole-v1", 2, seed + static_cast<uint64_t>(rank)), *learner,
-                              torch::kCPU, &communicator});
+    std::unique_ptr<Policy> policy =
+        make_policy("apex", PolicyContext{config, env_config("CartPole-v1", 2, seed + static_cast<uint64_t>(rank)),
+                                          *learner, torch::kCPU, &communicator});
     TrainingState state;
     policy->train(state, 30'000, int64_t{1} << 40, {});
     if (rank == 0) {

@@ -375,10 +375,13 @@ void ApexConfig::validate() const {
 const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
   using C = ApexConfig;
   static const core::ConfigFields<C> kFields = {
-      {"actors", &C::actors, "Actor threads, each stepping its own envs (env.num_envs is split among them)"},
+      {"actors", &C::actors,
+       "Actor threads, each stepping its own envs (env.num_envs is split among them); under a launcher, the actor "
+       "ranks after the learner (rank 0), one actor each"},
       {"publish_every", &C::publish_every, "Learner updates between publications of its parameters to the actors"},
       {"refresh_every", &C::refresh_every,
-       "Env steps of an actor (over its envs) between picking up the latest published parameters (Ape-X: 400)"},
+       "Env steps of an actor (over its envs) between picking up the latest published parameters (Ape-X: 400); "
+       "across processes, also the steps of each segment of transitions an actor sends"},
       {"max_env_steps_per_update", &C::max_env_steps_per_update,
        "Actors wait while the env steps since the first update exceed this many per update (0: never wait; the "
        "replay ratio is then set by the relative speeds of acting and learning)"},

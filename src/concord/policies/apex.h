@@ -17,14 +17,15 @@ namespace concord::policies {
 
 // policy.apex.*
 struct ApexConfig {
-  int actors = 2;  // actor threads; env.num_envs is split among them
+  int actors = 2;  // actor threads (under a launcher: actor ranks); env.num_envs is split among them
   // Learner updates between two publications of its parameters to the actors. Ape-X's actors act
   // with parameters about 50 updates old (a refresh every 400 frames, ~2.8 s, at ~19 updates/s);
   // 50 keeps them as fresh as that while a publication (one flat copy, under a lock the actors
   // take to refresh) costs a fiftieth of a copy per update, whatever the network's size.
   int64_t publish_every = 50;
   // Env steps of one actor (summed over its envs) between picking up the latest published
-  // parameters: Ape-X's 400 frames.
+  // parameters: Ape-X's 400 frames. Across processes, also the steps of each segment an actor
+  // sends (rounded up to whole steps of its envs).
   int64_t refresh_every = 400;
   // 0: actors never wait for the learner (Ape-X), and the replay ratio is whatever the relative
   // speeds of acting and learning make it. N > 0: from learning_starts on, the actors start a step

@@ -248,9 +248,9 @@ class ApexProcessesPolicy::Learning {
     const auto allowed = [&] { return stopping_.load() || received_.load() < allowed_step_.load(); };
     std::unique_lock<std::mutex> lock(progress_mutex_);
     if (!updated_.wait_for(lock, patience_, allowed)) {
-      throw std::runtime_error("waited " + patience_text_ + " for a learner update to answer " + rank_name(a + 1) +
-                               " (policy.apex.max_env_steps_per_update = " +
-                               std::to_string(config_.max_env_steps_per_update) + ")");
+      throw std::runtime_error(
+          "waited " + patience_text_ + " for a learner update to answer " + rank_name(a + 1) +
+          " (policy.apex.max_env_steps_per_update = " + std::to_string(config_.max_env_steps_per_update) + ")");
     }
   }
 
@@ -440,11 +440,11 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
       communicator_(communicator) {
   const int ranks = communicator.world_size();
   if (config_.actors != ranks - 1) {
-    throw std::invalid_argument("policy 'apex' under a launcher runs one actor on each rank after the learner (rank 0): " +
-                                std::to_string(ranks) + " ranks make " + std::to_string(ranks - 1) +
-                                " actors, but policy.apex.actors = " + std::to_string(config_.actors) +
-                                "; set it to " + std::to_string(ranks - 1) + " or launch " +
-                                std::to_string(config_.actors + 1) + " ranks");
+    throw std::invalid_argument(
+        "policy 'apex' under a launcher runs one actor on each rank after the learner (rank 0): " +
+        std::to_string(ranks) + " ranks make " + std::to_string(ranks - 1) +
+        " actors, but policy.apex.actors = " + std::to_string(config_.actors) + "; set it to " +
+        std::to_string(ranks - 1) + " or launch " + std::to_string(config_.actors + 1) + " ranks");
   }
   if (env_config.num_envs % config_.actors != 0) {
     throw std::invalid_argument("policy 'apex': env.num_envs = " + std::to_string(env_config.num_envs) +
