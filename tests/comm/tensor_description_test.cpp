@@ -37,7 +37,8 @@ TEST(TensorDescription, WhatNoExperienceCouldBeIsRefusedNamingTheField) {
     }
     return std::string();
   };
-  EXPECT_EQ(refusal([](torch::Tensor& d) { d[1][0] = 99; }), "actor rank 1 described wrongly: field 1 has dtype code 99");
+  EXPECT_EQ(refusal([](torch::Tensor& d) { d[1][0] = 99; }),
+            "actor rank 1 described wrongly: field 1 has dtype code 99");
   EXPECT_EQ(refusal([](torch::Tensor& d) { d[0][1] = 7; }), "actor rank 1 described wrongly: field 0 has 7 dims");
   EXPECT_EQ(refusal([](torch::Tensor& d) { d[0][3] = -3; }), "actor rank 1 described wrongly: field 0 has size -3");
   EXPECT_EQ(refusal([](torch::Tensor& d) { d[1][2] = int64_t{1} << 30; }),

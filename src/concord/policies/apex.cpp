@@ -16,8 +16,10 @@
 #include <torch/torch.h>
 
 #include "concord/core/config_problems.h"
+#include "concord/core/first_failure.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
+#include "concord/policies/apex_learner.h"
 #include "concord/policies/apex_processes.h"
 #include "concord/policies/transition_collector.h"
 
@@ -35,7 +37,7 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 
 // One train() call: what the actor threads and the learner (the calling thread) share, the actor
 // loop and the learner loop.
-class Run {
+class Run final : public ApexStepSource {
  public:
   Run(const ApexConfig& config, algos::OffPolicyLearner& learner, std::vector<std::unique_ptr<envs::VectorEnv>>& envs,
       std::vector<std::unique_ptr<algos::ActorReplica>>& replicas, torch::Device device, uint64_t seed,
@@ -79,7 +81,7 @@ class Run {
     // Everything the actors did is in: the final count and the episodes not yet handed over.
     state_.global_step = global_step_.load();
     hand_over_episodes();
-    if (failure_) std::rethrow_exception(failure_);
+    failure_.rethrow_if_any();
   }
 
  private:
@@ -164,7 +166,6 @@ class Run {
   // ---- the learner ----
 
   void learn() {
-    UpdateReporter reporter(state_, checkpoint_interval_steps_);
     TrainingCallbacks pausing = callbacks_;
     if (callbacks_.on_checkpoint) {
       pausing.on_checkpoint = [this](const TrainingState&) {
@@ -174,57 +175,25 @@ class Run {
         callbacks_.on_checkpoint(state_);
       };
     }
-
-    double update_seconds = 0.0, wait_seconds = 0.0;
-    // Updates start once some step of this run is observed (the happens-before that
-    // OffPolicyLearner::observes_while_updating asks for) and learning_starts is passed.
-    int64_t wait_beyond = learning_from_;  // update once global_step exceeds this
-    while (true) {
-      if (callbacks_.should_stop && callbacks_.should_stop()) break;
-      if (failed_.load()) break;
-      const int64_t step = global_step_.load();
-      if (step >= total_steps_) break;
-      if (step <= wait_beyond) {
-        core::Stopwatch wait_clock;
-        wait_for_steps(wait_beyond);
-        wait_seconds += wait_clock.elapsed_seconds();
-        continue;
-      }
-
-      state_.global_step = step;
-      const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps_));
-      core::Stopwatch update_clock;
-      algos::Metrics metrics = learner_.update(step, progress);
-      update_seconds += update_clock.elapsed_seconds();
-      if (metrics.empty()) {  // the replay does not hold a batch yet (a resume): wait for more steps
-        wait_beyond = step;
-        allow_steps(std::max(allowed_step_.load(), global_step_.load() + config_.max_env_steps_per_update));
-        continue;
-      }
-      ++state_.updates;
-      ++run_updates_;
-      allow_steps(allowed_step_.load() + config_.max_env_steps_per_update);
-      check_finite(metrics, state_);
-      if (run_updates_ % config_.publish_every == 0) publish();
-
-      hand_over_episodes();
-      const int64_t now = global_step_.load();
-      metrics["charts/SPS"] = reporter.steps_per_second(now);
-      metrics["charts/updates_per_env_step"] =
-          static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(now - learning_from_, 1));
-      metrics["time/update_seconds"] = update_seconds;
-      metrics["time/learner_wait_seconds"] = wait_seconds;
-      add_exploration(metrics, now);
-      reporter.report(state_, metrics, episodes_, pausing);
-    }
+    // Updates start once some step of this run is observed: the happens-before that
+    // OffPolicyLearner::observes_while_updating asks for.
+    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, pausing, episodes_,
+                       static_cast<int>(envs_.size()));
   }
+
+  // ---- ApexStepSource, on the learner's thread ----
+
+  int64_t take_steps() override { return global_step_.load(); }
+  int64_t steps_taken() const override { return global_step_.load(); }
+  bool failed() const override { return failure_.failed(); }
+  void after_update() override { hand_over_episodes(); }
 
   // Waits until global_step exceeds `beyond` (or reaches total_steps), an actor fails or
   // should_stop says so; wait_timeout_seconds without any step is an error.
-  void wait_for_steps(int64_t beyond) {
+  void wait_for_steps(int64_t beyond) override {
     const auto ready = [&] {
       const int64_t step = global_step_.load();
-      return failed_.load() || step > beyond || step >= total_steps_;
+      return failure_.failed() || step > beyond || step >= total_steps_;
     };
     int64_t seen = global_step_.load();
     auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -249,8 +218,7 @@ class Run {
   }
 
   // Moves the actors' allowance (max_env_steps_per_update) to `step`.
-  void allow_steps(int64_t step) {
-    if (config_.max_env_steps_per_update == 0) return;
+  void allow_steps(int64_t step) override {
     {
       std::lock_guard<std::mutex> lock(progress_mutex_);
       allowed_step_.store(step);
@@ -258,11 +226,11 @@ class Run {
     updated_.notify_all();
   }
 
-  void publish() {
+  void publish(int64_t updates) override {
     c10::NoGradGuard no_grad;
     std::lock_guard<std::mutex> lock(publishing_);
     published_.copy_(learner_.flat_parameters().values().detach());
-    version_.store(state_.updates);
+    version_.store(updates);
   }
 
   // Calls on_episode, on this thread, for the episodes the actors finished since the last call.
@@ -279,25 +247,10 @@ class Run {
     }
   }
 
-  // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
-  void add_exploration(algos::Metrics& metrics, int64_t global_step) const {
-    const int num_actors = static_cast<int>(replicas_.size());
-    algos::Metrics sum;
-    for (int a = 0; a < num_actors; ++a) {
-      const algos::ActingContext context{false, global_step, total_steps_, a, num_actors};
-      for (const auto& [name, value] : replicas_[static_cast<size_t>(a)]->exploration(context)) sum[name] += value;
-    }
-    for (const auto& [name, value] : sum) metrics.emplace(name, value / num_actors);
-  }
-
   // ---- stopping ----
 
   void fail(std::exception_ptr error) {
-    {
-      std::lock_guard<std::mutex> lock(failure_mutex_);
-      if (!failure_) failure_ = std::move(error);
-    }
-    failed_.store(true);
+    failure_.record(std::move(error));
     stop();
   }
 
@@ -351,12 +304,9 @@ class Run {
   std::mutex progress_mutex_;
   std::condition_variable updated_;    // with progress_mutex_: the allowance moved, or a stop
   std::atomic<int64_t> allowed_step_;  // actors start a step only while global_step is below it
-  int64_t run_updates_ = 0;            // updates in this run (the learner's thread only)
 
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> failed_{false};
-  std::mutex failure_mutex_;
-  std::exception_ptr failure_;  // the first actor's error; read after the join
+  core::FirstFailure failure_;  // the first thread's error; rethrown after the join
 };
 
 }  // namespace

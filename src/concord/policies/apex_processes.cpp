@@ -19,7 +19,9 @@
 #include "concord/comm/tensor_description.h"
 #include "concord/comm/watchdog.h"
 #include "concord/core/config_problems.h"
+#include "concord/core/first_failure.h"
 #include "concord/core/timer.h"
+#include "concord/policies/apex_learner.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
@@ -69,7 +71,7 @@ struct Segment {
 }  // namespace
 
 // One train() call on rank 0: the communication thread (serve) and the calling thread (learn).
-class ApexProcessesPolicy::Learning {
+class ApexProcessesPolicy::Learning final : public ApexStepSource {
  public:
   Learning(ApexProcessesPolicy& policy, TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
            const TrainingCallbacks& callbacks)
@@ -90,7 +92,7 @@ class ApexProcessesPolicy::Learning {
         sent_version_(static_cast<size_t>(actors_), -1) {}
 
   void run() {
-    publish();
+    publish(state_.updates);
     std::thread serving([this] {
       try {
         serve();
@@ -107,7 +109,7 @@ class ApexProcessesPolicy::Learning {
     }
     stop();
     serving.join();
-    if (failure_) std::rethrow_exception(failure_);
+    failure_.rethrow_if_any();
   }
 
  private:
@@ -257,47 +259,19 @@ class ApexProcessesPolicy::Learning {
   // ---- the calling thread ----
 
   void learn() {
-    UpdateReporter reporter(state_, checkpoint_interval_steps_);
-    double update_seconds = 0.0, wait_seconds = 0.0;
-    int64_t wait_beyond = learning_from_;  // update once global_step exceeds this
     observed_step_.store(state_.global_step);
-    while (true) {
-      if (callbacks_.should_stop && callbacks_.should_stop()) break;
-      if (failed_.load()) break;
-      observe_received();
-      if (state_.global_step >= total_steps_) break;
-      if (state_.global_step <= wait_beyond) {
-        core::Stopwatch wait_clock;
-        wait_for_segment();
-        wait_seconds += wait_clock.elapsed_seconds();
-        continue;
-      }
-
-      const int64_t step = state_.global_step;
-      const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps_));
-      core::Stopwatch update_clock;
-      algos::Metrics metrics = learner_.update(step, progress);
-      update_seconds += update_clock.elapsed_seconds();
-      if (metrics.empty()) {  // the replay does not hold a batch yet (a resume): wait for more steps
-        wait_beyond = step;
-        allow_steps(std::max(allowed_step_.load(), received_.load() + config_.max_env_steps_per_update));
-        continue;
-      }
-      ++state_.updates;
-      ++run_updates_;
-      allow_steps(allowed_step_.load() + config_.max_env_steps_per_update);
-      check_finite(metrics, state_);
-      if (run_updates_ % config_.publish_every == 0) publish();
-
-      metrics["charts/SPS"] = reporter.steps_per_second(step);
-      metrics["charts/updates_per_env_step"] =
-          static_cast<double>(run_updates_) / static_cast<double>(std::max<int64_t>(step - learning_from_, 1));
-      metrics["time/update_seconds"] = update_seconds;
-      metrics["time/learner_wait_seconds"] = wait_seconds;
-      add_exploration(metrics, step);
-      reporter.report(state_, metrics, policy_.episodes_, callbacks_);
-    }
+    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, callbacks_,
+                       policy_.episodes_, actors_);
   }
+
+  // ---- ApexStepSource, on the calling thread ----
+
+  int64_t take_steps() override {
+    observe_received();
+    return state_.global_step;
+  }
+  int64_t steps_taken() const override { return received_.load(); }
+  bool failed() const override { return failure_.failed(); }
 
   // Observes the segments handed over so far, in order, until global_step reaches total_steps.
   void observe_received() {
@@ -326,12 +300,12 @@ class ApexProcessesPolicy::Learning {
 
   // Waits until a segment is handed over (or a failure, or should_stop); wait_timeout_seconds
   // without one is an error.
-  void wait_for_segment() {
+  void wait_for_steps(int64_t /*beyond*/) override {
     const auto deadline = std::chrono::steady_clock::now() + patience_;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(inbox_mutex_);
-        if (inbox_changed_.wait_for(lock, kPollSlice, [&] { return !inbox_.empty() || failed_.load(); })) return;
+        if (inbox_changed_.wait_for(lock, kPollSlice, [&] { return !inbox_.empty() || failure_.failed(); })) return;
       }
       if (callbacks_.should_stop && callbacks_.should_stop()) return;
       if (std::chrono::steady_clock::now() >= deadline) {
@@ -341,8 +315,7 @@ class ApexProcessesPolicy::Learning {
     }
   }
 
-  void allow_steps(int64_t step) {
-    if (config_.max_env_steps_per_update == 0) return;
+  void allow_steps(int64_t step) override {
     {
       std::lock_guard<std::mutex> lock(progress_mutex_);
       allowed_step_.store(step);
@@ -351,32 +324,18 @@ class ApexProcessesPolicy::Learning {
   }
 
   // A new tensor each time: the sends of the last one may still read it.
-  void publish() {
+  void publish(int64_t updates) override {
     c10::NoGradGuard no_grad;
     torch::Tensor values = learner_.flat_parameters().values().detach().to(torch::kCPU).clone();
     std::lock_guard<std::mutex> lock(publishing_);
     published_ = std::move(values);
-    version_ = state_.updates;
-  }
-
-  // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
-  void add_exploration(algos::Metrics& metrics, int64_t global_step) {
-    algos::Metrics sum;
-    for (int a = 0; a < actors_; ++a) {
-      const algos::ActingContext context{false, global_step, total_steps_, a, actors_};
-      for (const auto& [name, value] : learner_.actor().exploration(context)) sum[name] += value;
-    }
-    for (const auto& [name, value] : sum) metrics.emplace(name, value / actors_);
+    version_ = updates;
   }
 
   // ---- stopping ----
 
   void fail(std::exception_ptr error) {
-    {
-      std::lock_guard<std::mutex> lock(failure_mutex_);
-      if (!failure_) failure_ = std::move(error);
-    }
-    failed_.store(true);
+    failure_.record(std::move(error));
     stop();
   }
 
@@ -401,7 +360,6 @@ class ApexProcessesPolicy::Learning {
   const std::chrono::steady_clock::duration patience_;
   const std::string patience_text_;
   const int64_t learning_from_;
-  int64_t run_updates_ = 0;  // the calling thread's
 
   // Segments handed over by the communication thread, not yet observed.
   std::mutex inbox_mutex_;
@@ -425,9 +383,7 @@ class ApexProcessesPolicy::Learning {
       std::vector<std::vector<std::unique_ptr<comm::Request>>>(static_cast<size_t>(actors_));
 
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> failed_{false};
-  std::mutex failure_mutex_;
-  std::exception_ptr failure_;
+  core::FirstFailure failure_;  // the first thread's error; rethrown after the join
 };
 
 ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config,

@@ -19,6 +19,7 @@
 #include "concord/core/active_threads.h"
 #include "concord/core/bounded_queue.h"
 #include "concord/core/config_problems.h"
+#include "concord/core/first_failure.h"
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
@@ -222,7 +223,7 @@ class Run {
     }
     supervise(total_threads);
     for (std::thread& thread : threads) thread.join();
-    if (failure_) std::rethrow_exception(failure_);
+    failure_.rethrow_if_any();
   }
 
  private:
@@ -233,10 +234,7 @@ class Run {
       body();
     } catch (const RunStopped&) {
     } catch (...) {
-      {
-        std::lock_guard<std::mutex> lock(failure_mutex_);
-        if (!failure_) failure_ = std::current_exception();
-      }
+      failure_.record(std::current_exception());
       abort();
     }
     {
@@ -621,8 +619,7 @@ class Run {
   core::EpisodeStats episodes_;
   UpdateReporter reporter_;
 
-  std::mutex failure_mutex_;
-  std::exception_ptr failure_;
+  core::FirstFailure failure_;
   std::mutex exited_mutex_;
   std::condition_variable exited_changed_;
   int exited_ = 0;

@@ -1,0 +1,66 @@
+#include "concord/policies/apex_learner.h"
+
+#include <algorithm>
+
+#include "concord/core/timer.h"
+
+namespace concord::policies {
+
+void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learner, ApexStepSource& source,
+                        TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                        const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes, int num_actors) {
+  UpdateReporter reporter(state, checkpoint_interval_steps);
+  const int64_t learning_from = std::max(learner.learning_starts(), state.global_step);
+  int64_t allowed_step = learning_from + config.max_env_steps_per_update;
+  int64_t run_updates = 0;
+  double update_seconds = 0.0, wait_seconds = 0.0;
+  // Updates start once some step of this run is observed and learning_starts is passed.
+  int64_t wait_beyond = learning_from;  // update once global_step exceeds this
+  while (true) {
+    if (callbacks.should_stop && callbacks.should_stop()) break;
+    if (source.failed()) break;
+    const int64_t step = source.take_steps();
+    if (step >= total_steps) break;
+    if (step <= wait_beyond) {
+      core::Stopwatch wait_clock;
+      source.wait_for_steps(wait_beyond);
+      wait_seconds += wait_clock.elapsed_seconds();
+      continue;
+    }
+
+    state.global_step = step;
+    const double progress = std::min(1.0, static_cast<double>(step) / static_cast<double>(total_steps));
+    core::Stopwatch update_clock;
+    algos::Metrics metrics = learner.update(step, progress);
+    update_seconds += update_clock.elapsed_seconds();
+    if (metrics.empty()) {  // the replay does not hold a batch yet (a resume): wait for more steps
+      wait_beyond = step;
+      allowed_step = std::max(allowed_step, source.steps_taken() + config.max_env_steps_per_update);
+      if (config.max_env_steps_per_update > 0) source.allow_steps(allowed_step);
+      continue;
+    }
+    ++state.updates;
+    ++run_updates;
+    allowed_step += config.max_env_steps_per_update;
+    if (config.max_env_steps_per_update > 0) source.allow_steps(allowed_step);
+    check_finite(metrics, state);
+    if (run_updates % config.publish_every == 0) source.publish(state.updates);
+
+    source.after_update();
+    metrics["charts/SPS"] = reporter.steps_per_second(step);
+    metrics["charts/updates_per_env_step"] =
+        static_cast<double>(run_updates) / static_cast<double>(std::max<int64_t>(step - learning_from, 1));
+    metrics["time/update_seconds"] = update_seconds;
+    metrics["time/learner_wait_seconds"] = wait_seconds;
+    // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
+    algos::Metrics exploration;
+    for (int a = 0; a < num_actors; ++a) {
+      const algos::ActingContext context{false, step, total_steps, a, num_actors};
+      for (const auto& [name, value] : learner.actor().exploration(context)) exploration[name] += value;
+    }
+    for (const auto& [name, value] : exploration) metrics.emplace(name, value / num_actors);
+    reporter.report(state, metrics, episodes, callbacks);
+  }
+}
+
+}  // namespace concord::policies
