@@ -36,17 +36,7 @@ using testing::CountingEnv;
 
 // A fresh counting env id: observation [steps into the episode, instance], truncated every 4
 // steps, reward 1.
-std::string register_counting_env() {
-  static std::atomic<int> next_id{0};
-  const std::string id = "ApexRanksCounting-" + std::to_string(next_id.fetch_add(1)) + "-v0";
-  auto counter = std::make_shared<std::atomic<int>>(0);
-  envs::Registry::global().add(id, [counter] {
-    testing::CountingEnvOptions options;
-    options.instance = counter->fetch_add(1);
-    return std::make_unique<CountingEnv>(options);
-  });
-  return id;
-}
+std::string register_counting_env() { return testing::register_counting_env("ApexRanks"); }
 
 envs::VectorEnvConfig env_config(const std::string& id, int num_envs, uint64_t seed = 7) {
   envs::VectorEnvConfig config;

@@ -67,17 +67,7 @@ using testing::RecordingLearner;
 // A fresh counting env id in Registry::global(). Observation [steps into the episode, instance];
 // never terminates; truncated by a time limit of 4 steps; reward 1. Instances count the envs a
 // registered id made, so agent a's envs are instances 2a and 2a + 1 when agents own 2 envs each.
-std::string register_counting_env() {
-  static std::atomic<int> next_id{0};
-  const std::string id = "CentralCounting-" + std::to_string(next_id.fetch_add(1)) + "-v0";
-  auto counter = std::make_shared<std::atomic<int>>(0);
-  envs::Registry::global().add(id, [counter] {
-    testing::CountingEnvOptions options;
-    options.instance = counter->fetch_add(1);
-    return std::make_unique<CountingEnv>(options);
-  });
-  return id;
-}
+std::string register_counting_env() { return testing::register_counting_env("Central"); }
 
 nn::ActorCriticConfig small_network(int64_t obs_dim, int64_t actions) {
   nn::ActorCriticConfig config;

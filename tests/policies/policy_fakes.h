@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -80,6 +81,21 @@ class CountingEnv final : public envs::FloatEnv {
   CountingEnvOptions options_;
   int step_ = 0;
 };
+
+// A fresh id in envs::Registry::global() for CountingEnvs with instances: observation [steps into
+// the episode, instance], truncated every 4 steps, reward 1. Instances number the envs the id made,
+// in the order they were made. `prefix` names the test that registers it.
+inline std::string register_counting_env(const std::string& prefix) {
+  static std::atomic<int> next_id{0};
+  const std::string id = prefix + "Counting-" + std::to_string(next_id.fetch_add(1)) + "-v0";
+  auto counter = std::make_shared<std::atomic<int>>(0);
+  envs::Registry::global().add(id, [counter] {
+    CountingEnvOptions options;
+    options.instance = counter->fetch_add(1);
+    return std::make_unique<CountingEnv>(options);
+  });
+  return id;
+}
 
 // CountingEnv (without an instance) by the id "Counting", in a registry of its own.
 inline envs::Registry counting_registry(int terminate_after) {
