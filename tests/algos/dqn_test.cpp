@@ -647,6 +647,45 @@ TEST(DqnTest, AnActorReplicaActsWithItsOwnCopyUntilAssigned) {
   EXPECT_THROW(replica->assign(at::zeros({5})), std::invalid_argument);
 }
 
+// Ape-X's initial priorities: the replica's |r + discount * max_a Q(o', a) - Q(o, a)| + priority_eps
+// with its own network, worked by hand for Q(o) = o; observe() stores them as given.
+TEST(DqnTest, AReplicaGivesApeXsInitialPrioritiesAndObserveStoresThem) {
+  DqnConfig config = tiny_config();
+  config.prioritized = true;
+  config.gamma = 0.5;
+  config.priority_eps = 0.25;
+  Dqn dqn(config);
+  set_head(dqn.online_network(), {1, 0, 0, 1}, {0, 0});  // Q(o) = o
+  const std::unique_ptr<ActorReplica> replica = dqn.make_actor_replica();
+  ASSERT_TRUE(replica->computes_priorities());
+  // Row 0: Q(o, 1) = 2, target 1 + 0.5 * max(3, 1) = 2.5: |2 - 2.5| + 0.25 = 0.75.
+  // Row 1: terminated, Q(o, 0) = 4, target 1: |4 - 1| + 0.25 = 3.25.
+  TensorMap transitions = step(matrix({0, 2, 4, 0}, 2), {1, 0}, {1, 1}, {0, 1}, {0, 0}, matrix({3, 1, 5, 5}, 2));
+  const at::Tensor priorities = replica->priorities(transitions);
+  EXPECT_TRUE(priorities.equal(at::tensor({0.75f, 3.25f}))) << priorities;
+
+  transitions[transition::kPriorities] = priorities;
+  dqn.observe(transitions);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(0), 0.75);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(1), 3.25);
+
+  // Only for one-step targets and a prioritised replay.
+  config.n_step = 3;
+  Dqn n_step(config);
+  EXPECT_FALSE(n_step.make_actor_replica()->computes_priorities());
+  EXPECT_THROW(n_step.make_actor_replica()->priorities(transitions), std::logic_error);
+  try {
+    n_step.observe(transitions);
+    ADD_FAILURE() << "priorities with n_step = 3 were taken";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("initial priorities are for one-step targets"), std::string::npos)
+        << error.what();
+  }
+  config.n_step = 1;
+  config.prioritized = false;
+  EXPECT_FALSE(Dqn(config).make_actor_replica()->computes_priorities());
+}
+
 TEST(DqnTest, ObserveMayRunOnAnotherThreadWhileUpdating) {
   torch::manual_seed(5);
   DqnConfig config = tiny_config();

@@ -163,6 +163,34 @@ TEST(ApexProcesses, EveryActorsStepsReachTheLearnerInOrderAndParametersReachTheA
   }
 }
 
+// Replicas that compute initial priorities send them with each segment, and every observed step
+// carries its own (the fake's: the step's counter + 0.5).
+TEST(ApexProcesses, TheActorsInitialPrioritiesTravelWithTheirSteps) {
+  const std::string id = register_counting_env();
+  ApexConfig config = apex_config(2);
+  config.refresh_every = 12;  // segments of 6 steps of an actor's 2 envs
+  std::vector<std::unique_ptr<ApexRecordingLearner>> learners;
+  for (int rank = 0; rank < 3; ++rank) {
+    learners.push_back(std::make_unique<ApexRecordingLearner>(10));
+    learners.back()->replica_priorities = true;
+  }
+  TrainingState state;
+  const std::vector<std::string> errors = run_ranks(3, [&](int rank, comm::Communicator& communicator) {
+    ApexProcessesPolicy policy(config, env_config(id, 4), *learners[static_cast<size_t>(rank)], torch::kCPU,
+                               communicator);
+    TrainingState own;
+    policy.train(rank == 0 ? state : own, 480, 1'000'000, {});
+  });
+  for (const std::string& error : errors) EXPECT_EQ(error, "");
+  EXPECT_EQ(state.global_step, 480);
+  ASSERT_FALSE(learners[0]->steps.empty());
+  namespace f = algos::transition;
+  for (const auto& [stream, step] : learners[0]->steps) {
+    ASSERT_EQ(step.count(f::kPriorities), 1u);
+    EXPECT_TRUE(step.at(f::kPriorities).equal(step.at(f::kObservations).select(1, 0) + 0.5f)) << "stream " << stream;
+  }
+}
+
 TEST(ApexProcesses, AnActorsFailureFailsTheRunNamingItsRank) {
   const std::string id = register_counting_env();
   ApexConfig config = apex_config(2);

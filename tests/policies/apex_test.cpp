@@ -112,6 +112,22 @@ TEST(Apex, EveryActorsStepsReachTheLearnerInOrderOnItsOwnStream) {
   for (const double progress : learner.progresses) EXPECT_LE(progress, 1.0);
 }
 
+// Replicas that compute initial priorities (Ape-X) hand them to observe() with their step (the
+// fake's: the step's counter + 0.5).
+TEST(Apex, TheActorsInitialPrioritiesReachObserveWithTheirSteps) {
+  ApexRecordingLearner learner(/*learning_starts=*/10);
+  learner.replica_priorities = true;
+  ApexPolicy policy(apex_config(2), env_config(register_counting_env(), 4), learner, torch::kCPU);
+  TrainingState state;
+  policy.train(state, 200, 1'000'000, {});
+  ASSERT_FALSE(learner.steps.empty());
+  namespace f = algos::transition;
+  for (const auto& [stream, step] : learner.steps) {
+    ASSERT_EQ(step.count(f::kPriorities), 1u);
+    EXPECT_TRUE(step.at(f::kPriorities).equal(step.at(f::kObservations).select(1, 0) + 0.5f)) << "stream " << stream;
+  }
+}
+
 TEST(Apex, PublishedParametersReachTheActorsAndTheStepsPerUpdateAreBounded) {
   ApexRecordingLearner learner(/*learning_starts=*/20);
   learner.update_sleep = std::chrono::microseconds(200);

@@ -242,6 +242,14 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
       assigned.push_back(flat_values.clone());
       updates_at_assign.push_back(learner_updates->load());
     }
+    // With gives_priorities: each transition's priority is its observation's first value + 0.5.
+    bool computes_priorities() const override { return gives_priorities; }
+    torch::Tensor priorities(const algos::TensorMap& transitions) override {
+      if (!gives_priorities) return algos::ActorReplica::priorities(transitions);
+      return transitions.at(algos::transition::kObservations).select(1, 0).to(torch::kFloat) + 0.5;
+    }
+
+    bool gives_priorities = false;
 
     const std::atomic<int>* learner_updates = nullptr;
     std::vector<algos::ActingContext> contexts;
@@ -279,6 +287,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
     if (!replicable) return nullptr;
     auto replica = std::make_unique<Replica>();
     replica->learner_updates = &updates_made;
+    replica->gives_priorities = replica_priorities;
     replicas.push_back(replica.get());
     return replica;
   }
@@ -289,9 +298,10 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
   void save(core::Checkpoint&) const override {}
   void load(const core::Checkpoint&) override {}
 
-  bool replicable = true;  // false: make_actor_replica() returns nullptr
-  bool concurrent = true;  // observes_while_updating()
-  int nan_at_update = -1;  // the 1-based update whose "losses/fake" is nan; -1: none
+  bool replicable = true;           // false: make_actor_replica() returns nullptr
+  bool replica_priorities = false;  // the replicas compute initial priorities (Replica::priorities)
+  bool concurrent = true;           // observes_while_updating()
+  int nan_at_update = -1;           // the 1-based update whose "losses/fake" is nan; -1: none
   std::chrono::microseconds update_sleep{0};
   std::vector<Replica*> replicas;                       // owned by the policy
   std::vector<std::pair<int, algos::TensorMap>> steps;  // (stream, step), in observe() order

@@ -89,6 +89,16 @@ at::Tensor on_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = st
   return t.detach().to(at::kCPU, wanted);
 }
 
+// A step's initial priorities (transition::kPriorities, [rows], from an Ape-X actor) for a
+// prioritised replay; none when the actor gave none (new transitions then take the replay's
+// maximum) or the replay samples uniformly.
+std::optional<at::Tensor> initial_priorities(const TensorMap& step, int64_t rows, bool prioritized) {
+  const auto found = step.find(transition::kPriorities);
+  if (found == step.end() || !found->second.defined() || !prioritized) return std::nullopt;
+  tensor_checks::check_1d("Dqn::observe", transition::kPriorities, found->second, rows);
+  return on_host(found->second, at::kFloat);
+}
+
 // The replay sampler's seed, drawn from LibTorch's generator so that torch::manual_seed fixes it.
 uint64_t seed_from_torch() {
   const at::Tensor draw =
@@ -277,7 +287,10 @@ class DqnActorReplica final : public ActorReplica {
   DqnActorReplica(const nn::QNetwork& online, const DqnConfig& config)
       : network_(std::dynamic_pointer_cast<nn::QNetworkImpl>(online->clone())),
         parameters_(*network_),
-        actor_(network_, config) {}
+        actor_(network_, config),
+        gamma_(config.gamma),
+        priority_eps_(config.priority_eps),
+        computes_priorities_(config.prioritized && config.n_step == 1) {}
 
   ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
     return actor_.act(observations, context);
@@ -293,10 +306,34 @@ class DqnActorReplica final : public ActorReplica {
     parameters_.values().copy_(flat_values.detach().reshape({-1}));
   }
 
+  // Ape-X's initial priorities, for one-step targets (an n-step transition is only complete in
+  // the learner's windows, so with n_step > 1 new transitions get the replay's maximum): the
+  // learner's priority formula, |r + discount * max_a Q(o', a) - Q(o, a)| + priority_eps, with
+  // this replica's network as both online and target network (the actors have no target copy).
+  bool computes_priorities() const override { return computes_priorities_; }
+  at::Tensor priorities(const TensorMap& transitions) override {
+    if (!computes_priorities_) return ActorReplica::priorities(transitions);
+    c10::NoGradGuard no_grad;
+    const torch::Device device = parameters_.values().device();
+    const at::Tensor q_taken =
+        network_->forward(on_device(transitions.at(transition::kObservations), device))
+            .gather(1, on_device(transitions.at(transition::kActions), device).to(at::kLong).unsqueeze(1))
+            .squeeze(1);
+    const at::Tensor q_next =
+        std::get<0>(network_->forward(on_device(transitions.at(transition::kNextObservations), device)).max(1));
+    const at::Tensor ended = on_device(transitions.at(transition::kTerminated), device).to(at::kFloat);
+    const at::Tensor rewards = on_device(transitions.at(transition::kRewards), device).to(at::kFloat);
+    const at::Tensor targets = rewards + (1.0 - ended) * gamma_ * q_next;
+    return ((q_taken - targets).abs() + priority_eps_).to(at::kCPU, at::kFloat);
+  }
+
  private:
   nn::QNetwork network_;
   nn::FlatParameters parameters_;
   EpsilonGreedyActor actor_;
+  double gamma_;
+  double priority_eps_;
+  bool computes_priorities_;
 };
 
 }  // namespace
@@ -386,14 +423,20 @@ void Dqn::observe(const TensorMap& step, int stream) {
     for (int64_t b = 0; b < rows; ++b) discount[b] = ended[b] != 0.0f ? 0.0f : static_cast<float>(config_.gamma);
     const at::Tensor o = on_host(observations);
     replay_for(o.scalar_type())
-        .add({
-            {dqn_replay::kObservation, o},
-            {dqn_replay::kAction, a},
-            {dqn_replay::kReturn, on_host(field(transition::kRewards), at::kFloat)},
-            {dqn_replay::kDiscount, discounts},
-            {dqn_replay::kBootstrapObservation, on_host(next_observations)},
-        });
+        .add(
+            {
+                {dqn_replay::kObservation, o},
+                {dqn_replay::kAction, a},
+                {dqn_replay::kReturn, on_host(field(transition::kRewards), at::kFloat)},
+                {dqn_replay::kDiscount, discounts},
+                {dqn_replay::kBootstrapObservation, on_host(next_observations)},
+            },
+            initial_priorities(step, rows, config_.prioritized));
     return;
+  }
+  if (step.count(transition::kPriorities) != 0) {
+    tensor_checks::fail(kFn, "initial priorities are for one-step targets (algo.dqn.n_step = 1); with n_step = " +
+                                 std::to_string(config_.n_step) + " new transitions take the replay's maximum");
   }
 
   // n-step windows keep steps by reference: give them copies nobody else writes to.

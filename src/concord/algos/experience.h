@@ -31,6 +31,9 @@ inline constexpr const char* kRewards = "rewards";
 inline constexpr const char* kTerminated = "terminated";
 inline constexpr const char* kTruncated = "truncated";
 inline constexpr const char* kNextObservations = "next_observations";
+// Optional: [B] float, the acting replica's initial priority of each transition (Ape-X's actors,
+// ActorReplica::priorities); absent, a prioritised replay gives new transitions its maximum.
+inline constexpr const char* kPriorities = "priorities";
 }  // namespace transition
 
 // Helpers that treat every field of an Experience alike, so that no policy enumerates fields by

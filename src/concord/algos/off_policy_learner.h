@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 
 #include <ATen/core/Tensor.h>
 
@@ -22,6 +23,17 @@ class ActorReplica : public Actor {
   // out as the learner's flat_parameters().values() (a copy the policy published, on the
   // learner's device). Throws std::invalid_argument if its size differs.
   virtual void assign(const at::Tensor& flat_values) = 0;
+
+  // Whether priorities() gives the initial replay priorities of the transitions it acted in
+  // (Ape-X: actors compute them with their copy of the network, so that a new transition enters a
+  // prioritised replay with its own TD error instead of the maximum). False by default.
+  virtual bool computes_priorities() const { return false; }
+  // The initial priorities ([N] float, on the CPU) of N transitions (experience.h's fields, each
+  // [N, ...]) this replica acted in; only when computes_priorities(). Throws std::logic_error
+  // otherwise.
+  virtual at::Tensor priorities(const TensorMap& /*transitions*/) {
+    throw std::logic_error("ActorReplica::priorities: this replica computes no priorities");
+  }
 };
 
 // The off-policy family (DQN, SAC): transitions go into the learner's replay as they happen, and

@@ -34,12 +34,15 @@ constexpr int kEpisodesTag = 130;
 constexpr int kControlTag = 140;
 constexpr int kParametersTag = 141;
 
-// A segment's fields, in the order they travel: each [S, B, ...], S steps of an actor's B envs.
-const std::vector<std::string>& segment_fields() {
-  static const std::vector<std::string> kFields = {
-      algos::transition::kObservations, algos::transition::kActions,   algos::transition::kRewards,
-      algos::transition::kTerminated,   algos::transition::kTruncated, algos::transition::kNextObservations};
-  return kFields;
+// A segment's fields, in the order they travel: each [S, B, ...], S steps of an actor's B envs;
+// the actors' initial priorities last when their replicas compute them (the same on every rank:
+// the same algorithm config).
+std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
+  std::vector<std::string> fields = {algos::transition::kObservations, algos::transition::kActions,
+                                     algos::transition::kRewards,      algos::transition::kTerminated,
+                                     algos::transition::kTruncated,    algos::transition::kNextObservations};
+  if (replica.computes_priorities()) fields.emplace_back(algos::transition::kPriorities);
+  return fields;
 }
 
 // Control k, from the learner to an actor: go on (1) or stop (0); parameters follow (1) or not
@@ -60,7 +63,7 @@ int64_t segment_steps(int64_t refresh_every, int64_t envs_per_actor) {
   return (refresh_every + envs_per_actor - 1) / envs_per_actor;
 }
 
-// One segment on the learner: `fields` [S, B, ...] in segment_fields() order, and the episodes
+// One segment on the learner: `fields` [S, B, ...] in segment_fields(replica) order, and the episodes
 // the actor finished in it (float64: count, then (return, length) pairs).
 struct Segment {
   int actor = 0;
@@ -117,7 +120,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   void serve() {
     comm::Watchdog watchdog;
-    const std::vector<std::string>& names = segment_fields();
+    const std::vector<std::string> names = segment_fields(*policy_.replica_);
     const auto count = static_cast<int64_t>(names.size());
     // Control 0 and the parameters to every actor (stop, if the run is already over), then each
     // actor's description of its segments.
@@ -280,7 +283,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
       received.swap(inbox_);
     }
-    const std::vector<std::string>& names = segment_fields();
+    const std::vector<std::string> names = segment_fields(*policy_.replica_);
     for (Segment& segment : received) {
       if (state_.global_step >= total_steps_) break;  // in flight at the end: dropped
       const int64_t steps = segment.fields.front().size(0);
@@ -450,7 +453,8 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     parameters = torch::empty_like(learner_.flat_parameters().values().detach(), torch::device(torch::kCPU));
   }
   const int64_t steps = segment_steps(config_.refresh_every, collector.num_envs());
-  const std::vector<std::string>& names = segment_fields();
+  const std::vector<std::string> names = segment_fields(replica);
+  const size_t collected = replica.computes_priorities() ? names.size() - 1 : names.size();
   int64_t learner_step = 0;  // at the last control
   int64_t own_steps = 0;     // since the last control
   int64_t acting_step = 0;   // the global_step it acts at: never going back
@@ -480,17 +484,25 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     finished.emplace_back(episode_return, episode_length);
   };
   const auto collect = [&] {
-    std::vector<std::vector<torch::Tensor>> columns(names.size());
+    std::vector<std::vector<torch::Tensor>> columns(collected);
     finished.clear();
     for (int64_t t = 0; t < steps; ++t) {
       acting_step = std::max(acting_step, learner_step + own_steps);
       const algos::ActingContext context{false, acting_step, total_steps, a, actors};
       const algos::TensorMap step = collector.step(replica, context, on_episode);
       own_steps += collector.num_envs();
-      for (size_t field = 0; field < names.size(); ++field) columns[field].push_back(step.at(names[field]));
+      for (size_t field = 0; field < collected; ++field) columns[field].push_back(step.at(names[field]));
     }
     Outgoing outgoing;
     for (auto& column : columns) outgoing.fields.push_back(torch::stack(column).to(torch::kCPU).contiguous());
+    if (collected < names.size()) {
+      // Ape-X's initial priorities, for the whole segment at once (as Ape-X's actors batch them).
+      algos::TensorMap rows;
+      for (size_t field = 0; field < collected; ++field) {
+        rows.emplace(names[field], outgoing.fields[field].flatten(0, 1));
+      }
+      outgoing.fields.push_back(replica.priorities(rows).reshape({steps, collector.num_envs()}).contiguous());
+    }
     outgoing.episodes = torch::zeros({1 + 2 * steps * collector.num_envs()}, torch::kFloat64);
     double* episodes = outgoing.episodes.data_ptr<double>();
     episodes[0] = static_cast<double>(finished.size());
