@@ -11,6 +11,7 @@
 #include "concord/comm/tensor_description.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
+#include "concord/policies/episode_message.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 
@@ -238,12 +239,16 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     double lag_sum = 0.0;
     for (auto& link : actors_) {
       if (!link->alive || !settle(*link, receive_deadline, "sent no rollout")) continue;
+      FinishedEpisodes finished;
+      try {
+        finished = unpack_episodes(link->episodes, "actor rank " + std::to_string(link->rank));
+      } catch (const std::runtime_error& error) {
+        actor_failed(*link, error.what());
+        continue;
+      }
       parts.push_back(&link->rollout);
       lag_sum += static_cast<double>(state.updates - link->version.item<int64_t>());
-      const double* episodes = link->episodes.data_ptr<double>();
-      for (int64_t i = 0; i < static_cast<int64_t>(episodes[0]); ++i) {
-        const double episode_return = episodes[1 + 2 * i];
-        const auto episode_length = static_cast<int64_t>(episodes[2 + 2 * i]);
+      for (const auto& [episode_return, episode_length] : finished) {
         record_episode(episodes_, callbacks, episode_return, episode_length);
       }
     }
@@ -307,7 +312,7 @@ void ActorProcessesPolicy::act() {
   RolloutCollector collector(env, learner_.rollout_length(), device_);
   nn::ActorCritic model = learner_.model();
   const int64_t max_episodes = collector.env_steps_per_rollout();
-  std::vector<std::pair<double, int64_t>> finished;
+  FinishedEpisodes finished;
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };
@@ -321,16 +326,10 @@ void ActorProcessesPolicy::act() {
   };
   const auto collect = [&] {
     finished.clear();
-    Outgoing outgoing{collector.collect(model, on_episode), torch::zeros({1 + 2 * max_episodes}, torch::kFloat64),
-                      torch::tensor({version})};
+    Outgoing outgoing{collector.collect(model, on_episode), torch::Tensor(), torch::tensor({version})};
+    outgoing.episodes = pack_episodes(finished, max_episodes);
     // Owned copies: the collector reuses its buffers for the next rollout while these are sent.
     for (torch::Tensor* field : outgoing.rollout.fields()) *field = field->to(torch::kCPU).contiguous().clone();
-    double* episodes = outgoing.episodes.data_ptr<double>();
-    episodes[0] = static_cast<double>(finished.size());
-    for (size_t i = 0; i < finished.size(); ++i) {
-      episodes[1 + 2 * i] = finished[i].first;
-      episodes[2 + 2 * i] = static_cast<double>(finished[i].second);
-    }
     return outgoing;
   };
   std::vector<std::unique_ptr<comm::Request>> sending;

@@ -22,6 +22,7 @@
 #include "concord/core/first_failure.h"
 #include "concord/core/timer.h"
 #include "concord/policies/apex_learner.h"
+#include "concord/policies/episode_message.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
@@ -64,11 +65,12 @@ int64_t segment_steps(int64_t refresh_every, int64_t envs_per_actor) {
 }
 
 // One segment on the learner: `fields` [S, B, ...] in segment_fields(replica) order, and the episodes
-// the actor finished in it (float64: count, then (return, length) pairs).
+// the actor finished in it.
 struct Segment {
   int actor = 0;
   std::vector<torch::Tensor> fields;
-  torch::Tensor episodes;
+  torch::Tensor episodes;     // as received (episode_message.h)
+  FinishedEpisodes finished;  // as checked
 };
 
 }  // namespace
@@ -183,6 +185,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         settle(watchdog, a, "sent no transitions");
         Segment& segment = incoming[static_cast<size_t>(a)];
         const int64_t steps = segment.fields.front().size(0) * segment.fields.front().size(1);
+        segment.finished = unpack_episodes(segment.episodes, rank_name(a + 1));
         {
           std::lock_guard<std::mutex> lock(inbox_mutex_);
           inbox_.push_back(std::move(segment));
@@ -293,9 +296,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         learner_.observe(step, segment.actor);
       }
       state_.global_step += steps * segment.fields.front().size(1);
-      const double* episodes = segment.episodes.data_ptr<double>();
-      for (int64_t i = 0; i < static_cast<int64_t>(episodes[0]); ++i) {
-        record_episode(policy_.episodes_, callbacks_, episodes[1 + 2 * i], static_cast<int64_t>(episodes[2 + 2 * i]));
+      for (const auto& [episode_return, episode_length] : segment.finished) {
+        record_episode(policy_.episodes_, callbacks_, episode_return, episode_length);
       }
     }
     observed_step_.store(state_.global_step);
@@ -479,7 +481,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     std::vector<torch::Tensor> fields;
     torch::Tensor episodes;
   };
-  std::vector<std::pair<double, int64_t>> finished;
+  FinishedEpisodes finished;
   const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };
@@ -503,13 +505,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
       }
       outgoing.fields.push_back(replica.priorities(rows).reshape({steps, collector.num_envs()}).contiguous());
     }
-    outgoing.episodes = torch::zeros({1 + 2 * steps * collector.num_envs()}, torch::kFloat64);
-    double* episodes = outgoing.episodes.data_ptr<double>();
-    episodes[0] = static_cast<double>(finished.size());
-    for (size_t i = 0; i < finished.size(); ++i) {
-      episodes[1 + 2 * i] = finished[i].first;
-      episodes[2 + 2 * i] = static_cast<double>(finished[i].second);
-    }
+    outgoing.episodes = pack_episodes(finished, steps * collector.num_envs());
     return outgoing;
   };
   std::vector<std::unique_ptr<comm::Request>> sending;
