@@ -312,36 +312,6 @@ class Run final : public ApexStepSource {
 
 }  // namespace
 
-void ApexConfig::validate() const {
-  core::ConfigProblems problems;
-  problems.check(actors >= 1, "actors", actors, ">= 1");
-  problems.check(publish_every >= 1, "publish_every", publish_every, ">= 1");
-  problems.check(refresh_every >= 1, "refresh_every", refresh_every, ">= 1");
-  problems.check(max_env_steps_per_update >= 0, "max_env_steps_per_update", max_env_steps_per_update,
-                 ">= 0 (0 = unbounded)");
-  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
-  problems.throw_if_any("policy.apex config");
-}
-
-const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
-  using C = ApexConfig;
-  static const core::ConfigFields<C> kFields = {
-      {"actors", &C::actors,
-       "Actor threads, each stepping its own envs (env.num_envs is split among them); under a launcher, the actor "
-       "ranks after the learner (rank 0), one actor each"},
-      {"publish_every", &C::publish_every, "Learner updates between publications of its parameters to the actors"},
-      {"refresh_every", &C::refresh_every,
-       "Env steps of an actor (over its envs) between picking up the latest published parameters (Ape-X: 400); "
-       "across processes, also the steps of each segment of transitions an actor sends"},
-      {"max_env_steps_per_update", &C::max_env_steps_per_update,
-       "Actors wait while the env steps since the first update exceed this many per update (0: never wait; the "
-       "replay ratio is then set by the relative speeds of acting and learning)"},
-      {"wait_timeout_seconds", &C::wait_timeout_seconds,
-       "A wait between the actors and the learner longer than this is an error naming it"},
-  };
-  return kFields;
-}
-
 ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
                        torch::Device device)
     : config_(core::validated(config)), learner_(learner), device_(device), seed_(env_config.seed) {

@@ -7,38 +7,13 @@
 #include <torch/types.h>
 
 #include "concord/algos/off_policy_learner.h"
-#include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
+#include "concord/policies/apex_config.h"
 #include "concord/policies/policy.h"
 #include "concord/policies/policy_context.h"
 
 namespace concord::policies {
-
-// policy.apex.*
-struct ApexConfig {
-  int actors = 2;  // actor threads (under a launcher: actor ranks); env.num_envs is split among them
-  // Learner updates between two publications of its parameters to the actors. Ape-X's actors act
-  // with parameters about 50 updates old (a refresh every 400 frames, ~2.8 s, at ~19 updates/s);
-  // 50 keeps them as fresh as that while a publication (one flat copy, under a lock the actors
-  // take to refresh) costs a fiftieth of a copy per update, whatever the network's size.
-  int64_t publish_every = 50;
-  // Env steps of one actor (summed over its envs) between picking up the latest published
-  // parameters: Ape-X's 400 frames. Across processes, also the steps of each segment an actor
-  // sends (rounded up to whole steps of its envs).
-  int64_t refresh_every = 400;
-  // 0: actors never wait for the learner (Ape-X), and the replay ratio is whatever the relative
-  // speeds of acting and learning make it. N > 0: from learning_starts on, the actors start a step
-  // only while global_step is below an allowance that grows by N with every update, so that fast
-  // actors cannot dilute the replay ratio below one update per N env steps (plus one step of each
-  // actor in flight). An update that finds no batch in the replay lets the actors N steps on.
-  int64_t max_env_steps_per_update = 0;
-  double wait_timeout_seconds = 60.0;  // a blocking wait longer than this is an error naming it
-
-  // Throws std::invalid_argument listing every bad field with its value.
-  void validate() const;
-  static const core::ConfigFields<ApexConfig>& fields();
-};
 
 // The `apex` distribution policy (Ape-X, Horgan et al., 2018) for off-policy learners, on threads
 // of one process: A actor threads fill the learner's replay while the calling thread learns from

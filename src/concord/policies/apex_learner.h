@@ -4,7 +4,7 @@
 
 #include "concord/algos/off_policy_learner.h"
 #include "concord/core/episode_stats.h"
-#include "concord/policies/apex.h"
+#include "concord/policies/apex_config.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {

@@ -9,7 +9,7 @@
 #include "concord/comm/communicator.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
-#include "concord/policies/apex.h"
+#include "concord/policies/apex_config.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {

@@ -31,8 +31,8 @@ FinishedEpisodes unpack_episodes(const torch::Tensor& message, const std::string
   const double* values = message.data_ptr<double>();
   const double count = values[0];
   if (!(count >= 0.0 && count <= static_cast<double>(capacity)) || count != std::floor(count)) {
-    throw std::runtime_error(sender + " sent an episode count of " + std::to_string(count) + ", not a whole number in [0, " +
-                             std::to_string(capacity) + "]");
+    throw std::runtime_error(sender + " sent an episode count of " + std::to_string(count) +
+                             ", not a whole number in [0, " + std::to_string(capacity) + "]");
   }
   FinishedEpisodes finished;
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
