@@ -16,4 +16,9 @@ class Stopwatch {
   Clock::time_point start_;
 };
 
+// `seconds` (a config's timeout) as a steady-clock duration, for deadlines and waits.
+inline std::chrono::steady_clock::duration steady_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 }  // namespace concord::core

@@ -28,10 +28,6 @@ namespace {
 
 using Episodes = std::vector<std::pair<double, int64_t>>;  // (return, length) of finished episodes
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
 // The learner polls should_stop at least this often while it waits for the actors.
 constexpr std::chrono::milliseconds kPollSlice{50};
 
@@ -54,12 +50,11 @@ class Run final : public ApexStepSource {
         total_steps_(total_steps),
         checkpoint_interval_steps_(checkpoint_interval_steps),
         callbacks_(callbacks),
-        timeout_(seconds(config.wait_timeout_seconds)),
+        timeout_(core::steady_duration(config.wait_timeout_seconds)),
         timeout_text_(std::to_string(config.wait_timeout_seconds) + " s"),
-        learning_from_(std::max(learner.learning_starts(), state.global_step)),
         global_step_(state.global_step),
         claimed_(state.global_step),
-        allowed_step_(learning_from_ + config.max_env_steps_per_update) {}
+        allowed_step_(initial_allowance(config, learner, state)) {}
 
   void run() {
     {
@@ -284,7 +279,6 @@ class Run final : public ApexStepSource {
   const TrainingCallbacks& callbacks_;
   const std::chrono::steady_clock::duration timeout_;
   const std::string timeout_text_;
-  const int64_t learning_from_;  // updates start once global_step exceeds it
 
   // observe(), global_step's increments and the episodes on their way to the learner.
   std::mutex observing_;

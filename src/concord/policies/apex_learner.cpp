@@ -6,12 +6,17 @@
 
 namespace concord::policies {
 
+int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearner& learner,
+                          const TrainingState& state) {
+  return std::max(learner.learning_starts(), state.global_step) + config.max_env_steps_per_update;
+}
+
 void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learner, ApexStepSource& source,
                         TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                         const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes, int num_actors) {
   UpdateReporter reporter(state, checkpoint_interval_steps);
   const int64_t learning_from = std::max(learner.learning_starts(), state.global_step);
-  int64_t allowed_step = learning_from + config.max_env_steps_per_update;
+  int64_t allowed_step = initial_allowance(config, learner, state);
   int64_t run_updates = 0;
   double update_seconds = 0.0, wait_seconds = 0.0;
   // Updates start once some step of this run is observed and learning_starts is passed.

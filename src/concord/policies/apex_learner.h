@@ -31,6 +31,10 @@ class ApexStepSource {
   virtual void after_update() {}
 };
 
+// The actors' first allowance under max_env_steps_per_update, the one learn_back_to_back starts
+// from: max(learning_starts, the state's global_step) + max_env_steps_per_update.
+int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearner& learner, const TrainingState& state);
+
 // The learner's side of Ape-X, on the calling thread: from the first step past
 // max(learning_starts, the state's global_step) on, learner.update() back to back; the
 // parameters published every publish_every updates; every update reported with charts/SPS,

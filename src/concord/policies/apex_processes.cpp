@@ -50,10 +50,6 @@ std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
 // (0); the learner updates they are from; the learner's global_step.
 constexpr int64_t kControlSize = 4;
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
 // The learner polls should_stop at least this often while it waits for segments.
 constexpr std::chrono::milliseconds kPollSlice{50};
 
@@ -89,12 +85,12 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         total_steps_(total_steps),
         checkpoint_interval_steps_(checkpoint_interval_steps),
         callbacks_(callbacks),
-        patience_(seconds(config_.wait_timeout_seconds)),
+        patience_(core::steady_duration(config_.wait_timeout_seconds)),
         patience_text_(std::to_string(config_.wait_timeout_seconds) + " s (policy.apex.wait_timeout_seconds)"),
-        learning_from_(std::max(learner_.learning_starts(), state.global_step)),
         received_(state.global_step),
-        allowed_step_(learning_from_ + config_.max_env_steps_per_update),
-        sent_version_(static_cast<size_t>(actors_), -1) {}
+        allowed_step_(initial_allowance(config_, learner_, state)),
+        sent_version_(static_cast<size_t>(actors_), -1),
+        fields_(segment_fields(*policy.replica_)) {}
 
   void run() {
     publish(state_.updates);
@@ -122,7 +118,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   void serve() {
     comm::Watchdog watchdog;
-    const std::vector<std::string> names = segment_fields(*policy_.replica_);
+    const std::vector<std::string>& names = fields_;
     const auto count = static_cast<int64_t>(names.size());
     // Control 0 and the parameters to every actor (stop, if the run is already over), then each
     // actor's description of its segments.
@@ -286,7 +282,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
       received.swap(inbox_);
     }
-    const std::vector<std::string> names = segment_fields(*policy_.replica_);
+    const std::vector<std::string>& names = fields_;
     for (Segment& segment : received) {
       if (state_.global_step >= total_steps_) break;  // in flight at the end: dropped
       const int64_t steps = segment.fields.front().size(0);
@@ -364,7 +360,6 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   const TrainingCallbacks& callbacks_;
   const std::chrono::steady_clock::duration patience_;
   const std::string patience_text_;
-  const int64_t learning_from_;
 
   // Segments handed over by the communication thread, not yet observed.
   std::mutex inbox_mutex_;
@@ -383,7 +378,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   std::mutex publishing_;
   torch::Tensor published_;
   int64_t version_ = 0;
-  std::vector<int64_t> sent_version_;  // per actor: the version it was last sent (communication thread)
+  std::vector<int64_t> sent_version_;      // per actor: the version it was last sent (communication thread)
+  const std::vector<std::string> fields_;  // the segments' fields, in the order they travel
   std::vector<std::vector<std::unique_ptr<comm::Request>>> pending_ =
       std::vector<std::vector<std::unique_ptr<comm::Request>>>(static_cast<size_t>(actors_));
 

@@ -102,10 +102,6 @@ inline void relax() {
 #endif
 }
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
 }  // namespace
 
 void AsyncLearnerConfig::validate() const {
@@ -168,7 +164,7 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
   const int64_t steps_per_rollout = learner.rollout_length() * env_->num_envs();
   const int64_t rollouts_wanted = (total_steps - state.global_step + steps_per_rollout - 1) / steps_per_rollout;
   const int64_t first_version = state.updates;
-  const auto timeout = seconds(config_.wait_timeout_seconds);
+  const auto timeout = core::steady_duration(config_.wait_timeout_seconds);
   const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
 
   // Rollout k acts with exactly version first + k - lag (or first, while k < lag), so that which
@@ -328,7 +324,7 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
   const int64_t train_frequency = learner.train_frequency();
   const int64_t lag = config_.max_policy_lag;
   const int64_t first_step = state.global_step;
-  const auto timeout = seconds(config_.wait_timeout_seconds);
+  const auto timeout = core::steady_duration(config_.wait_timeout_seconds);
   const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
 
   // Version v (the parameters after v update() calls of this run) is kept in slot v % (lag + 1):
