@@ -55,3 +55,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCUDAToolkit_ROOT="$cuda_root" -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" \
   -DCONCORD_BUILD_PYTHON=OFF -DCONCORD_BUILD_BENCH=OFF "${protoc_flag[@]}"
 cmake --build "$build" -- -k 0 "$@"
+# The programs must bind std::filesystem in libstdc++, not in libtorch.so's copy (CMakeLists.txt).
+if [ -f "$build/concord" ] && ! readelf -d "$build/concord" | awk '/NEEDED/ {print; exit}' | grep -q 'libstdc++'; then
+  echo "cuda_build: concord does not name libstdc++ first among its libraries: std::filesystem may bind to libtorch's copy" >&2
+  exit 1
+fi
