@@ -647,8 +647,9 @@ TEST(DqnTest, AnActorReplicaActsWithItsOwnCopyUntilAssigned) {
   EXPECT_THROW(replica->assign(at::zeros({5})), std::invalid_argument);
 }
 
-// Ape-X's initial priorities: the replica's |r + discount * max_a Q(o', a) - Q(o, a)| + priority_eps
-// with its own network, worked by hand for Q(o) = o; observe() stores them as given.
+// Ape-X's initial priorities: the replica estimates Q(o, a) and max_a Q(o', a) with its own
+// network, and observe() completes |G + discount * max_a Q(o', a) - Q(o, a)| + priority_eps for
+// its one-step target; worked by hand for Q(o) = o.
 TEST(DqnTest, AReplicaGivesApeXsInitialPrioritiesAndObserveStoresThem) {
   DqnConfig config = tiny_config();
   config.prioritized = true;
@@ -657,33 +658,78 @@ TEST(DqnTest, AReplicaGivesApeXsInitialPrioritiesAndObserveStoresThem) {
   Dqn dqn(config);
   set_head(dqn.online_network(), {1, 0, 0, 1}, {0, 0});  // Q(o) = o
   const std::unique_ptr<ActorReplica> replica = dqn.make_actor_replica();
-  ASSERT_TRUE(replica->computes_priorities());
-  // Row 0: Q(o, 1) = 2, target 1 + 0.5 * max(3, 1) = 2.5: |2 - 2.5| + 0.25 = 0.75.
-  // Row 1: terminated, Q(o, 0) = 4, target 1: |4 - 1| + 0.25 = 3.25.
+  ASSERT_EQ(replica->priority_input_fields(),
+            (std::vector<std::string>{transition::kActingQ, transition::kActingNextValue}));
+  // Row 0: Q(o, 1) = 2, max_a Q(o') = 3. Row 1: Q(o, 0) = 4, max_a Q(o') = 5.
   TensorMap transitions = step(matrix({0, 2, 4, 0}, 2), {1, 0}, {1, 1}, {0, 1}, {0, 0}, matrix({3, 1, 5, 5}, 2));
-  const at::Tensor priorities = replica->priorities(transitions);
-  EXPECT_TRUE(priorities.equal(at::tensor({0.75f, 3.25f}))) << priorities;
+  const TensorMap inputs = replica->priority_inputs(transitions);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_TRUE(inputs.at(transition::kActingQ).equal(at::tensor({2.0f, 4.0f}))) << inputs.at(transition::kActingQ);
+  EXPECT_TRUE(inputs.at(transition::kActingNextValue).equal(at::tensor({3.0f, 5.0f})))
+      << inputs.at(transition::kActingNextValue);
 
-  transitions[transition::kPriorities] = priorities;
+  for (const auto& [name, input] : inputs) transitions[name] = input;
   dqn.observe(transitions);
+  // Row 0: target 1 + 0.5 * 3 = 2.5: |2.5 - 2| + 0.25 = 0.75. Row 1 terminated: target 1,
+  // |1 - 4| + 0.25 = 3.25.
   EXPECT_DOUBLE_EQ(dqn.replay()->priority(0), 0.75);
   EXPECT_DOUBLE_EQ(dqn.replay()->priority(1), 3.25);
 
-  // Only for one-step targets and a prioritised replay.
-  config.n_step = 3;
-  Dqn n_step(config);
-  EXPECT_FALSE(n_step.make_actor_replica()->computes_priorities());
-  EXPECT_THROW(n_step.make_actor_replica()->priorities(transitions), std::logic_error);
+  // One estimate without the other is refused in one line.
+  TensorMap half = transitions;
+  half.erase(transition::kActingNextValue);
   try {
-    n_step.observe(transitions);
-    ADD_FAILURE() << "priorities with n_step = 3 were taken";
+    dqn.observe(half);
+    ADD_FAILURE() << "an acting Q without its next value was taken";
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("initial priorities are for one-step targets"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("'acting_next_value' is missing"), std::string::npos) << error.what();
   }
-  config.n_step = 1;
+  // A uniform replay needs no estimates, and ignores any it is given.
   config.prioritized = false;
-  EXPECT_FALSE(Dqn(config).make_actor_replica()->computes_priorities());
+  EXPECT_TRUE(Dqn(config).make_actor_replica()->priority_input_fields().empty());
+  Dqn uniform(config);
+  uniform.observe(transitions);
+  EXPECT_EQ(uniform.replay()->size(), 2);
+}
+
+// With n-step targets the estimates travel in each env's window: a transition completed at step
+// t + m - 1 takes Q(o_t, a_t) from step t and the bootstrap value from step t + m - 1. One env,
+// n = 3, gamma 0.5, priority_eps 0.25, the estimates given as an actor would send them.
+TEST(DqnTest, NStepInitialPrioritiesTakeEachWindowsFirstQAndLastBootstrapValue) {
+  DqnConfig config = tiny_config();
+  config.prioritized = true;
+  config.n_step = 3;
+  config.gamma = 0.5;
+  config.priority_eps = 0.25;
+  Dqn dqn(config);
+  const auto observe = [&dqn](std::vector<float> o, int64_t a, float r, float terminated, float truncated,
+                              std::vector<float> next_o, float q, float next_value) {
+    TensorMap s = step(matrix(o, 1), {a}, {r}, {terminated}, {truncated}, matrix(next_o, 1));
+    s[transition::kActingQ] = at::tensor({q});
+    s[transition::kActingNextValue] = at::tensor({next_value});
+    dqn.observe(s);
+  };
+  observe({0, 2}, 1, 1, 0, 0, {3, 1}, /*q=*/2, /*next_value=*/3);
+  observe({3, 1}, 0, 2, 0, 0, {1, 4}, 3, 4);
+  EXPECT_EQ(dqn.replay()->size(), 0) << "no window is complete yet";
+  // Step 2 completes step 0's window: G = 1 + 0.5 * 2 + 0.25 * 4 = 3, discount 0.125, bootstrap
+  // value 2 (step 2's): |3 + 0.25 - 2| + 0.25 = 1.5.
+  observe({1, 4}, 1, 4, 0, 0, {2, 2}, 4, 2);
+  ASSERT_EQ(dqn.replay()->size(), 1);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(0), 1.5);
+  // Step 3 is truncated: the windows of steps 1, 2 and 3 end there and bootstrap from its value 6.
+  //   step 1: G = 2 + 0.5 * 4 + 0.25 * 8 = 6, discount 0.125: |6 + 0.75 - 3| + 0.25 = 4
+  //   step 2: G = 4 + 0.5 * 8 = 8, discount 0.25: |8 + 1.5 - 4| + 0.25 = 5.75
+  //   step 3: G = 8, discount 0.5: |8 + 3 - 2| + 0.25 = 9.25
+  observe({2, 2}, 0, 8, 0, 1, {6, 0}, 2, 6);
+  ASSERT_EQ(dqn.replay()->size(), 4);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(1), 4.0);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(2), 5.75);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(3), 9.25);
+  // A termination does not bootstrap: the next value 9 does not count. |1 - 1| + 0.25.
+  observe({1, 1}, 0, 1, 1, 0, {9, 9}, 1, 9);
+  ASSERT_EQ(dqn.replay()->size(), 5);
+  EXPECT_DOUBLE_EQ(dqn.replay()->priority(4), 0.25);
 }
 
 TEST(DqnTest, ObserveMayRunOnAnotherThreadWhileUpdating) {

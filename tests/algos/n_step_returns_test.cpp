@@ -6,6 +6,7 @@
 #include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -165,6 +166,38 @@ TEST(NStepReturnsTest, QueueEmitsWhenFullOrAtTheEpisodeEnd) {
       EXPECT_EQ(all[t].bootstrap_observation.item<int64_t>(), 100 + bootstrap_steps[t]) << t;
     }
   }
+}
+
+// The acting estimates pushed with each step (Ape-X's actors) come out with the transition that
+// starts there (its Q) and the one whose window ends there (its bootstrap value); NaN where none
+// was pushed. Column 1 of the hand-worked segment: truncation at t = 2, then full windows.
+TEST(NStepReturnsTest, QueueCarriesEachWindowsFirstQAndLastBootstrapValue) {
+  const HandWorkedSegment s;
+  NStepQueue queue(3, 0.5);
+  std::vector<NStepTransition> all;
+  for (int64_t t = 0; t < 7; ++t) {
+    const ActingEstimates estimates{/*q_taken=*/10.0 + static_cast<double>(t),
+                                    /*next_value=*/20.0 + static_cast<double>(t)};
+    const std::vector<NStepTransition> ready =
+        queue.push(at::scalar_tensor(t, at::kLong), at::scalar_tensor(0, at::kLong), s.rewards[t][1].item<double>(),
+                   s.terminated[t][1].item<float>() != 0, s.truncated[t][1].item<float>() != 0,
+                   at::scalar_tensor(t, at::kLong), t == 6 ? ActingEstimates{} : estimates);
+    all.insert(all.end(), ready.begin(), ready.end());
+  }
+  const std::vector<NStepTransition> flushed = queue.flush();
+  all.insert(all.end(), flushed.begin(), flushed.end());
+  ASSERT_EQ(all.size(), 7u);
+  const std::vector<int64_t> bootstrap_steps = {2, 2, 2, 5, 6, 6, 6};
+  for (size_t t = 0; t < 6; ++t) {
+    EXPECT_EQ(all[t].q_first, 10.0 + static_cast<double>(t)) << t;
+    const int64_t last = bootstrap_steps[t];
+    if (last == 6) {
+      EXPECT_TRUE(std::isnan(all[t].bootstrap_value)) << t << ": step 6 was pushed without estimates";
+    } else {
+      EXPECT_EQ(all[t].bootstrap_value, 20.0 + static_cast<double>(last)) << t;
+    }
+  }
+  EXPECT_TRUE(std::isnan(all[6].q_first));
 }
 
 TEST(NStepReturnsTest, QueueAgreesWithTheBatchFormExactly) {

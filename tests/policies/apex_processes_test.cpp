@@ -186,8 +186,11 @@ TEST(ApexProcesses, TheActorsInitialPrioritiesTravelWithTheirSteps) {
   ASSERT_FALSE(learners[0]->steps.empty());
   namespace f = algos::transition;
   for (const auto& [stream, step] : learners[0]->steps) {
-    ASSERT_EQ(step.count(f::kPriorities), 1u);
-    EXPECT_TRUE(step.at(f::kPriorities).equal(step.at(f::kObservations).select(1, 0) + 0.5f)) << "stream " << stream;
+    ASSERT_EQ(step.count(f::kActingQ), 1u);
+    ASSERT_EQ(step.count(f::kActingNextValue), 1u);
+    const torch::Tensor first = step.at(f::kObservations).select(1, 0);
+    EXPECT_TRUE(step.at(f::kActingQ).equal(first + 0.5f)) << "stream " << stream;
+    EXPECT_TRUE(step.at(f::kActingNextValue).equal(first + 0.25f)) << "stream " << stream;
   }
 }
 

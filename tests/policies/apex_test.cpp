@@ -112,8 +112,8 @@ TEST(Apex, EveryActorsStepsReachTheLearnerInOrderOnItsOwnStream) {
   for (const double progress : learner.progresses) EXPECT_LE(progress, 1.0);
 }
 
-// Replicas that compute initial priorities (Ape-X) hand them to observe() with their step (the
-// fake's: the step's counter + 0.5).
+// Replicas that give the inputs of initial priorities (Ape-X) hand them to observe() with their
+// step (the fake's: the step's counter + 0.5 and + 0.25).
 TEST(Apex, TheActorsInitialPrioritiesReachObserveWithTheirSteps) {
   ApexRecordingLearner learner(/*learning_starts=*/10);
   learner.replica_priorities = true;
@@ -123,8 +123,11 @@ TEST(Apex, TheActorsInitialPrioritiesReachObserveWithTheirSteps) {
   ASSERT_FALSE(learner.steps.empty());
   namespace f = algos::transition;
   for (const auto& [stream, step] : learner.steps) {
-    ASSERT_EQ(step.count(f::kPriorities), 1u);
-    EXPECT_TRUE(step.at(f::kPriorities).equal(step.at(f::kObservations).select(1, 0) + 0.5f)) << "stream " << stream;
+    ASSERT_EQ(step.count(f::kActingQ), 1u);
+    ASSERT_EQ(step.count(f::kActingNextValue), 1u);
+    const torch::Tensor first = step.at(f::kObservations).select(1, 0);
+    EXPECT_TRUE(step.at(f::kActingQ).equal(first + 0.5f)) << "stream " << stream;
+    EXPECT_TRUE(step.at(f::kActingNextValue).equal(first + 0.25f)) << "stream " << stream;
   }
 }
 

@@ -242,11 +242,16 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
       assigned.push_back(flat_values.clone());
       updates_at_assign.push_back(learner_updates->load());
     }
-    // With gives_priorities: each transition's priority is its observation's first value + 0.5.
-    bool computes_priorities() const override { return gives_priorities; }
-    torch::Tensor priorities(const algos::TensorMap& transitions) override {
-      if (!gives_priorities) return algos::ActorReplica::priorities(transitions);
-      return transitions.at(algos::transition::kObservations).select(1, 0).to(torch::kFloat) + 0.5;
+    // With gives_priorities: each transition's acting Q is its observation's first value + 0.5,
+    // its acting next value that + 0.25.
+    std::vector<std::string> priority_input_fields() const override {
+      if (!gives_priorities) return {};
+      return {algos::transition::kActingQ, algos::transition::kActingNextValue};
+    }
+    algos::TensorMap priority_inputs(const algos::TensorMap& transitions) override {
+      if (!gives_priorities) return {};
+      const torch::Tensor first = transitions.at(algos::transition::kObservations).select(1, 0).to(torch::kFloat);
+      return {{algos::transition::kActingQ, first + 0.5}, {algos::transition::kActingNextValue, first + 0.25}};
     }
 
     bool gives_priorities = false;
@@ -299,7 +304,7 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
   void load(const core::Checkpoint&) override {}
 
   bool replicable = true;           // false: make_actor_replica() returns nullptr
-  bool replica_priorities = false;  // the replicas compute initial priorities (Replica::priorities)
+  bool replica_priorities = false;  // the replicas give priority inputs (Replica::priority_inputs)
   bool concurrent = true;           // observes_while_updating()
   int nan_at_update = -1;           // the 1-based update whose "losses/fake" is nan; -1: none
   std::chrono::microseconds update_sleep{0};

@@ -89,14 +89,32 @@ at::Tensor on_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = st
   return t.detach().to(at::kCPU, wanted);
 }
 
-// A step's initial priorities (transition::kPriorities, [rows], from an Ape-X actor) for a
-// prioritised replay; none when the actor gave none (new transitions then take the replay's
-// maximum) or the replay samples uniformly.
-std::optional<at::Tensor> initial_priorities(const TensorMap& step, int64_t rows, bool prioritized) {
-  const auto found = step.find(transition::kPriorities);
-  if (found == step.end() || !found->second.defined() || !prioritized) return std::nullopt;
-  tensor_checks::check_1d("Dqn::observe", transition::kPriorities, found->second, rows);
-  return on_host(found->second, at::kFloat);
+// A step's acting estimates (transition::kActingQ and kActingNextValue, [rows] each, from an
+// Ape-X actor), as two host double tensors; none when the actor gave none (new transitions then
+// take the replay's maximum) or the replay samples uniformly. One without the other is refused.
+std::optional<std::pair<at::Tensor, at::Tensor>> acting_estimates(const TensorMap& step, int64_t rows,
+                                                                  bool prioritized) {
+  const auto q = step.find(transition::kActingQ);
+  const auto next_value = step.find(transition::kActingNextValue);
+  const bool has_q = q != step.end() && q->second.defined();
+  const bool has_next_value = next_value != step.end() && next_value->second.defined();
+  if (has_q != has_next_value) {
+    tensor_checks::fail("Dqn::observe", std::string("the acting estimates come together: '") +
+                                            (has_q ? transition::kActingNextValue : transition::kActingQ) +
+                                            "' is missing");
+  }
+  if (!has_q || !prioritized) return std::nullopt;
+  tensor_checks::check_1d("Dqn::observe", transition::kActingQ, q->second, rows);
+  tensor_checks::check_1d("Dqn::observe", transition::kActingNextValue, next_value->second, rows);
+  return std::make_pair(on_host(q->second, at::kDouble).contiguous(),
+                        on_host(next_value->second, at::kDouble).contiguous());
+}
+
+// Ape-X's initial priority of a transition, by the acting network's estimates:
+// |G + discount * V(bootstrap observation) - Q(o, a)| + eps, the learner's own priority formula
+// (update()) with the actor's network in place of both online and target network.
+double initial_priority(double return_, double discount, double bootstrap_value, double q_taken, double eps) {
+  return std::abs(return_ + discount * bootstrap_value - q_taken) + eps;
 }
 
 // The replay sampler's seed, drawn from LibTorch's generator so that torch::manual_seed fixes it.
@@ -288,9 +306,7 @@ class DqnActorReplica final : public ActorReplica {
       : network_(std::dynamic_pointer_cast<nn::QNetworkImpl>(online->clone())),
         parameters_(*network_),
         actor_(network_, config),
-        gamma_(config.gamma),
-        priority_eps_(config.priority_eps),
-        computes_priorities_(config.prioritized && config.n_step == 1) {}
+        gives_priority_inputs_(config.prioritized) {}
 
   ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
     return actor_.act(observations, context);
@@ -306,34 +322,32 @@ class DqnActorReplica final : public ActorReplica {
     parameters_.values().copy_(flat_values.detach().reshape({-1}));
   }
 
-  // Ape-X's initial priorities, for one-step targets (an n-step transition is only complete in
-  // the learner's windows, so with n_step > 1 new transitions get the replay's maximum): the
-  // learner's priority formula, |r + discount * max_a Q(o', a) - Q(o, a)| + priority_eps, with
-  // this replica's network as both online and target network (the actors have no target copy).
-  bool computes_priorities() const override { return computes_priorities_; }
-  at::Tensor priorities(const TensorMap& transitions) override {
-    if (!computes_priorities_) return ActorReplica::priorities(transitions);
+  // Ape-X's initial priorities: this replica's estimates of Q(o, a) and max_a Q(o', a), its
+  // network standing in for both online and target network (the actors have no target copy).
+  // observe() completes the TD error for the learner's one-step or n-step target.
+  std::vector<std::string> priority_input_fields() const override {
+    if (!gives_priority_inputs_) return {};
+    return {transition::kActingQ, transition::kActingNextValue};
+  }
+  TensorMap priority_inputs(const TensorMap& transitions) override {
+    if (!gives_priority_inputs_) return {};
     c10::NoGradGuard no_grad;
     const torch::Device device = parameters_.values().device();
     const at::Tensor q_taken =
         network_->forward(on_device(transitions.at(transition::kObservations), device))
             .gather(1, on_device(transitions.at(transition::kActions), device).to(at::kLong).unsqueeze(1))
             .squeeze(1);
-    const at::Tensor q_next =
+    const at::Tensor next_value =
         std::get<0>(network_->forward(on_device(transitions.at(transition::kNextObservations), device)).max(1));
-    const at::Tensor ended = on_device(transitions.at(transition::kTerminated), device).to(at::kFloat);
-    const at::Tensor rewards = on_device(transitions.at(transition::kRewards), device).to(at::kFloat);
-    const at::Tensor targets = rewards + (1.0 - ended) * gamma_ * q_next;
-    return ((q_taken - targets).abs() + priority_eps_).to(at::kCPU, at::kFloat);
+    return {{transition::kActingQ, q_taken.to(at::kCPU, at::kFloat)},
+            {transition::kActingNextValue, next_value.to(at::kCPU, at::kFloat)}};
   }
 
  private:
   nn::QNetwork network_;
   nn::FlatParameters parameters_;
   EpsilonGreedyActor actor_;
-  double gamma_;
-  double priority_eps_;
-  bool computes_priorities_;
+  bool gives_priority_inputs_;
 };
 
 }  // namespace
@@ -406,6 +420,7 @@ void Dqn::observe(const TensorMap& step, int stream) {
     tensor_checks::fail(kFn, "actions must be integer action indices, got " + tensor_checks::describe(actions));
   }
   if (rows == 0) return;
+  const auto estimates = acting_estimates(step, rows, config_.prioritized);
 
   c10::NoGradGuard no_grad;
   if (config_.n_step == 1) {
@@ -422,21 +437,28 @@ void Dqn::observe(const TensorMap& step, int stream) {
     float* discount = discounts.data_ptr<float>();
     for (int64_t b = 0; b < rows; ++b) discount[b] = ended[b] != 0.0f ? 0.0f : static_cast<float>(config_.gamma);
     const at::Tensor o = on_host(observations);
+    const at::Tensor r = on_host(field(transition::kRewards), at::kFloat).contiguous();
+    std::optional<at::Tensor> priorities;
+    if (estimates) {
+      priorities = at::empty({rows}, at::kFloat);
+      const double* q = estimates->first.data_ptr<double>();
+      const double* next_value = estimates->second.data_ptr<double>();
+      for (int64_t b = 0; b < rows; ++b) {
+        priorities->data_ptr<float>()[b] = static_cast<float>(
+            initial_priority(r.data_ptr<float>()[b], discount[b], next_value[b], q[b], config_.priority_eps));
+      }
+    }
     replay_for(o.scalar_type())
         .add(
             {
                 {dqn_replay::kObservation, o},
                 {dqn_replay::kAction, a},
-                {dqn_replay::kReturn, on_host(field(transition::kRewards), at::kFloat)},
+                {dqn_replay::kReturn, r},
                 {dqn_replay::kDiscount, discounts},
                 {dqn_replay::kBootstrapObservation, on_host(next_observations)},
             },
-            initial_priorities(step, rows, config_.prioritized));
+            priorities);
     return;
-  }
-  if (step.count(transition::kPriorities) != 0) {
-    tensor_checks::fail(kFn, "initial priorities are for one-step targets (algo.dqn.n_step = 1); with n_step = " +
-                                 std::to_string(config_.n_step) + " new transitions take the replay's maximum");
   }
 
   // n-step windows keep steps by reference: give them copies nobody else writes to.
@@ -460,25 +482,42 @@ void Dqn::observe(const TensorMap& step, int stream) {
   const at::Tensor term = terminated.contiguous();
   const at::Tensor trunc = truncated.contiguous();
   std::vector<at::Tensor> observation_rows, action_rows, bootstrap_rows;
-  std::vector<double> returns, discounts;
+  std::vector<double> returns, discounts, priorities;
   for (int64_t b = 0; b < rows; ++b) {
-    for (NStepTransition& done : queues[static_cast<size_t>(b)].push(
-             o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<bool>()[b], trunc.data_ptr<bool>()[b], next_o[b])) {
+    // The actor's estimates travel in the window with their step: a transition completed here
+    // takes Q(o_t, a_t) from its first step and the bootstrap value from its last.
+    ActingEstimates acting;
+    if (estimates) acting = {estimates->first.data_ptr<double>()[b], estimates->second.data_ptr<double>()[b]};
+    for (NStepTransition& done :
+         queues[static_cast<size_t>(b)].push(o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<bool>()[b],
+                                             trunc.data_ptr<bool>()[b], next_o[b], acting)) {
       observation_rows.push_back(std::move(done.observation));
       action_rows.push_back(std::move(done.action));
       returns.push_back(done.reward);
       discounts.push_back(done.discount);
       bootstrap_rows.push_back(std::move(done.bootstrap_observation));
+      if (estimates) {
+        priorities.push_back(
+            initial_priority(done.reward, done.discount, done.bootstrap_value, done.q_first, config_.priority_eps));
+      }
     }
   }
   if (returns.empty()) return;
-  replay.add({
-      {dqn_replay::kObservation, at::stack(observation_rows)},
-      {dqn_replay::kAction, at::stack(action_rows)},
-      {dqn_replay::kReturn, at::tensor(returns, at::kDouble).to(at::kFloat)},
-      {dqn_replay::kDiscount, at::tensor(discounts, at::kDouble).to(at::kFloat)},
-      {dqn_replay::kBootstrapObservation, at::stack(bootstrap_rows)},
-  });
+  std::optional<at::Tensor> initial;
+  // A stream that starts giving estimates mid-window completes its first transitions without one
+  // (NaN): those, and only then, take the replay's maximum.
+  const bool complete = estimates && std::none_of(priorities.begin(), priorities.end(),
+                                                  [](double priority) { return std::isnan(priority); });
+  if (complete) initial = at::tensor(priorities, at::kDouble).to(at::kFloat);
+  replay.add(
+      {
+          {dqn_replay::kObservation, at::stack(observation_rows)},
+          {dqn_replay::kAction, at::stack(action_rows)},
+          {dqn_replay::kReturn, at::tensor(returns, at::kDouble).to(at::kFloat)},
+          {dqn_replay::kDiscount, at::tensor(discounts, at::kDouble).to(at::kFloat)},
+          {dqn_replay::kBootstrapObservation, at::stack(bootstrap_rows)},
+      },
+      initial);
 }
 
 at::Tensor Dqn::td_targets(const TensorMap& batch) {

@@ -31,9 +31,11 @@ inline constexpr const char* kRewards = "rewards";
 inline constexpr const char* kTerminated = "terminated";
 inline constexpr const char* kTruncated = "truncated";
 inline constexpr const char* kNextObservations = "next_observations";
-// Optional: [B] float, the acting replica's initial priority of each transition (Ape-X's actors,
-// ActorReplica::priorities); absent, a prioritised replay gives new transitions its maximum.
-inline constexpr const char* kPriorities = "priorities";
+// Optional, together: the acting network's own estimates for each transition, [B] float each
+// (Ape-X's actors, ActorReplica::priority_inputs), from which a prioritised replay starts the
+// transition at its TD error (for a one-step or an n-step target alike); absent, at its maximum.
+inline constexpr const char* kActingQ = "acting_q";                   // Q(o_t, a_t)
+inline constexpr const char* kActingNextValue = "acting_next_value";  // max_a Q(next_observations_t, a)
 }  // namespace transition
 
 // Helpers that treat every field of an Experience alike, so that no policy enumerates fields by

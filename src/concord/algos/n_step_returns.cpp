@@ -122,12 +122,14 @@ NStepTransition NStepQueue::front_transition(bool terminated) const {
   out.bootstrap = !terminated;
   out.discount = terminated ? 0.0 : sum.discount;
   out.steps = static_cast<int64_t>(steps_.size());
+  out.q_first = steps_.front().estimates.q_taken;
+  out.bootstrap_value = steps_.back().estimates.next_value;
   return out;
 }
 
 std::vector<NStepTransition> NStepQueue::push(at::Tensor observation, at::Tensor action, double reward, bool terminated,
-                                              bool truncated, at::Tensor next_observation) {
-  steps_.push_back({std::move(observation), std::move(action), reward, std::move(next_observation)});
+                                              bool truncated, at::Tensor next_observation, ActingEstimates estimates) {
+  steps_.push_back({std::move(observation), std::move(action), reward, std::move(next_observation), estimates});
   std::vector<NStepTransition> ready;
   if (terminated || truncated) {
     // The episode is over: every pending window ends here, with no bootstrap if it terminated

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 namespace concord::algos {
@@ -71,6 +72,18 @@ struct NStepTransition {
   double discount = 0.0;             // gamma^m, or 0 if the window ends in a termination
   bool bootstrap = false;            // discount's condition, explicit (gamma may be 0)
   int64_t steps = 0;                 // m, in [1, n]
+  // The acting network's estimates, where push() was given them (ActingEstimates; NaN where
+  // not): Q(o_t, a_t) of step t, and the value of the bootstrap observation, from step t + m - 1.
+  // A prioritised replay's initial priority is then |G_t + discount * bootstrap_value - q_first|.
+  double q_first = std::numeric_limits<double>::quiet_NaN();
+  double bootstrap_value = std::numeric_limits<double>::quiet_NaN();
+};
+
+// What the network that acted estimated for one step (Ape-X's actors): Q(o_t, a_t) and
+// max_a Q(next_observation_t, a). NaN: not estimated.
+struct ActingEstimates {
+  double q_taken = std::numeric_limits<double>::quiet_NaN();
+  double next_value = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The incremental form for one environment: a collector pushes each step as it happens and
@@ -97,7 +110,7 @@ class NStepQueue {
   NStepQueue(int64_t n, double gamma);
 
   std::vector<NStepTransition> push(at::Tensor observation, at::Tensor action, double reward, bool terminated,
-                                    bool truncated, at::Tensor next_observation);
+                                    bool truncated, at::Tensor next_observation, ActingEstimates estimates = {});
   std::vector<NStepTransition> flush();
 
   // Steps pushed whose transitions have not been emitted yet.
@@ -111,6 +124,7 @@ class NStepQueue {
     at::Tensor action;
     double reward;
     at::Tensor next_observation;
+    ActingEstimates estimates;
   };
   // The transition of the oldest pending step, its window running to the newest step.
   NStepTransition front_transition(bool terminated) const;

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -24,16 +26,15 @@ class ActorReplica : public Actor {
   // learner's device). Throws std::invalid_argument if its size differs.
   virtual void assign(const at::Tensor& flat_values) = 0;
 
-  // Whether priorities() gives the initial replay priorities of the transitions it acted in
-  // (Ape-X: actors compute them with their copy of the network, so that a new transition enters a
-  // prioritised replay with its own TD error instead of the maximum). False by default.
-  virtual bool computes_priorities() const { return false; }
-  // The initial priorities ([N] float, on the CPU) of N transitions (experience.h's fields, each
-  // [N, ...]) this replica acted in; only when computes_priorities(). Throws std::logic_error
-  // otherwise.
-  virtual at::Tensor priorities(const TensorMap& /*transitions*/) {
-    throw std::logic_error("ActorReplica::priorities: this replica computes no priorities");
-  }
+  // The fields priority_inputs() gives (experience.h: kActingQ, kActingNextValue), in a fixed
+  // order; none by default. Ape-X's actors estimate with their copy of the network what a new
+  // transition's TD error needs, so that it enters a prioritised replay at its own priority
+  // instead of the maximum; the learner completes the error, for its own one-step or n-step
+  // target, as it stores the transition.
+  virtual std::vector<std::string> priority_input_fields() const { return {}; }
+  // For N transitions this replica acted in (experience.h's fields, each [N, ...]): one [N]
+  // float CPU tensor per name of priority_input_fields(), to travel with them to observe().
+  virtual TensorMap priority_inputs(const TensorMap& /*transitions*/) { return {}; }
 };
 
 // The off-policy family (DQN, SAC): transitions go into the learner's replay as they happen, and

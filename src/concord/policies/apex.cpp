@@ -124,7 +124,7 @@ class Run final : public ApexStepSource {
       const algos::ActingContext context{false, global_step_.load(), total_steps_, stream, num_actors};
       algos::TensorMap step = collector.step(replica, context, on_episode);
       steps_since_refresh += steps;
-      if (replica.computes_priorities()) step[algos::transition::kPriorities] = replica.priorities(step);
+      for (auto& [name, input] : replica.priority_inputs(step)) step[name] = std::move(input);
 
       {
         // Held only for an observe() or a checkpoint: no timeout (a stuck checkpoint holds up the

@@ -29,8 +29,9 @@ namespace concord::policies {
 //           global_step += its envs
 //
 // Actor i of A > 1 explores as the algorithm's Actor decides from ActingContext's actor_index and
-// num_actors (DQN: Ape-X's eps_i = 0.4^(1 + 7 i / (A - 1))). Where its replica computes initial
-// priorities (ActorReplica::priorities), each step goes to observe() with them. The learner's update() runs
+// num_actors (DQN: Ape-X's eps_i = 0.4^(1 + 7 i / (A - 1))). Where its replica gives the inputs
+// of initial priorities (ActorReplica::priority_inputs: its Q estimates), each step goes to
+// observe() with them, and the learner starts each transition at its TD error. The learner's update() runs
 // beside the actors' observe() (OffPolicyLearner::observes_while_updating), and its updates are
 // decoupled from env steps: update() is called whenever the previous one is done, not every
 // train_frequency() steps, so the replay ratio depends on how fast acting and learning run on the

@@ -36,13 +36,13 @@ constexpr int kControlTag = 140;
 constexpr int kParametersTag = 141;
 
 // A segment's fields, in the order they travel: each [S, B, ...], S steps of an actor's B envs;
-// the actors' initial priorities last when their replicas compute them (the same on every rank:
-// the same algorithm config).
+// the inputs of the actors' initial priorities last, where their replicas give them (the same on
+// every rank: the same algorithm config).
 std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
   std::vector<std::string> fields = {algos::transition::kObservations, algos::transition::kActions,
                                      algos::transition::kRewards,      algos::transition::kTerminated,
                                      algos::transition::kTruncated,    algos::transition::kNextObservations};
-  if (replica.computes_priorities()) fields.emplace_back(algos::transition::kPriorities);
+  for (const std::string& name : replica.priority_input_fields()) fields.push_back(name);
   return fields;
 }
 
@@ -452,7 +452,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
   }
   const int64_t steps = segment_steps(config_.refresh_every, collector.num_envs());
   const std::vector<std::string> names = segment_fields(replica);
-  const size_t collected = replica.computes_priorities() ? names.size() - 1 : names.size();
+  const size_t collected = names.size() - replica.priority_input_fields().size();
   int64_t learner_step = 0;  // at the last control
   int64_t own_steps = 0;     // since the last control
   int64_t acting_step = 0;   // the global_step it acts at: never going back
@@ -494,12 +494,16 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     Outgoing outgoing;
     for (auto& column : columns) outgoing.fields.push_back(torch::stack(column).to(torch::kCPU).contiguous());
     if (collected < names.size()) {
-      // Ape-X's initial priorities, for the whole segment at once (as Ape-X's actors batch them).
+      // The inputs of Ape-X's initial priorities, for the whole segment at once (as Ape-X's actors
+      // batch them).
       algos::TensorMap rows;
       for (size_t field = 0; field < collected; ++field) {
         rows.emplace(names[field], outgoing.fields[field].flatten(0, 1));
       }
-      outgoing.fields.push_back(replica.priorities(rows).reshape({steps, collector.num_envs()}).contiguous());
+      const algos::TensorMap inputs = replica.priority_inputs(rows);
+      for (size_t field = collected; field < names.size(); ++field) {
+        outgoing.fields.push_back(inputs.at(names[field]).reshape({steps, collector.num_envs()}).contiguous());
+      }
     }
     outgoing.episodes = pack_episodes(finished, steps * collector.num_envs());
     return outgoing;

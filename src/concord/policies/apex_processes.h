@@ -36,9 +36,10 @@ namespace concord::policies {
 // Actor a explores as the algorithm's Actor decides from ActingContext's actor_index a and
 // num_actors A (DQN: Ape-X's eps_a = 0.4^(1 + 7 a / (A - 1))), with global_step the learner's at
 // its last control plus its own steps since (never less than the step it last acted at). Where
-// the replica computes initial priorities (ActorReplica::priorities: DQN with prioritised replay
-// and one-step targets), the actor computes them for each segment at once and sends them with it,
-// as Ape-X's actors do; otherwise new transitions take the replay's maximum.
+// the replica gives the inputs of initial priorities (ActorReplica::priority_inputs: DQN with
+// prioritised replay, one-step or n-step targets), the actor computes them for each segment at
+// once and sends them with it, as Ape-X's actors do; otherwise new transitions take the replay's
+// maximum.
 // Updates run as fast as the learner can; policy.apex.max_env_steps_per_update holds back the
 // answers to the actors while the steps received outrun the learner's allowance, as the threads
 // wait. The run ends once the learner has observed total_steps; the segments in flight then are
