@@ -92,7 +92,6 @@ TEST(ApexProcesses, EveryActorsStepsReachTheLearnerInOrderAndParametersReachTheA
   config.max_env_steps_per_update = 4;  // answers wait for the learner
   std::vector<std::unique_ptr<ApexRecordingLearner>> learners;
   for (int rank = 0; rank <= kActors; ++rank) learners.push_back(std::make_unique<ApexRecordingLearner>(100));
-  learners[0]->concurrent = false;  // observe() and update() share the learner's thread
   const torch::Tensor initial = learners[0]->flat_parameters().values().detach().clone();
   TrainingState state;
   std::vector<std::unique_ptr<ApexProcessesPolicy>> policies(kActors + 1);
@@ -213,12 +212,14 @@ TEST(ApexProcesses, AnActorsFailureFailsTheRunNamingItsRank) {
 
 TEST(ApexProcesses, RefusesWhatCannotWorkInOneLine) {
   const std::string id = register_counting_env();
+  bool concurrent = true;
   const auto refusal = [&](const std::vector<std::string>& overrides, int num_envs, int world_size) {
     core::ConfigSchema schema;
     declare_policy_keys(schema);
     core::Config config(schema);
     for (const std::string& assignment : overrides) config.apply_override(assignment);
     ApexRecordingLearner learner(0);
+    learner.concurrent = concurrent;
     comm::ThreadGroup group(world_size, std::chrono::seconds(5));
     std::unique_ptr<comm::Communicator> communicator = group.communicator(0);
     try {
@@ -235,6 +236,11 @@ TEST(ApexProcesses, RefusesWhatCannotWorkInOneLine) {
             "policy 'apex': env.num_envs = 4 must be divisible by its 3 actors (policy.apex.actors)");
   EXPECT_EQ(refusal({"policy.apex.actors=3"}, 6, 4), "");
   EXPECT_EQ(refusal({}, 4, 1), "") << "a world of one runs the actors as threads";
+  // Rank 0 stores segments while it updates.
+  concurrent = false;
+  EXPECT_EQ(refusal({}, 4, 3),
+            "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
+            "train.policy single or sync_vector");
 }
 
 // DQN with the Ape-X epsilons of two actors, on two actor ranks with one CartPole env each,

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -88,6 +87,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         patience_(core::steady_duration(config_.wait_timeout_seconds)),
         patience_text_(std::to_string(config_.wait_timeout_seconds) + " s (policy.apex.wait_timeout_seconds)"),
         received_(state.global_step),
+        global_step_(state.global_step),
         allowed_step_(initial_allowance(config_, learner_, state)),
         sent_version_(static_cast<size_t>(actors_), -1),
         fields_(segment_fields(*policy.replica_)) {}
@@ -110,6 +110,10 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
     stop();
     serving.join();
+    // Everything the communication thread stored is in: the final count, and the episodes not yet
+    // reported.
+    state_.global_step = global_step_.load();
+    after_update();
     failure_.rethrow_if_any();
   }
 
@@ -182,12 +186,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         Segment& segment = incoming[static_cast<size_t>(a)];
         const int64_t steps = segment.fields.front().size(0) * segment.fields.front().size(1);
         segment.finished = unpack_episodes(segment.episodes, rank_name(a + 1));
-        {
-          std::lock_guard<std::mutex> lock(inbox_mutex_);
-          inbox_.push_back(std::move(segment));
-        }
-        inbox_changed_.notify_all();
         received_.fetch_add(steps);
+        observe(segment);
         wait_for_allowance(a);
         if (answer(a)) {
           post(a);
@@ -199,6 +199,25 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
     // The last controls reach the actors before train() returns.
     for (int a = 0; a < actors_; ++a) settle(watchdog, a, "took no control message");
+  }
+
+  // Stores a segment in the learner's replay, step by step on the actor's stream, with its
+  // episodes for the learner's thread to report, until global_step reaches total_steps (what
+  // arrives after that is dropped). Answering the actor only after this holds it back while the
+  // replay's insertions lag, so no segment waits in memory on rank 0.
+  void observe(const Segment& segment) {
+    const std::vector<std::string>& names = fields_;
+    const int64_t steps = segment.fields.front().size(0);
+    std::lock_guard<std::mutex> lock(observing_);
+    if (global_step_.load() >= total_steps_) return;
+    for (int64_t t = 0; t < steps; ++t) {
+      algos::TensorMap step;
+      for (size_t field = 0; field < names.size(); ++field) step.emplace(names[field], segment.fields[field][t]);
+      learner_.observe(step, segment.actor);
+    }
+    global_step_.fetch_add(steps * segment.fields.front().size(1));
+    pending_episodes_.insert(pending_episodes_.end(), segment.finished.begin(), segment.finished.end());
+    stepped_.notify_all();
   }
 
   // Sends control k to actor `a`, with the published parameters if they are newer than those it
@@ -214,7 +233,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
     const bool send_parameters = parameters.defined();
     const torch::Tensor control = torch::tensor(
-        {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, observed_step_.load()}, torch::kInt64);
+        {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, global_step_.load()}, torch::kInt64);
     auto& pending = pending_[static_cast<size_t>(a)];
     pending.push_back(communicator_.send_async(control, a + 1, kControlTag));
     if (send_parameters) {
@@ -261,57 +280,61 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   // ---- the calling thread ----
 
   void learn() {
-    observed_step_.store(state_.global_step);
-    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, callbacks_,
+    TrainingCallbacks pausing = callbacks_;
+    if (callbacks_.on_checkpoint) {
+      pausing.on_checkpoint = [this](const TrainingState&) {
+        // No observe() and no step counted while the learner is saved: global_step is the replay's.
+        std::lock_guard<std::mutex> paused(observing_);
+        state_.global_step = global_step_.load();
+        callbacks_.on_checkpoint(state_);
+      };
+    }
+    // Updates start once some step of this run is observed: the happens-before that
+    // OffPolicyLearner::observes_while_updating asks for.
+    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, pausing,
                        policy_.episodes_, actors_);
   }
 
   // ---- ApexStepSource, on the calling thread ----
 
-  int64_t take_steps() override {
-    observe_received();
-    return state_.global_step;
-  }
+  int64_t take_steps() override { return global_step_.load(); }
   int64_t steps_taken() const override { return received_.load(); }
   bool failed() const override { return failure_.failed(); }
 
-  // Observes the segments handed over so far, in order, until global_step reaches total_steps.
-  void observe_received() {
-    std::deque<Segment> received;
+  // Reports the episodes the segments stored since the last call finished.
+  void after_update() override {
+    FinishedEpisodes finished;
     {
-      std::lock_guard<std::mutex> lock(inbox_mutex_);
-      received.swap(inbox_);
+      std::lock_guard<std::mutex> lock(observing_);
+      finished.swap(pending_episodes_);
     }
-    const std::vector<std::string>& names = fields_;
-    for (Segment& segment : received) {
-      if (state_.global_step >= total_steps_) break;  // in flight at the end: dropped
-      const int64_t steps = segment.fields.front().size(0);
-      for (int64_t t = 0; t < steps; ++t) {
-        algos::TensorMap step;
-        for (size_t field = 0; field < names.size(); ++field) step.emplace(names[field], segment.fields[field][t]);
-        learner_.observe(step, segment.actor);
-      }
-      state_.global_step += steps * segment.fields.front().size(1);
-      for (const auto& [episode_return, episode_length] : segment.finished) {
-        record_episode(policy_.episodes_, callbacks_, episode_return, episode_length);
-      }
+    for (const auto& [episode_return, episode_length] : finished) {
+      record_episode(policy_.episodes_, callbacks_, episode_return, episode_length);
     }
-    observed_step_.store(state_.global_step);
   }
 
-  // Waits until a segment is handed over (or a failure, or should_stop); wait_timeout_seconds
-  // without one is an error.
-  void wait_for_steps(int64_t /*beyond*/) override {
-    const auto deadline = std::chrono::steady_clock::now() + patience_;
+  // Waits until global_step exceeds `beyond` (or reaches total_steps), a failure or should_stop;
+  // wait_timeout_seconds without a step stored is an error.
+  void wait_for_steps(int64_t beyond) override {
+    const auto ready = [&] {
+      const int64_t step = global_step_.load();
+      return failure_.failed() || step > beyond || step >= total_steps_;
+    };
+    int64_t seen = global_step_.load();
+    auto deadline = std::chrono::steady_clock::now() + patience_;
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(inbox_mutex_);
-        if (inbox_changed_.wait_for(lock, kPollSlice, [&] { return !inbox_.empty() || failure_.failed(); })) return;
+        std::unique_lock<std::mutex> lock(observing_);
+        if (stepped_.wait_for(lock, kPollSlice, ready)) return;
       }
       if (callbacks_.should_stop && callbacks_.should_stop()) return;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      const int64_t step = global_step_.load();
+      if (step != seen) {
+        seen = step;
+        deadline = std::chrono::steady_clock::now() + patience_;
+      } else if (std::chrono::steady_clock::now() >= deadline) {
         throw std::runtime_error("policy 'apex': the actors sent no transitions within " + patience_text_ +
-                                 " (at step " + std::to_string(state_.global_step) + ")");
+                                 " (at step " + std::to_string(step) + ")");
       }
     }
   }
@@ -345,8 +368,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     stopping_.store(true);
     { std::lock_guard<std::mutex> lock(progress_mutex_); }
     updated_.notify_all();
-    { std::lock_guard<std::mutex> lock(inbox_mutex_); }
-    inbox_changed_.notify_all();
+    { std::lock_guard<std::mutex> lock(observing_); }
+    stepped_.notify_all();
   }
 
   ApexProcessesPolicy& policy_;
@@ -361,13 +384,12 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   const std::chrono::steady_clock::duration patience_;
   const std::string patience_text_;
 
-  // Segments handed over by the communication thread, not yet observed.
-  std::mutex inbox_mutex_;
-  std::condition_variable inbox_changed_;
-  std::deque<Segment> inbox_;
-
-  std::atomic<int64_t> received_;          // env steps handed over
-  std::atomic<int64_t> observed_step_{0};  // the learner's global_step, for the actors' schedules
+  // The communication thread's observe() against the calling thread's checkpoints.
+  std::mutex observing_;
+  std::condition_variable stepped_;    // with observing_: global_step moved, or a stop
+  std::atomic<int64_t> received_;      // env steps received from the actors
+  std::atomic<int64_t> global_step_;   // env steps in the replay; changes under observing_
+  FinishedEpisodes pending_episodes_;  // stored, not yet reported; guarded by observing_
 
   // max_env_steps_per_update's allowance; changes under progress_mutex_.
   std::mutex progress_mutex_;
@@ -416,6 +438,14 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
     throw std::invalid_argument(
         "policy 'apex' across processes needs tagged messages it can abandon, which NCCL does not offer: set "
         "comm.backend = \"gloo\" (its models may still live on the GPU: run.device)");
+  }
+  // Rank 0's communication thread stores each segment as it arrives, while its calling thread
+  // updates: the replay's insertions never wait for the learner (Ape-X's replay takes them apart
+  // from learning), and never starve it.
+  if (!learner_.observes_while_updating()) {
+    throw std::invalid_argument(
+        "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
+        "train.policy single or sync_vector");
   }
   replica_ = learner_.make_actor_replica();  // the actor's; rank 0 makes it only to check it can
   if (replica_ == nullptr) {

@@ -23,15 +23,14 @@ namespace concord::policies {
 //
 //   actor a (rank a + 1):                         learner (rank 0), calling thread:
 //     wait for control 0 and the parameters         repeat:
-//     collect segment 1, describe it, send it         observe the segments received (stream a)
-//     repeat:                                          if global_step > learning_starts:
-//       collect segment k + 1 (overlaps the reply)       update; publish every publish_every
-//       wait for control k (stop, or go on with       until global_step >= total_steps
-//         the parameters it carries, if any)
-//       send segment k + 1                          learner (rank 0), its communication thread:
-//                                                     send control 0 and the parameters
-//                                                     take each actor's segment in turn, hand
-//                                                     it to the calling thread, answer it
+//     collect segment 1, describe it, send it         once global_step > learning_starts:
+//     repeat:                                            update; publish every publish_every
+//       collect segment k + 1 (overlaps the reply)    until global_step >= total_steps
+//       wait for control k (stop, or go on with
+//         the parameters it carries, if any)        learner (rank 0), its communication thread:
+//       send segment k + 1                            send control 0 and the parameters
+//                                                     take each actor's segment in turn, observe
+//                                                     it (stream a) into the replay, answer it
 //
 // Actor a explores as the algorithm's Actor decides from ActingContext's actor_index a and
 // num_actors A (DQN: Ape-X's eps_a = 0.4^(1 + 7 a / (A - 1))), with global_step the learner's at
@@ -45,15 +44,19 @@ namespace concord::policies {
 // wait. The run ends once the learner has observed total_steps; the segments in flight then are
 // dropped, so the actors take at most one segment each beyond it.
 //
-// Only the communication thread uses the communicator; observe(), update() and the callbacks run
-// on the calling thread, so the learner needs no observes_while_updating(). Every wait is bounded
+// The replay takes segments while the learner updates (OffPolicyLearner::observes_while_updating,
+// as on threads): rank 0's communication thread, the only user of the communicator, observes
+// each segment as it arrives and answers the actor only after, so insertions never wait for an
+// update and a fast actor is held back by the replay, not queued in memory; update() and the
+// callbacks run on the calling thread, checkpoints between two segments. Every wait is bounded
 // by policy.apex.wait_timeout_seconds (an actor's segment) or comm.timeout_seconds (the actors'
 // waits for control): an actor that stalls or dies fails the run with a line naming its rank.
 class ApexProcessesPolicy : public Policy {
  public:
   // `env_config` is the whole run's. Throws std::invalid_argument, in one line each, for actors
   // != world_size - 1, num_envs not divisible by the actors, env.batch_size != 0, the NCCL
-  // backend, a learner without an ActorReplica, or an invalid config.
+  // backend, a learner without an ActorReplica or without observes_while_updating(), or an
+  // invalid config.
   ApexProcessesPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
                       torch::Device device, comm::Communicator& communicator);
   ~ApexProcessesPolicy() override;
