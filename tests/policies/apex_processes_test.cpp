@@ -193,10 +193,11 @@ TEST(ApexProcesses, TheActorsInitialPrioritiesTravelWithTheirSteps) {
   }
 }
 
-TEST(ApexProcesses, AnActorsFailureFailsTheRunNamingItsRank) {
+TEST(ApexProcesses, UnderAbortAnActorsFailureFailsTheRunNamingItsRank) {
   const std::string id = register_counting_env();
   ApexConfig config = apex_config(2);
   config.refresh_every = 4;
+  config.on_actor_failure = "abort";
   std::vector<std::unique_ptr<ApexRecordingLearner>> learners;
   for (int rank = 0; rank < 3; ++rank) learners.push_back(std::make_unique<ApexRecordingLearner>(10));
   const std::vector<std::string> errors = run_ranks(3, [&](int rank, comm::Communicator& communicator) {
@@ -208,6 +209,47 @@ TEST(ApexProcesses, AnActorsFailureFailsTheRunNamingItsRank) {
   });
   EXPECT_EQ(errors[2], "the simulator crashed");
   EXPECT_THAT(errors[0], ::testing::StartsWith("policy 'apex': actor rank 2 failed: "));
+}
+
+// By default (on_actor_failure = "continue") an actor that fails is dropped and the other one
+// takes the run to its end; the policy tells a launcher that other ranks may fail.
+TEST(ApexProcesses, AFailedActorIsDroppedAndTheOtherTrainsOnToTheEnd) {
+  const std::string id = register_counting_env();
+  ApexConfig config = apex_config(2);
+  config.refresh_every = 4;  // segments of 2 steps of an actor's 2 envs
+  constexpr int64_t kTotal = 3'000;
+  std::vector<std::unique_ptr<ApexRecordingLearner>> learners;
+  for (int rank = 0; rank < 3; ++rank) learners.push_back(std::make_unique<ApexRecordingLearner>(10));
+  TrainingState state;
+  bool survives = false;
+  const std::vector<std::string> errors = run_ranks(3, [&](int rank, comm::Communicator& communicator) {
+    ApexProcessesPolicy policy(config, env_config(id, 4), *learners[static_cast<size_t>(rank)], torch::kCPU,
+                               communicator);
+    if (rank == 0) survives = policy.survives_failed_ranks();
+    if (rank == 2) learners[2]->replicas.back()->throw_at_call = 30;
+    TrainingState own;
+    policy.train(rank == 0 ? state : own, kTotal, 1'000'000, {});
+  });
+  EXPECT_TRUE(survives);
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(errors[2], "the simulator crashed");
+  EXPECT_EQ(state.global_step, kTotal);
+  // Rank 2 (stream 1) sent what it collected before its 30th act(); rank 1 (stream 0) the rest.
+  std::map<int, int64_t> rows_of_stream;
+  for (const auto& [stream, step] : learners[0]->steps) {
+    rows_of_stream[stream] += step.at(algos::transition::kObservations).size(0);
+  }
+  EXPECT_LT(rows_of_stream[1], 30 * 2);
+  EXPECT_EQ(rows_of_stream[0] + rows_of_stream[1], kTotal);
+  EXPECT_GT(learners[0]->updates, 0);
+
+  config.on_actor_failure = "abort";
+  comm::ThreadGroup group(3, std::chrono::seconds(5));
+  std::unique_ptr<comm::Communicator> communicator = group.communicator(0);
+  ApexRecordingLearner learner(10);
+  EXPECT_FALSE(
+      ApexProcessesPolicy(config, env_config(id, 4), learner, torch::kCPU, *communicator).survives_failed_ranks());
 }
 
 TEST(ApexProcesses, RefusesWhatCannotWorkInOneLine) {
@@ -236,6 +278,8 @@ TEST(ApexProcesses, RefusesWhatCannotWorkInOneLine) {
             "policy 'apex': env.num_envs = 4 must be divisible by its 3 actors (policy.apex.actors)");
   EXPECT_EQ(refusal({"policy.apex.actors=3"}, 6, 4), "");
   EXPECT_EQ(refusal({}, 4, 1), "") << "a world of one runs the actors as threads";
+  EXPECT_THAT(refusal({"policy.apex.on_actor_failure=maybe"}, 4, 3),
+              ::testing::HasSubstr("on_actor_failure must be \"continue\" or \"abort\", got \"maybe\""));
   // Rank 0 stores segments while it updates.
   concurrent = false;
   EXPECT_EQ(refusal({}, 4, 3),

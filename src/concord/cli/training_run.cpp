@@ -123,10 +123,7 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   policy_ = policies::make_policy(policy_name_, policies::PolicyContext{config, env_config_, *learner_, device_,
                                                                         communicator_.get(), bonus_.get()});
   // The policy drops a dead actor and goes on: `concord launch` must not stop the run for it.
-  if (rank() == 0 && policy_name_ == "actor_processes" &&
-      config.get_string("policy.actor_processes.on_actor_failure") == "continue") {
-    launch::declare_other_ranks_may_fail();
-  }
+  if (rank() == 0 && policy_->survives_failed_ranks()) launch::declare_other_ranks_may_fail();
 }
 
 void TrainingRun::train(policies::TrainingState& state, const policies::TrainingCallbacks& callbacks) {

@@ -62,6 +62,7 @@ class ActorProcessesPolicy : public Policy {
                        algos::OnPolicyLearner& learner, torch::Device device, comm::Communicator& communicator,
                        explore::Bonus* bonus = nullptr);
   ~ActorProcessesPolicy() override;
+  bool survives_failed_ranks() const override { return config_.on_actor_failure == "continue"; }
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;

@@ -12,6 +12,9 @@ void ApexConfig::validate() const {
   problems.check(max_env_steps_per_update >= 0, "max_env_steps_per_update", max_env_steps_per_update,
                  ">= 0 (0 = unbounded)");
   problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
+  if (on_actor_failure != "continue" && on_actor_failure != "abort") {
+    problems.add("on_actor_failure must be \"continue\" or \"abort\", got \"" + on_actor_failure + "\"");
+  }
   problems.throw_if_any("policy.apex config");
 }
 
@@ -30,6 +33,9 @@ const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
        "replay ratio is then set by the relative speeds of acting and learning)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A wait between the actors and the learner longer than this is an error naming it"},
+      {"on_actor_failure", &C::on_actor_failure,
+       "Across processes: continue (drop an actor rank that dies or stalls and train on with the others) or abort "
+       "(the run fails naming it)"},
   };
   return kFields;
 }

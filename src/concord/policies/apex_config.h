@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "concord/core/config_fields.h"
 
@@ -25,6 +26,10 @@ struct ApexConfig {
   // actor in flight). An update that finds no batch in the replay lets the actors N steps on.
   int64_t max_env_steps_per_update = 0;
   double wait_timeout_seconds = 60.0;  // a blocking wait longer than this is an error naming it
+  // Across processes: "continue" drops an actor rank that dies or stalls, logs it, and trains on
+  // with the others (Ape-X's actors are many and interchangeable); "abort" fails the run naming
+  // it. An actor thread's failure always fails the run (it shares the learner's process).
+  std::string on_actor_failure = "continue";
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;

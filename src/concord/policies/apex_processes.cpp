@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <c10/core/GradMode.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "concord/comm/tensor_description.h"
@@ -54,6 +55,16 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 
 std::string rank_name(int rank) { return "actor rank " + std::to_string(rank); }
 
+// How long the learner waits for an actor's messages: wait_timeout_seconds, and under
+// on_actor_failure = "continue" at most half of the communicator's timeout, for which the other
+// actors wait for their answers: they must not give up while it waits for a stalled one.
+std::chrono::steady_clock::duration actor_patience(const ApexConfig& config, const comm::Communicator& communicator) {
+  const auto patience = core::steady_duration(config.wait_timeout_seconds);
+  if (config.on_actor_failure != "continue") return patience;
+  return std::min<std::chrono::steady_clock::duration>(
+      patience, std::chrono::duration_cast<std::chrono::steady_clock::duration>(communicator.timeout()) / 2);
+}
+
 // Env steps an actor's segment holds: refresh_every rounded up to whole steps of its envs.
 int64_t segment_steps(int64_t refresh_every, int64_t envs_per_actor) {
   return (refresh_every + envs_per_actor - 1) / envs_per_actor;
@@ -86,6 +97,11 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         callbacks_(callbacks),
         patience_(core::steady_duration(config_.wait_timeout_seconds)),
         patience_text_(std::to_string(config_.wait_timeout_seconds) + " s (policy.apex.wait_timeout_seconds)"),
+        actor_patience_(actor_patience(config_, communicator_)),
+        actor_patience_text_(actor_patience_ < patience_
+                                 ? std::to_string(std::chrono::duration<double>(actor_patience_).count()) +
+                                       " s (half of comm.timeout_seconds)"
+                                 : patience_text_),
         received_(state.global_step),
         global_step_(state.global_step),
         allowed_step_(initial_allowance(config_, learner_, state)),
@@ -140,9 +156,18 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       pending_[static_cast<size_t>(a)].push_back(
           communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, kDescriptionTag));
     }
+    // An actor that failed: dropped (it takes no more answers), or the run fails.
+    const auto drop = [&](int a, const std::string& error) {
+      stopped[static_cast<size_t>(a)] = true;
+      --running;
+      drop_actor(a, error);
+    };
     for (int a = 0; a < actors_; ++a) {
       if (stopped[static_cast<size_t>(a)]) continue;
-      settle(watchdog, a, "sent no description of its transitions");
+      if (const std::string error = settle(watchdog, a, "sent no description of its transitions"); !error.empty()) {
+        drop(a, error);
+        continue;
+      }
       const std::string wrongly = rank_name(a + 1) + " described its transitions wrongly";
       std::vector<torch::Tensor>& layout = layouts[static_cast<size_t>(a)];
       layout = comm::allocate_described(descriptions[static_cast<size_t>(a)], count, wrongly);
@@ -182,7 +207,10 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     while (running > 0) {
       for (int a = 0; a < actors_; ++a) {
         if (stopped[static_cast<size_t>(a)]) continue;
-        settle(watchdog, a, "sent no transitions");
+        if (const std::string error = settle(watchdog, a, "sent no transitions"); !error.empty()) {
+          drop(a, error);
+          continue;
+        }
         Segment& segment = incoming[static_cast<size_t>(a)];
         const int64_t steps = segment.fields.front().size(0) * segment.fields.front().size(1);
         segment.finished = unpack_episodes(segment.episodes, rank_name(a + 1));
@@ -197,8 +225,26 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         }
       }
     }
-    // The last controls reach the actors before train() returns.
-    for (int a = 0; a < actors_; ++a) settle(watchdog, a, "took no control message");
+    // The last controls reach the actors before train() returns (a dropped actor's messages stay
+    // aborted).
+    for (int a = 0; a < actors_; ++a) {
+      if (dropped_[static_cast<size_t>(a)]) continue;
+      if (const std::string error = settle(watchdog, a, "took no control message"); !error.empty()) {
+        drop_actor(a, error);
+      }
+    }
+  }
+
+  // Actor `a` failed with `error` (which names it): under on_actor_failure = "continue" it is
+  // dropped with a warning, its messages aborted, and the others go on; otherwise, or when it
+  // was the last, the run fails.
+  void drop_actor(int a, const std::string& error) {
+    dropped_[static_cast<size_t>(a)] = true;
+    for (auto& request : pending_[static_cast<size_t>(a)]) request->abort();
+    if (config_.on_actor_failure == "abort") throw std::runtime_error(error);
+    const auto left = std::count(dropped_.begin(), dropped_.end(), false);
+    if (left == 0) throw std::runtime_error("every actor rank failed; the last: " + error);
+    spdlog::warn("policy 'apex': {}; it was dropped ({} actor(s) left)", error, left);
   }
 
   // Stores a segment in the learner's replay, step by step on the actor's stream, with its
@@ -244,23 +290,23 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     return go_on;
   }
 
-  // Waits for actor `a`'s messages in flight, at most wait_timeout_seconds; throws naming the
-  // actor and what it did not do.
-  void settle(comm::Watchdog& watchdog, int a, const std::string& missed) {
+  // Waits for actor `a`'s messages in flight (actor_patience_ at most). Returns "" when they
+  // completed, else what went wrong, naming the actor and what it did not do.
+  std::string settle(comm::Watchdog& watchdog, int a, const std::string& missed) {
     auto& pending = pending_[static_cast<size_t>(a)];
     try {
       {
-        const comm::Watchdog::Armed armed = watchdog.arm(comm::Watchdog::Clock::now() + patience_, [&pending] {
+        const comm::Watchdog::Armed armed = watchdog.arm(comm::Watchdog::Clock::now() + actor_patience_, [&pending] {
           for (auto& request : pending) request->abort();
         });
         for (auto& request : pending) request->wait();
       }
       pending.clear();
+      return "";
     } catch (const comm::CommAborted&) {
-      throw std::runtime_error(rank_name(a + 1) + " " + missed + " within " + patience_text_ +
-                               ": stalled, or slower than that");
+      return rank_name(a + 1) + " " + missed + " within " + actor_patience_text_ + ": stalled, or slower than that";
     } catch (const comm::CommError& error) {
-      throw std::runtime_error(rank_name(a + 1) + " failed: " + error.what());
+      return rank_name(a + 1) + " failed: " + error.what();
     }
   }
 
@@ -383,6 +429,9 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   const TrainingCallbacks& callbacks_;
   const std::chrono::steady_clock::duration patience_;
   const std::string patience_text_;
+  const std::chrono::steady_clock::duration actor_patience_;  // for an actor's messages
+  const std::string actor_patience_text_;
+  std::vector<bool> dropped_ = std::vector<bool>(static_cast<size_t>(actors_), false);  // communication thread's
 
   // The communication thread's observe() against the calling thread's checkpoints.
   std::mutex observing_;

@@ -49,8 +49,12 @@ namespace concord::policies {
 // each segment as it arrives and answers the actor only after, so insertions never wait for an
 // update and a fast actor is held back by the replay, not queued in memory; update() and the
 // callbacks run on the calling thread, checkpoints between two segments. Every wait is bounded
-// by policy.apex.wait_timeout_seconds (an actor's segment) or comm.timeout_seconds (the actors'
-// waits for control): an actor that stalls or dies fails the run with a line naming its rank.
+// by policy.apex.wait_timeout_seconds (an actor's segment; under on_actor_failure = "continue" at
+// most half of comm.timeout_seconds, so that the healthy actors, which wait for their control
+// that long, are answered in time) or comm.timeout_seconds (the actors' waits for control). An
+// actor that stalls or dies is dropped with a warning naming its rank and the others train on
+// (policy.apex.on_actor_failure = "continue", the default; rank 0 tells `concord launch` the run
+// survives it), or fails the run naming it ("abort"); the run fails once no actor is left.
 class ApexProcessesPolicy : public Policy {
  public:
   // `env_config` is the whole run's. Throws std::invalid_argument, in one line each, for actors
@@ -60,6 +64,7 @@ class ApexProcessesPolicy : public Policy {
   ApexProcessesPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config, algos::OffPolicyLearner& learner,
                       torch::Device device, comm::Communicator& communicator);
   ~ApexProcessesPolicy() override;
+  bool survives_failed_ranks() const override { return config_.on_actor_failure == "continue"; }
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;

@@ -46,6 +46,9 @@ class Policy {
   // whatever a worker thread threw (after stopping and joining every thread).
   virtual void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                      const TrainingCallbacks& callbacks) = 0;
+  // Whether the run goes on when a rank other than 0 fails (a policy that drops a dead actor
+  // rank), so that a launcher must not stop the others for it. False by default.
+  virtual bool survives_failed_ranks() const { return false; }
 };
 
 // What check_finite throws: the learner's numbers went wrong, so its state is not worth saving.
