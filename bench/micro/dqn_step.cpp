@@ -72,6 +72,28 @@ void BM_DqnEnvStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DqnEnvStep)->Arg(0)->Arg(400000)->ArgName("step")->Unit(benchmark::kMicrosecond);
 
+// Dqn::observe alone over recorded steps of one CartPole env: one-step targets (Arg 1, written
+// straight into the replay) against n-step ones (Arg 3: each env's window, and the transitions it
+// completes), the path every stored step of apex's preset takes.
+void BM_DqnObserve(benchmark::State& state) {
+  torch::manual_seed(1);
+  DqnConfig config = cartpole_config();
+  config.n_step = state.range(0);
+  Dqn dqn(config);
+  concord::envs::VectorEnv env(one_cartpole());
+  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  const concord::algos::ActingContext context{false, 0, 500000, 0, 1};
+  std::vector<concord::algos::TensorMap> steps;
+  for (int i = 0; i < 4096; ++i) steps.push_back(concord::algos::clone(collector.step(dqn.actor(), context, nullptr)));
+  size_t next = 0;
+  for (auto _ : state) {
+    dqn.observe(steps[next]);
+    next = (next + 1) % steps.size();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DqnObserve)->Arg(1)->Arg(3)->ArgName("n_step")->Unit(benchmark::kMicrosecond);
+
 // The acting half alone, without the env and the replay (epsilon 0.05).
 void BM_DqnAct(benchmark::State& state) {
   torch::manual_seed(1);

@@ -89,6 +89,26 @@ at::Tensor on_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = st
   return t.detach().to(at::kCPU, wanted);
 }
 
+// A host copy of `t` (as `dtype`, its own by default) that nobody else writes to, in one operation.
+at::Tensor host_copy(const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
+  const at::ScalarType wanted = dtype.value_or(t.scalar_type());
+  if (t.device().is_cpu() && t.scalar_type() == wanted && !t.requires_grad()) return t.clone();
+  return t.detach().to(at::kCPU, wanted, /*non_blocking=*/false, /*copy=*/true);
+}
+
+// Rows [...] as one [k, ...] tensor; a single row as a view of itself (the replay copies it).
+at::Tensor stack_rows(const std::vector<at::Tensor>& rows) {
+  return rows.size() == 1 ? rows.front().unsqueeze(0) : at::stack(rows);
+}
+
+// `values` as a float CPU tensor, rounded as .to(at::kFloat) rounds, in one allocation.
+at::Tensor host_floats(const std::vector<double>& values) {
+  at::Tensor out = at::empty({static_cast<int64_t>(values.size())}, at::kFloat);
+  float* data = out.data_ptr<float>();
+  for (size_t i = 0; i < values.size(); ++i) data[i] = static_cast<float>(values[i]);
+  return out;
+}
+
 // A step's acting estimates (transition::kActingQ and kActingNextValue, [rows] each, from an
 // Ape-X actor), as two host double tensors; none when the actor gave none (new transitions then
 // take the replay's maximum) or the replay samples uniformly. One without the other is refused.
@@ -462,13 +482,15 @@ void Dqn::observe(const TensorMap& step, int stream) {
   }
 
   // n-step windows keep steps by reference: give them copies nobody else writes to.
-  const at::Tensor o = observations.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
-  const at::Tensor next_o = next_observations.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
-  const at::Tensor a = actions.detach().to(at::kCPU, at::kLong, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  const at::Tensor o = host_copy(observations);
+  const at::Tensor next_o = host_copy(next_observations);
+  const at::Tensor a = host_copy(actions, at::kLong).contiguous();
   check_action_range(a);
-  const at::Tensor terminated = tensor_checks::as_bool(field(transition::kTerminated)).to(at::kCPU);
-  const at::Tensor truncated = tensor_checks::as_bool(field(transition::kTruncated)).to(at::kCPU);
-  const at::Tensor rewards = field(transition::kRewards).detach().to(at::kCPU);
+  // Flags and rewards are read on the host, without an operation where they already are (as the
+  // one-step path): a step is a few rows, and each operation costs more than the step.
+  const at::Tensor term = on_host(field(transition::kTerminated), at::kFloat).contiguous();
+  const at::Tensor trunc = on_host(field(transition::kTruncated), at::kFloat).contiguous();
+  const at::Tensor r = on_host(field(transition::kRewards), at::kDouble).contiguous();
   ReplayBuffer& replay = replay_for(o.scalar_type());
 
   // n-step: each env's window (n_step_returns.h) emits the transitions it completes.
@@ -478,9 +500,6 @@ void Dqn::observe(const TensorMap& step, int stream) {
     tensor_checks::fail(kFn, "stream " + std::to_string(stream) + " had " + std::to_string(queues.size()) +
                                  " environments, this step has " + std::to_string(rows));
   }
-  const at::Tensor r = rewards.to(at::kDouble).contiguous();
-  const at::Tensor term = terminated.contiguous();
-  const at::Tensor trunc = truncated.contiguous();
   std::vector<at::Tensor> observation_rows, action_rows, bootstrap_rows;
   std::vector<double> returns, discounts, priorities;
   for (int64_t b = 0; b < rows; ++b) {
@@ -489,8 +508,8 @@ void Dqn::observe(const TensorMap& step, int stream) {
     ActingEstimates acting;
     if (estimates) acting = {estimates->first.data_ptr<double>()[b], estimates->second.data_ptr<double>()[b]};
     for (NStepTransition& done :
-         queues[static_cast<size_t>(b)].push(o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<bool>()[b],
-                                             trunc.data_ptr<bool>()[b], next_o[b], acting)) {
+         queues[static_cast<size_t>(b)].push(o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<float>()[b] != 0.0f,
+                                             trunc.data_ptr<float>()[b] != 0.0f, next_o[b], acting)) {
       observation_rows.push_back(std::move(done.observation));
       action_rows.push_back(std::move(done.action));
       returns.push_back(done.reward);
@@ -508,14 +527,14 @@ void Dqn::observe(const TensorMap& step, int stream) {
   // (NaN): those, and only then, take the replay's maximum.
   const bool complete = estimates && std::none_of(priorities.begin(), priorities.end(),
                                                   [](double priority) { return std::isnan(priority); });
-  if (complete) initial = at::tensor(priorities, at::kDouble).to(at::kFloat);
+  if (complete) initial = host_floats(priorities);
   replay.add(
       {
-          {dqn_replay::kObservation, at::stack(observation_rows)},
-          {dqn_replay::kAction, at::stack(action_rows)},
-          {dqn_replay::kReturn, at::tensor(returns, at::kDouble).to(at::kFloat)},
-          {dqn_replay::kDiscount, at::tensor(discounts, at::kDouble).to(at::kFloat)},
-          {dqn_replay::kBootstrapObservation, at::stack(bootstrap_rows)},
+          {dqn_replay::kObservation, stack_rows(observation_rows)},
+          {dqn_replay::kAction, stack_rows(action_rows)},
+          {dqn_replay::kReturn, host_floats(returns)},
+          {dqn_replay::kDiscount, host_floats(discounts)},
+          {dqn_replay::kBootstrapObservation, stack_rows(bootstrap_rows)},
       },
       initial);
 }
