@@ -29,7 +29,6 @@ namespace {
 using Episodes = std::vector<std::pair<double, int64_t>>;  // (return, length) of finished episodes
 
 // The learner polls should_stop at least this often while it waits for the actors.
-constexpr std::chrono::milliseconds kPollSlice{50};
 
 // One train() call: what the actor threads and the learner (the calling thread) share, the actor
 // loop and the learner loop.
@@ -52,7 +51,7 @@ class Run final : public ApexStepSource {
         callbacks_(callbacks),
         timeout_(core::steady_duration(config.wait_timeout_seconds)),
         timeout_text_(std::to_string(config.wait_timeout_seconds) + " s"),
-        global_step_(state.global_step),
+        stored_(state.global_step),
         claimed_(state.global_step),
         allowed_step_(initial_allowance(config, learner, state)) {}
 
@@ -74,7 +73,7 @@ class Run final : public ApexStepSource {
     }
     stop_and_join(threads);
     // Everything the actors did is in: the final count and the episodes not yet handed over.
-    state_.global_step = global_step_.load();
+    state_.global_step = stored_.count();
     hand_over_episodes();
     failure_.rethrow_if_any();
   }
@@ -121,7 +120,7 @@ class Run final : public ApexStepSource {
           acting_version = version_.load();
         }
       }
-      const algos::ActingContext context{false, global_step_.load(), total_steps_, stream, num_actors};
+      const algos::ActingContext context{false, stored_.count(), total_steps_, stream, num_actors};
       algos::TensorMap step = collector.step(replica, context, on_episode);
       steps_since_refresh += steps;
       for (auto& [name, input] : replica.priority_inputs(step)) step[name] = std::move(input);
@@ -129,18 +128,16 @@ class Run final : public ApexStepSource {
       {
         // Held only for an observe() or a checkpoint: no timeout (a stuck checkpoint holds up the
         // learner's thread anyway).
-        std::lock_guard<std::mutex> observing(observing_);
+        std::lock_guard<std::mutex> observing(stored_.mutex());
         learner_.observe(step, stream);
-        global_step_.fetch_add(steps);
+        stored_.add(steps);
         if (!finished.empty()) {
           pending_episodes_.insert(pending_episodes_.end(), finished.begin(), finished.end());
           episodes_pending_.store(true);
         }
       }
       finished.clear();
-      // The learner sets learner_waiting_ under observing_, so it is seen here whenever the learner
-      // waits for a step that this one may be.
-      if (learner_waiting_.load()) stepped_.notify_all();
+      stored_.notify();
     }
   }
 
@@ -149,7 +146,7 @@ class Run final : public ApexStepSource {
   // finds no batch in the replay, since only more steps can give it one). An actor that starts a
   // step below the allowance may end it past it, by its envs.
   void wait_for_learner(size_t a) {
-    const auto allowed = [&] { return stopping_.load() || global_step_.load() < allowed_step_.load(); };
+    const auto allowed = [&] { return stopping_.load() || stored_.count() < allowed_step_.load(); };
     if (allowed()) return;
     std::unique_lock<std::mutex> lock(progress_mutex_);
     if (!updated_.wait_for(lock, timeout_, allowed)) {
@@ -162,55 +159,25 @@ class Run final : public ApexStepSource {
   // ---- the learner ----
 
   void learn() {
-    TrainingCallbacks pausing = callbacks_;
-    if (callbacks_.on_checkpoint) {
-      pausing.on_checkpoint = [this](const TrainingState&) {
-        // No observe() and no step counted while the learner is saved: global_step is the replay's.
-        std::lock_guard<std::mutex> paused(observing_);
-        state_.global_step = global_step_.load();
-        callbacks_.on_checkpoint(state_);
-      };
-    }
     // Updates start once some step of this run is observed: the happens-before that
     // OffPolicyLearner::observes_while_updating asks for.
-    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, pausing, episodes_,
-                       static_cast<int>(envs_.size()));
+    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_,
+                       stored_.pausing(callbacks_, state_), episodes_, static_cast<int>(envs_.size()));
   }
 
   // ---- ApexStepSource, on the learner's thread ----
 
-  int64_t take_steps() override { return global_step_.load(); }
-  int64_t steps_taken() const override { return global_step_.load(); }
+  int64_t take_steps() override { return stored_.count(); }
+  int64_t steps_taken() const override { return stored_.count(); }
   bool failed() const override { return failure_.failed(); }
   void after_update() override { hand_over_episodes(); }
 
   // Waits until global_step exceeds `beyond` (or reaches total_steps), an actor fails or
   // should_stop says so; wait_timeout_seconds without any step is an error.
   void wait_for_steps(int64_t beyond) override {
-    const auto ready = [&] {
-      const int64_t step = global_step_.load();
-      return failure_.failed() || step > beyond || step >= total_steps_;
-    };
-    int64_t seen = global_step_.load();
-    auto deadline = std::chrono::steady_clock::now() + timeout_;
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(observing_);
-        learner_waiting_.store(true);
-        const bool done = stepped_.wait_for(lock, kPollSlice, ready);
-        learner_waiting_.store(false);
-        if (done) return;
-      }
-      if (callbacks_.should_stop && callbacks_.should_stop()) return;
-      const int64_t step = global_step_.load();
-      if (step != seen) {
-        seen = step;
-        deadline = std::chrono::steady_clock::now() + timeout_;
-      } else if (std::chrono::steady_clock::now() >= deadline) {
-        throw std::runtime_error("policy 'apex': the actors took no step within " + timeout_text_ + " (at step " +
-                                 std::to_string(step) + ")");
-      }
-    }
+    stored_.wait_beyond(
+        beyond, total_steps_, [this] { return failure_.failed(); }, callbacks_, timeout_,
+        "policy 'apex': the actors took no step within " + timeout_text_);
   }
 
   // Moves the actors' allowance (max_env_steps_per_update) to `step`.
@@ -234,7 +201,7 @@ class Run final : public ApexStepSource {
     if (!episodes_pending_.load()) return;
     Episodes finished;
     {
-      std::lock_guard<std::mutex> lock(observing_);
+      std::lock_guard<std::mutex> lock(stored_.mutex());
       finished.swap(pending_episodes_);
       episodes_pending_.store(false);
     }
@@ -255,8 +222,7 @@ class Run final : public ApexStepSource {
     stopping_.store(true);
     { std::lock_guard<std::mutex> lock(progress_mutex_); }
     updated_.notify_all();
-    { std::lock_guard<std::mutex> lock(observing_); }
-    stepped_.notify_all();
+    stored_.wake_all();
   }
 
   void stop_and_join(std::vector<std::thread>& threads) {
@@ -281,13 +247,10 @@ class Run final : public ApexStepSource {
   const std::string timeout_text_;
 
   // observe(), global_step's increments and the episodes on their way to the learner.
-  std::mutex observing_;
-  std::condition_variable stepped_;            // with observing_: global_step moved, or a stop
-  std::atomic<int64_t> global_step_;           // steps observed; changes under observing_
-  std::atomic<int64_t> claimed_;               // steps claimed by actors (>= global_step_)
-  Episodes pending_episodes_;                  // guarded by observing_
-  std::atomic<bool> episodes_pending_{false};  // pending_episodes_ is not empty; changes under observing_
-  std::atomic<bool> learner_waiting_{false};   // the learner waits on stepped_; changes under observing_
+  StoredSteps stored_;                         // steps observed, under its mutex
+  std::atomic<int64_t> claimed_;               // steps claimed by actors (>= stored_)
+  Episodes pending_episodes_;                  // guarded by stored_.mutex()
+  std::atomic<bool> episodes_pending_{false};  // pending_episodes_ is not empty; changes under stored_.mutex()
 
   // The published parameters.
   std::mutex publishing_;

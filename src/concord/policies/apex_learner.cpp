@@ -1,10 +1,63 @@
 #include "concord/policies/apex_learner.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "concord/core/timer.h"
 
 namespace concord::policies {
+
+namespace {
+
+// The learner checks should_stop at least this often while it waits for steps.
+constexpr std::chrono::milliseconds kPollSlice{50};
+
+}  // namespace
+
+void StoredSteps::wake_all() {
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  changed_.notify_all();
+}
+
+TrainingCallbacks StoredSteps::pausing(const TrainingCallbacks& callbacks, TrainingState& state) {
+  TrainingCallbacks paused = callbacks;
+  if (callbacks.on_checkpoint) {
+    paused.on_checkpoint = [this, &callbacks, &state](const TrainingState&) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      state.global_step = global_step_.load();
+      callbacks.on_checkpoint(state);
+    };
+  }
+  return paused;
+}
+
+void StoredSteps::wait_beyond(int64_t beyond, int64_t total, const std::function<bool()>& failed,
+                              const TrainingCallbacks& callbacks, std::chrono::steady_clock::duration patience,
+                              const std::string& what) {
+  const auto ready = [&] {
+    const int64_t step = global_step_.load();
+    return failed() || step > beyond || step >= total;
+  };
+  int64_t seen = global_step_.load();
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      waiting_.store(true);
+      const bool done = changed_.wait_for(lock, kPollSlice, ready);
+      waiting_.store(false);
+      if (done) return;
+    }
+    if (callbacks.should_stop && callbacks.should_stop()) return;
+    const int64_t step = global_step_.load();
+    if (step != seen) {
+      seen = step;
+      deadline = std::chrono::steady_clock::now() + patience;
+    } else if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(what + " (at step " + std::to_string(step) + ")");
+    }
+  }
+}
 
 int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearner& learner,
                           const TrainingState& state) {

@@ -1,6 +1,12 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
 
 #include "concord/algos/off_policy_learner.h"
 #include "concord/core/episode_stats.h"
@@ -29,6 +35,40 @@ class ApexStepSource {
   virtual bool failed() const = 0;
   // After each update: hands the episodes the actors finished to `record_episode`.
   virtual void after_update() {}
+};
+
+// The env steps in the learner's replay, for a source whose actors (threads, or rank 0's
+// communication thread) observe() while the learner updates: counted under one mutex, which a
+// checkpoint also holds, and the learner's wait for more. Thread-safe.
+class StoredSteps {
+ public:
+  explicit StoredSteps(int64_t global_step) : global_step_(global_step) {}
+  // Held by every observe() with the count that follows it, and by checkpoints.
+  std::mutex& mutex() { return mutex_; }
+  int64_t count() const { return global_step_.load(); }
+  // Counts `steps` more stored; with mutex() held.
+  void add(int64_t steps) { global_step_.fetch_add(steps); }
+  // After add(), with mutex() held or not: wakes the learner if it waits for steps.
+  void notify() {
+    if (waiting_.load()) changed_.notify_all();
+  }
+  // Wakes every wait, at a stop.
+  void wake_all();
+  // `callbacks` with on_checkpoint run under mutex() after setting state.global_step to count():
+  // no observe() and no step counted while the learner is saved, so the saved step is the replay's.
+  TrainingCallbacks pausing(const TrainingCallbacks& callbacks, TrainingState& state);
+  // Blocks until more than `beyond` steps are stored (or `total`), `failed()`, or
+  // callbacks.should_stop says so. Throws std::runtime_error("<what> (at step N)") after
+  // `patience` without a step stored.
+  void wait_beyond(int64_t beyond, int64_t total, const std::function<bool()>& failed,
+                   const TrainingCallbacks& callbacks, std::chrono::steady_clock::duration patience,
+                   const std::string& what);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;   // with mutex_: steps stored, or a stop
+  std::atomic<int64_t> global_step_;  // changes under mutex_
+  std::atomic<bool> waiting_{false};  // the learner waits on changed_; changes under mutex_
 };
 
 // The actors' first allowance under max_env_steps_per_update, the one learn_back_to_back starts

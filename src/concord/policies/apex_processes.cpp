@@ -50,9 +50,6 @@ std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
 // (0); the learner updates they are from; the learner's global_step.
 constexpr int64_t kControlSize = 4;
 
-// The learner polls should_stop at least this often while it waits for segments.
-constexpr std::chrono::milliseconds kPollSlice{50};
-
 std::string rank_name(int rank) { return "actor rank " + std::to_string(rank); }
 
 // How long the learner waits for an actor's messages: wait_timeout_seconds, and under
@@ -103,7 +100,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
                                        " s (half of comm.timeout_seconds)"
                                  : patience_text_),
         received_(state.global_step),
-        global_step_(state.global_step),
+        stored_(state.global_step),
         allowed_step_(initial_allowance(config_, learner_, state)),
         sent_version_(static_cast<size_t>(actors_), -1),
         fields_(segment_fields(*policy.replica_)) {}
@@ -128,7 +125,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     serving.join();
     // Everything the communication thread stored is in: the final count, and the episodes not yet
     // reported.
-    state_.global_step = global_step_.load();
+    state_.global_step = stored_.count();
     after_update();
     failure_.rethrow_if_any();
   }
@@ -254,16 +251,16 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   void observe(const Segment& segment) {
     const std::vector<std::string>& names = fields_;
     const int64_t steps = segment.fields.front().size(0);
-    std::lock_guard<std::mutex> lock(observing_);
-    if (global_step_.load() >= total_steps_) return;
+    std::lock_guard<std::mutex> lock(stored_.mutex());
+    if (stored_.count() >= total_steps_) return;
     for (int64_t t = 0; t < steps; ++t) {
       algos::TensorMap step;
       for (size_t field = 0; field < names.size(); ++field) step.emplace(names[field], segment.fields[field][t]);
       learner_.observe(step, segment.actor);
     }
-    global_step_.fetch_add(steps * segment.fields.front().size(1));
+    stored_.add(steps * segment.fields.front().size(1));
     pending_episodes_.insert(pending_episodes_.end(), segment.finished.begin(), segment.finished.end());
-    stepped_.notify_all();
+    stored_.notify();
   }
 
   // Sends control k to actor `a`, with the published parameters if they are newer than those it
@@ -279,7 +276,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
     const bool send_parameters = parameters.defined();
     const torch::Tensor control = torch::tensor(
-        {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, global_step_.load()}, torch::kInt64);
+        {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, stored_.count()}, torch::kInt64);
     auto& pending = pending_[static_cast<size_t>(a)];
     pending.push_back(communicator_.send_async(control, a + 1, kControlTag));
     if (send_parameters) {
@@ -326,24 +323,15 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   // ---- the calling thread ----
 
   void learn() {
-    TrainingCallbacks pausing = callbacks_;
-    if (callbacks_.on_checkpoint) {
-      pausing.on_checkpoint = [this](const TrainingState&) {
-        // No observe() and no step counted while the learner is saved: global_step is the replay's.
-        std::lock_guard<std::mutex> paused(observing_);
-        state_.global_step = global_step_.load();
-        callbacks_.on_checkpoint(state_);
-      };
-    }
     // Updates start once some step of this run is observed: the happens-before that
     // OffPolicyLearner::observes_while_updating asks for.
-    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_, pausing,
-                       policy_.episodes_, actors_);
+    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_,
+                       stored_.pausing(callbacks_, state_), policy_.episodes_, actors_);
   }
 
   // ---- ApexStepSource, on the calling thread ----
 
-  int64_t take_steps() override { return global_step_.load(); }
+  int64_t take_steps() override { return stored_.count(); }
   int64_t steps_taken() const override { return received_.load(); }
   bool failed() const override { return failure_.failed(); }
 
@@ -351,7 +339,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   void after_update() override {
     FinishedEpisodes finished;
     {
-      std::lock_guard<std::mutex> lock(observing_);
+      std::lock_guard<std::mutex> lock(stored_.mutex());
       finished.swap(pending_episodes_);
     }
     for (const auto& [episode_return, episode_length] : finished) {
@@ -359,30 +347,10 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
   }
 
-  // Waits until global_step exceeds `beyond` (or reaches total_steps), a failure or should_stop;
-  // wait_timeout_seconds without a step stored is an error.
   void wait_for_steps(int64_t beyond) override {
-    const auto ready = [&] {
-      const int64_t step = global_step_.load();
-      return failure_.failed() || step > beyond || step >= total_steps_;
-    };
-    int64_t seen = global_step_.load();
-    auto deadline = std::chrono::steady_clock::now() + patience_;
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(observing_);
-        if (stepped_.wait_for(lock, kPollSlice, ready)) return;
-      }
-      if (callbacks_.should_stop && callbacks_.should_stop()) return;
-      const int64_t step = global_step_.load();
-      if (step != seen) {
-        seen = step;
-        deadline = std::chrono::steady_clock::now() + patience_;
-      } else if (std::chrono::steady_clock::now() >= deadline) {
-        throw std::runtime_error("policy 'apex': the actors sent no transitions within " + patience_text_ +
-                                 " (at step " + std::to_string(step) + ")");
-      }
-    }
+    stored_.wait_beyond(
+        beyond, total_steps_, [this] { return failure_.failed(); }, callbacks_, patience_,
+        "policy 'apex': the actors sent no transitions within " + patience_text_);
   }
 
   void allow_steps(int64_t step) override {
@@ -414,8 +382,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     stopping_.store(true);
     { std::lock_guard<std::mutex> lock(progress_mutex_); }
     updated_.notify_all();
-    { std::lock_guard<std::mutex> lock(observing_); }
-    stepped_.notify_all();
+    stored_.wake_all();
   }
 
   ApexProcessesPolicy& policy_;
@@ -433,12 +400,9 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   const std::string actor_patience_text_;
   std::vector<bool> dropped_ = std::vector<bool>(static_cast<size_t>(actors_), false);  // communication thread's
 
-  // The communication thread's observe() against the calling thread's checkpoints.
-  std::mutex observing_;
-  std::condition_variable stepped_;    // with observing_: global_step moved, or a stop
   std::atomic<int64_t> received_;      // env steps received from the actors
-  std::atomic<int64_t> global_step_;   // env steps in the replay; changes under observing_
-  FinishedEpisodes pending_episodes_;  // stored, not yet reported; guarded by observing_
+  StoredSteps stored_;                 // env steps in the replay, under its mutex
+  FinishedEpisodes pending_episodes_;  // stored, not yet reported; guarded by stored_.mutex()
 
   // max_env_steps_per_update's allowance; changes under progress_mutex_.
   std::mutex progress_mutex_;
