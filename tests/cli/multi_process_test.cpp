@@ -109,21 +109,26 @@ TEST(MultiProcessLearning, ApexActorRanksFeedALearnerThatLearnsCartPole) {
   EXPECT_TRUE(concord::test::learns(train_and_evaluate, concord::test::LearningBar{80.0}));
 }
 
+// `concord launch -n 3` of `train` (a `concord train` command writing under run_root), whose rank
+// 2's shell kills its own `concord` with SIGKILL once rank 0 has written two metrics records.
+concord::test::CommandResult launch_killing_rank_2(const std::string& run_root, const std::string& train) {
+  const std::string script = "if [ $RANK = 2 ]; then (i=0; until [ \"$(cat " + run_root +
+                             "/*/metrics.csv 2>/dev/null | wc -l)\" -ge 3 ] || "
+                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL $$) & fi; exec " +
+                             train;
+  return concord::test::run_concord("launch -n 3 -- sh -c '" + script + "'");
+}
+
 // Ape-X's actors are interchangeable: under `concord launch`, an actor rank killed with SIGKILL
 // mid-run is dropped by rank 0 (policy.apex.on_actor_failure = "continue", the default), the
-// launcher lets the run go on, and the other actor takes it to its end. Rank 2's shell kills its
-// own `concord` once rank 0 has written two metrics records.
+// launcher lets the run go on, and the other actor takes it to its end.
 TEST(MultiProcess, ConcordLaunchLetsApexOutliveAKilledActor) {
   const auto root = concord::test::fresh_dir("multi_process", "launch_apex_actor_killed");
   const std::string r = root.string();
   const std::string config = std::string(CONCORD_SOURCE_DIR) + "/configs/dqn_apex_cartpole.toml";
   const std::string train = std::string(CONCORD_BINARY) + " train --config " + config +
                             " --total-timesteps 20000 --set comm.timeout_seconds=20 --progress off --run-root " + r;
-  const std::string script = "if [ $RANK = 2 ]; then (i=0; until [ \"$(cat " + r +
-                             "/*/metrics.csv 2>/dev/null | wc -l)\" -ge 3 ] || "
-                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL $$) & fi; exec " +
-                             train;
-  const concord::test::CommandResult launched = concord::test::run_concord("launch -n 3 -- sh -c '" + script + "'");
+  const concord::test::CommandResult launched = launch_killing_rank_2(r, train);
   EXPECT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_THAT(launched.output, HasSubstr("policy 'apex': actor rank 2 failed: "));
   EXPECT_THAT(launched.output, HasSubstr("it was dropped (1 actor(s) left)"));
@@ -251,11 +256,7 @@ TEST(MultiProcess, ConcordLaunchLetsActorProcessesSurviveAKilledActor) {
                             " --policy actor_processes --total-timesteps 30000 --set comm.timeout_seconds=20 "
                             "--progress off --run-root " +
                             r;
-  const std::string script = "if [ $RANK = 2 ]; then (i=0; until [ \"$(cat " + r +
-                             "/*/metrics.csv 2>/dev/null | wc -l)\" -ge 3 ] || "
-                             "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL $$) & fi; exec " +
-                             train;
-  const concord::test::CommandResult launched = concord::test::run_concord("launch -n 3 -- sh -c '" + script + "'");
+  const concord::test::CommandResult launched = launch_killing_rank_2(r, train);
   EXPECT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_THAT(launched.output, HasSubstr("actor rank 2 failed and was dropped (1 actor(s) left)"));
   EXPECT_THAT(launched.output, HasSubstr("was killed by signal 9 (SIGKILL); the run goes on without it"));

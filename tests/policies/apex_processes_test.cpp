@@ -33,6 +33,7 @@ namespace {
 
 using testing::ApexRecordingLearner;
 using testing::CountingEnv;
+using testing::expect_fake_priority_inputs;
 
 // A fresh counting env id: observation [steps into the episode, instance], truncated every 4
 // steps, reward 1.
@@ -183,13 +184,8 @@ TEST(ApexProcesses, TheActorsInitialPrioritiesTravelWithTheirSteps) {
   for (const std::string& error : errors) EXPECT_EQ(error, "");
   EXPECT_EQ(state.global_step, 480);
   ASSERT_FALSE(learners[0]->steps.empty());
-  namespace f = algos::transition;
   for (const auto& [stream, step] : learners[0]->steps) {
-    ASSERT_EQ(step.count(f::kActingQ), 1u);
-    ASSERT_EQ(step.count(f::kActingNextValue), 1u);
-    const torch::Tensor first = step.at(f::kObservations).select(1, 0);
-    EXPECT_TRUE(step.at(f::kActingQ).equal(first + 0.5f)) << "stream " << stream;
-    EXPECT_TRUE(step.at(f::kActingNextValue).equal(first + 0.25f)) << "stream " << stream;
+    expect_fake_priority_inputs(step, stream);
   }
 }
 

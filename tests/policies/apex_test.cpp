@@ -32,6 +32,7 @@ namespace {
 
 using testing::ApexRecordingLearner;
 using testing::CountingEnv;
+using testing::expect_fake_priority_inputs;
 
 constexpr int kEnvsPerActor = 2;
 
@@ -121,13 +122,8 @@ TEST(Apex, TheActorsInitialPrioritiesReachObserveWithTheirSteps) {
   TrainingState state;
   policy.train(state, 200, 1'000'000, {});
   ASSERT_FALSE(learner.steps.empty());
-  namespace f = algos::transition;
   for (const auto& [stream, step] : learner.steps) {
-    ASSERT_EQ(step.count(f::kActingQ), 1u);
-    ASSERT_EQ(step.count(f::kActingNextValue), 1u);
-    const torch::Tensor first = step.at(f::kObservations).select(1, 0);
-    EXPECT_TRUE(step.at(f::kActingQ).equal(first + 0.5f)) << "stream " << stream;
-    EXPECT_TRUE(step.at(f::kActingNextValue).equal(first + 0.25f)) << "stream " << stream;
+    expect_fake_priority_inputs(step, stream);
   }
 }
 

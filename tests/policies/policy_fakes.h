@@ -222,6 +222,17 @@ class RecordingOffPolicyLearner final : public algos::OffPolicyLearner {
   nn::FlatParameters parameters_{*network_};
 };
 
+// A step that went to observe() with the fake Replica's priority inputs (gives_priorities):
+// acting Q = its first observation value + 0.5, acting next value that + 0.25.
+inline void expect_fake_priority_inputs(const algos::TensorMap& step, int stream) {
+  namespace f = algos::transition;
+  ASSERT_EQ(step.count(f::kActingQ), 1u);
+  ASSERT_EQ(step.count(f::kActingNextValue), 1u);
+  const torch::Tensor first = step.at(f::kObservations).select(1, 0);
+  EXPECT_TRUE(step.at(f::kActingQ).equal(first + 0.5f)) << "stream " << stream;
+  EXPECT_TRUE(step.at(f::kActingNextValue).equal(first + 0.25f)) << "stream " << stream;
+}
+
 // An off-policy learner that `apex` can drive: observe() and update() may run on two threads at
 // once, and it counts observe() calls that overlapped (the policy must serialise them). Each
 // make_actor_replica() gives a Replica that records its contexts and what assign() gave it.
