@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -140,25 +141,48 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     // Control 0 and the parameters to every actor (stop, if the run is already over), then each
     // actor's description of its segments.
     std::vector<bool> stopped(static_cast<size_t>(actors_), false);
-    int running = 0;
-    for (int a = 0; a < actors_; ++a) {
-      stopped[static_cast<size_t>(a)] = !answer(a);
-      running += stopped[static_cast<size_t>(a)] ? 0 : 1;
-    }
-    std::vector<torch::Tensor> descriptions(static_cast<size_t>(actors_));
-    std::vector<std::vector<torch::Tensor>> layouts(static_cast<size_t>(actors_));
-    for (int a = 0; a < actors_; ++a) {
-      if (stopped[static_cast<size_t>(a)]) continue;
-      descriptions[static_cast<size_t>(a)] = torch::empty({count, 2 + comm::kMaxDescribedDims}, torch::kInt64);
-      pending_[static_cast<size_t>(a)].push_back(
-          communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, kDescriptionTag));
-    }
+    int running = actors_;
     // An actor that failed: dropped (it takes no more answers), or the run fails.
     const auto drop = [&](int a, const std::string& error) {
       stopped[static_cast<size_t>(a)] = true;
       --running;
       drop_actor(a, error);
     };
+    // Posts messages to or from actor `a`: a connection that is already closed (a dead actor)
+    // fails the post itself, and drops the actor as a failed wait does. False then.
+    const auto reach = [&](int a, const std::function<void()>& post_messages) {
+      try {
+        post_messages();
+        return true;
+      } catch (const comm::CommError& error) {
+        drop(a, rank_name(a + 1) + " failed: " + error.what());
+        return false;
+      }
+    };
+    // Sends control k (with parameters) to actor `a`, and posts the receives of its next segment
+    // unless the control says stop.
+    const auto answer_and_post = [&](int a, const std::function<void()>& post_next) {
+      bool go_on = false;
+      if (!reach(a, [&] {
+            go_on = answer(a);
+            if (go_on) post_next();
+          })) {
+        return;
+      }
+      if (!go_on) {
+        stopped[static_cast<size_t>(a)] = true;
+        --running;
+      }
+    };
+    std::vector<torch::Tensor> descriptions(static_cast<size_t>(actors_));
+    std::vector<std::vector<torch::Tensor>> layouts(static_cast<size_t>(actors_));
+    for (int a = 0; a < actors_; ++a) {
+      answer_and_post(a, [&] {
+        descriptions[static_cast<size_t>(a)] = torch::empty({count, 2 + comm::kMaxDescribedDims}, torch::kInt64);
+        pending_[static_cast<size_t>(a)].push_back(
+            communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, kDescriptionTag));
+      });
+    }
     for (int a = 0; a < actors_; ++a) {
       if (stopped[static_cast<size_t>(a)]) continue;
       if (const std::string error = settle(watchdog, a, "sent no description of its transitions"); !error.empty()) {
@@ -197,7 +221,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       pending.push_back(communicator_.recv_async(segment.episodes, a + 1, kEpisodesTag));
     };
     for (int a = 0; a < actors_; ++a) {
-      if (!stopped[static_cast<size_t>(a)]) post(a);
+      if (!stopped[static_cast<size_t>(a)]) reach(a, [&] { post(a); });
     }
 
     // Rounds: each actor's next segment in turn, answered with control k once it is handed over.
@@ -214,12 +238,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         received_.fetch_add(steps);
         observe(segment);
         wait_for_allowance(a);
-        if (answer(a)) {
-          post(a);
-        } else {
-          stopped[static_cast<size_t>(a)] = true;
-          --running;
-        }
+        answer_and_post(a, [&] { post(a); });
       }
     }
     // The last controls reach the actors before train() returns (a dropped actor's messages stay
