@@ -201,8 +201,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
         }
       }
     }
-    // Every segment of an actor has its first one's layout; fresh buffers for each, since the
-    // learner keeps the segment until it has observed it.
+    // Every segment of an actor has its first one's layout; fresh buffers for each, since
+    // observe() may keep what it was given by reference.
     std::vector<Segment> incoming(static_cast<size_t>(actors_));
     const auto post = [&](int a) {
       Segment& segment = incoming[static_cast<size_t>(a)];
@@ -224,7 +224,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       if (!stopped[static_cast<size_t>(a)]) reach(a, [&] { post(a); });
     }
 
-    // Rounds: each actor's next segment in turn, answered with control k once it is handed over.
+    // Rounds: each actor's next segment in turn, answered with control k once it is stored.
     while (running > 0) {
       for (int a = 0; a < actors_; ++a) {
         if (stopped[static_cast<size_t>(a)]) continue;
