@@ -26,10 +26,6 @@
 namespace concord::policies {
 namespace {
 
-using Episodes = std::vector<std::pair<double, int64_t>>;  // (return, length) of finished episodes
-
-// The learner polls should_stop at least this often while it waits for the actors.
-
 // One train() call: what the actor threads and the learner (the calling thread) share, the actor
 // loop and the learner loop.
 class Run final : public ApexStepSource {
@@ -101,7 +97,7 @@ class Run final : public ApexStepSource {
     const int num_actors = static_cast<int>(envs_.size());
     int64_t acting_version = -1;
     int64_t steps_since_refresh = config_.refresh_every;  // the first step refreshes
-    Episodes finished;
+    FinishedEpisodes finished;
     const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
       finished.emplace_back(episode_return, episode_length);
     };
@@ -130,11 +126,7 @@ class Run final : public ApexStepSource {
         // learner's thread anyway).
         std::lock_guard<std::mutex> observing(stored_.mutex());
         learner_.observe(step, stream);
-        stored_.add(steps);
-        if (!finished.empty()) {
-          pending_episodes_.insert(pending_episodes_.end(), finished.begin(), finished.end());
-          episodes_pending_.store(true);
-        }
+        stored_.add(steps, finished);
       }
       finished.clear();
       stored_.notify();
@@ -198,14 +190,7 @@ class Run final : public ApexStepSource {
 
   // Calls on_episode, on this thread, for the episodes the actors finished since the last call.
   void hand_over_episodes() {
-    if (!episodes_pending_.load()) return;
-    Episodes finished;
-    {
-      std::lock_guard<std::mutex> lock(stored_.mutex());
-      finished.swap(pending_episodes_);
-      episodes_pending_.store(false);
-    }
-    for (const auto& [episode_return, episode_length] : finished) {
+    for (const auto& [episode_return, episode_length] : stored_.take_finished()) {
       record_episode(episodes_, callbacks_, episode_return, episode_length);
     }
   }
@@ -247,10 +232,8 @@ class Run final : public ApexStepSource {
   const std::string timeout_text_;
 
   // observe(), global_step's increments and the episodes on their way to the learner.
-  StoredSteps stored_;                         // steps observed, under its mutex
-  std::atomic<int64_t> claimed_;               // steps claimed by actors (>= stored_)
-  Episodes pending_episodes_;                  // guarded by stored_.mutex()
-  std::atomic<bool> episodes_pending_{false};  // pending_episodes_ is not empty; changes under stored_.mutex()
+  StoredSteps stored_;            // steps observed and the episodes they finished, under its mutex
+  std::atomic<int64_t> claimed_;  // steps claimed by actors (>= stored_)
 
   // The published parameters.
   std::mutex publishing_;

@@ -14,6 +14,22 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 
 }  // namespace
 
+void StoredSteps::add(int64_t steps, const FinishedEpisodes& finished) {
+  global_step_.fetch_add(steps);
+  if (finished.empty()) return;
+  finished_.insert(finished_.end(), finished.begin(), finished.end());
+  has_finished_.store(true);
+}
+
+FinishedEpisodes StoredSteps::take_finished() {
+  FinishedEpisodes taken;
+  if (!has_finished_.load()) return taken;  // the common case, without the actors' mutex
+  std::lock_guard<std::mutex> lock(mutex_);
+  taken.swap(finished_);
+  has_finished_.store(false);
+  return taken;
+}
+
 void StoredSteps::wake_all() {
   { std::lock_guard<std::mutex> lock(mutex_); }
   changed_.notify_all();

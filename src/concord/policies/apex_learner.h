@@ -11,6 +11,7 @@
 #include "concord/algos/off_policy_learner.h"
 #include "concord/core/episode_stats.h"
 #include "concord/policies/apex_config.h"
+#include "concord/policies/episode_message.h"
 #include "concord/policies/policy.h"
 
 namespace concord::policies {
@@ -39,15 +40,18 @@ class ApexStepSource {
 
 // The env steps in the learner's replay, for a source whose actors (threads, or rank 0's
 // communication thread) observe() while the learner updates: counted under one mutex, which a
-// checkpoint also holds, and the learner's wait for more. Thread-safe.
+// checkpoint also holds, with the episodes they finished on their way to the learner's thread,
+// and the learner's wait for more. Thread-safe.
 class StoredSteps {
  public:
   explicit StoredSteps(int64_t global_step) : global_step_(global_step) {}
   // Held by every observe() with the count that follows it, and by checkpoints.
   std::mutex& mutex() { return mutex_; }
   int64_t count() const { return global_step_.load(); }
-  // Counts `steps` more stored; with mutex() held.
-  void add(int64_t steps) { global_step_.fetch_add(steps); }
+  // Counts `steps` more stored, and the episodes they finished; with mutex() held.
+  void add(int64_t steps, const FinishedEpisodes& finished);
+  // The episodes stored since the last call, for the learner's thread to report.
+  FinishedEpisodes take_finished();
   // After add(), with mutex() held or not: wakes the learner if it waits for steps.
   void notify() {
     if (waiting_.load()) changed_.notify_all();
@@ -66,9 +70,11 @@ class StoredSteps {
 
  private:
   std::mutex mutex_;
-  std::condition_variable changed_;   // with mutex_: steps stored, or a stop
-  std::atomic<int64_t> global_step_;  // changes under mutex_
-  std::atomic<bool> waiting_{false};  // the learner waits on changed_; changes under mutex_
+  std::condition_variable changed_;        // with mutex_: steps stored, or a stop
+  std::atomic<int64_t> global_step_;       // changes under mutex_
+  std::atomic<bool> waiting_{false};       // the learner waits on changed_; changes under mutex_
+  FinishedEpisodes finished_;              // guarded by mutex_
+  std::atomic<bool> has_finished_{false};  // finished_ is not empty; changes under mutex_
 };
 
 // The actors' first allowance under max_env_steps_per_update, the one learn_back_to_back starts

@@ -140,12 +140,11 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     const auto count = static_cast<int64_t>(names.size());
     // Control 0 and the parameters to every actor (stop, if the run is already over), then each
     // actor's description of its segments.
-    std::vector<bool> stopped(static_cast<size_t>(actors_), false);
-    int running = actors_;
+    std::vector<bool> stopped(static_cast<size_t>(actors_), false);  // told to stop, or dropped
+    const auto running = [&] { return std::find(stopped.begin(), stopped.end(), false) != stopped.end(); };
     // An actor that failed: dropped (it takes no more answers), or the run fails.
     const auto drop = [&](int a, const std::string& error) {
       stopped[static_cast<size_t>(a)] = true;
-      --running;
       drop_actor(a, error);
     };
     // Posts messages to or from actor `a`: a connection that is already closed (a dead actor)
@@ -169,10 +168,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
           })) {
         return;
       }
-      if (!go_on) {
-        stopped[static_cast<size_t>(a)] = true;
-        --running;
-      }
+      if (!go_on) stopped[static_cast<size_t>(a)] = true;
     };
     std::vector<torch::Tensor> descriptions(static_cast<size_t>(actors_));
     std::vector<std::vector<torch::Tensor>> layouts(static_cast<size_t>(actors_));
@@ -225,7 +221,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     }
 
     // Rounds: each actor's next segment in turn, answered with control k once it is stored.
-    while (running > 0) {
+    while (running()) {
       for (int a = 0; a < actors_; ++a) {
         if (stopped[static_cast<size_t>(a)]) continue;
         if (const std::string error = settle(watchdog, a, "sent no transitions"); !error.empty()) {
@@ -277,8 +273,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       for (size_t field = 0; field < names.size(); ++field) step.emplace(names[field], segment.fields[field][t]);
       learner_.observe(step, segment.actor);
     }
-    stored_.add(steps * segment.fields.front().size(1));
-    pending_episodes_.insert(pending_episodes_.end(), segment.finished.begin(), segment.finished.end());
+    stored_.add(steps * segment.fields.front().size(1), segment.finished);
     stored_.notify();
   }
 
@@ -356,12 +351,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   // Reports the episodes the segments stored since the last call finished.
   void after_update() override {
-    FinishedEpisodes finished;
-    {
-      std::lock_guard<std::mutex> lock(stored_.mutex());
-      finished.swap(pending_episodes_);
-    }
-    for (const auto& [episode_return, episode_length] : finished) {
+    for (const auto& [episode_return, episode_length] : stored_.take_finished()) {
       record_episode(policy_.episodes_, callbacks_, episode_return, episode_length);
     }
   }
@@ -419,9 +409,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   const std::string actor_patience_text_;
   std::vector<bool> dropped_ = std::vector<bool>(static_cast<size_t>(actors_), false);  // communication thread's
 
-  std::atomic<int64_t> received_;      // env steps received from the actors
-  StoredSteps stored_;                 // env steps in the replay, under its mutex
-  FinishedEpisodes pending_episodes_;  // stored, not yet reported; guarded by stored_.mutex()
+  std::atomic<int64_t> received_;  // env steps received from the actors
+  StoredSteps stored_;             // env steps in the replay and the episodes they finished
 
   // max_env_steps_per_update's allowance; changes under progress_mutex_.
   std::mutex progress_mutex_;
