@@ -42,14 +42,20 @@ TEST(Cli, EnvsListsEveryEnvironmentWithSpaces) {
 }
 
 // The numerics a run depends on, for bug reports and scripts/kernel_check.sh: the BLAS and the
-// OpenBLAS kernel set, which OPENBLAS_CORETYPE forces.
-TEST(Cli, VersionNamesLibTorchTheBlasAndItsKernel) {
+// OpenBLAS kernel set, which OPENBLAS_CORETYPE forces; then malloc's settings.
+TEST(Cli, VersionNamesLibTorchTheBlasItsKernelAndMalloc) {
   const CommandResult result = run_concord("--version");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, ::testing::StartsWith("concord "));
   EXPECT_THAT(result.output, ::testing::HasSubstr(", LibTorch 1."));
   EXPECT_THAT(result.output, ::testing::HasSubstr(", BLAS "));
   EXPECT_THAT(result.output, ::testing::HasSubstr(", kernel "));
+  EXPECT_THAT(result.output, ::testing::HasSubstr("malloc keeps freed memory"));
+  const CommandResult defaults = run_concord("--version", "CONCORD_MALLOC=default");
+  EXPECT_THAT(defaults.output, ::testing::HasSubstr("glibc malloc as the user set it (CONCORD_MALLOC=default)"));
+  const CommandResult unknown = run_concord("--version", "CONCORD_MALLOC=fast");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.output, "concord: CONCORD_MALLOC='fast' is not understood (known: concord, default)\n");
   const CommandResult forced = run_concord("--version", "OPENBLAS_CORETYPE=Sandybridge");
   ASSERT_EQ(forced.exit_code, 0) << forced.output;
   if (forced.output.find("OpenBLAS") != std::string::npos) {

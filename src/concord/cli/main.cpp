@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/core/allocator.h"
 #include "concord/core/blas.h"
 
 int main(int argc, char** argv) {
@@ -17,10 +18,12 @@ int main(int argc, char** argv) {
   CLI::App app{"Concord: parallel and distributed deep reinforcement learning"};
   app.require_subcommand(1);
   // The numerics a run depends on: OpenBLAS's kernel set differs by CPU, and with it every
-  // learning curve (scripts/kernel_check.sh reads the kernel from here).
+  // learning curve (scripts/kernel_check.sh reads the kernel from here). Then malloc's settings,
+  // which the speed of pixel workloads depends on.
   app.set_version_flag("--version", []() -> std::string {
     return std::string("concord " CONCORD_VERSION ", LibTorch " CONCORD_TORCH_VERSION ", BLAS ") +
-           concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel();
+           concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel() + ", " +
+           concord::core::allocator_settings();
   });
   concord::cli::add_train_command(app);
   concord::cli::add_eval_command(app);
