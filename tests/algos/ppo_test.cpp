@@ -139,14 +139,15 @@ TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {
   for (size_t i = 0; i < before.size(); ++i) changed = changed || !before[i].equal(after[i]);
   EXPECT_TRUE(changed);
   EXPECT_EQ(ppo.updates(), 1);
-  for (const char* name :
-       {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/old_approx_kl",
-        "losses/clipfrac", "losses/explained_variance", "charts/learning_rate", "charts/update_epochs"}) {
+  for (const char* name : {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
+                           "losses/old_approx_kl", "losses/clipfrac", "losses/explained_variance",
+                           "charts/learning_rate", "charts/clip_coef", "charts/update_epochs"}) {
     ASSERT_EQ(metrics.count(name), 1u) << name;
     EXPECT_TRUE(std::isfinite(metrics.at(name))) << name << " = " << metrics.at(name);
   }
-  EXPECT_EQ(metrics.size(), 9u);
+  EXPECT_EQ(metrics.size(), 10u);
   EXPECT_DOUBLE_EQ(metrics.at("charts/learning_rate"), 2.5e-4);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/clip_coef"), 0.2);
   EXPECT_DOUBLE_EQ(metrics.at("charts/update_epochs"), 4.0);
   EXPECT_GT(metrics.at("losses/entropy"), 0.0);
 }
@@ -163,6 +164,39 @@ TEST(PpoTest, AnnealsLearningRateWithProgress) {
   Ppo fixed(constant);
   nn::ActorCritic fixed_model = fixed.model();
   EXPECT_DOUBLE_EQ(fixed.update(synthetic_rollout(fixed_model, 8, 2), 0.5).at("charts/learning_rate"), 2.5e-4);
+}
+
+// RL Zoo's lin_0.2 clip range: at progress 0.5 the update is, bit for bit, the update of a PPO
+// whose clip_coef is 0.1 from the start (same initial parameters, same rollout, same shuffles).
+TEST(PpoTest, AnnealedClipIsTheCoefficientScaledByTheProgressLeft) {
+  PpoConfig annealed_config = small_config();
+  annealed_config.anneal_clip = true;
+  PpoConfig halved_config = small_config();
+  halved_config.clip_coef = 0.1;
+  at::manual_seed(5);
+  Ppo annealed(annealed_config);
+  at::manual_seed(5);
+  Ppo halved(halved_config);
+  nn::ActorCritic annealed_model = annealed.model();
+  nn::ActorCritic halved_model = halved.model();
+  at::manual_seed(6);
+  const Rollout rollout = synthetic_rollout(annealed_model, 8, 2);
+
+  at::manual_seed(7);
+  const Metrics annealed_metrics = annealed.update(rollout, /*progress=*/0.5);
+  at::manual_seed(7);
+  const Metrics halved_metrics = halved.update(rollout, /*progress=*/0.5);
+
+  EXPECT_DOUBLE_EQ(annealed_metrics.at("charts/clip_coef"), 0.1);
+  EXPECT_DOUBLE_EQ(halved_metrics.at("charts/clip_coef"), 0.1);
+  EXPECT_EQ(annealed_metrics.at("losses/clipfrac"), halved_metrics.at("losses/clipfrac"));
+  const std::vector<at::Tensor> a = annealed_model->parameters();
+  const std::vector<at::Tensor> h = halved_model->parameters();
+  ASSERT_EQ(a.size(), h.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(h[i])) << "parameter " << i;
+  // Not annealed, the coefficient stays where it was set.
+  at::manual_seed(7);
+  EXPECT_DOUBLE_EQ(halved.update(rollout, /*progress=*/0.9).at("charts/clip_coef"), 0.1);
 }
 
 TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {

@@ -14,9 +14,7 @@
 namespace concord::core {
 namespace {
 
-bool user_chose_malloc_settings() {
-  return allocator_settings().rfind("glibc malloc as the user set it", 0) == 0;
-}
+bool user_chose_malloc_settings() { return allocator_settings().rfind("glibc malloc as the user set it", 0) == 0; }
 
 long minor_page_faults() {
   rusage usage{};

@@ -25,6 +25,8 @@ struct PpoConfig {
   int64_t update_epochs = 4;      // passes over the rollout per update
   bool norm_adv = true;           // normalise advantages within each minibatch
   double clip_coef = 0.2;         // surrogate clipping epsilon (and value clipping range)
+  bool anneal_clip = false;       // clip_coef decays linearly: (1 - progress) * clip_coef, as
+                                  // Stable-Baselines3's "lin_" clip_range schedule (RL Zoo)
   bool clip_vloss = true;         // clip the value loss around the rollout's values
   double ent_coef = 0.01;         // entropy bonus coefficient
   double vf_coef = 0.5;           // value loss coefficient
@@ -77,6 +79,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //
 //   update(rollout [T = num_steps, B], progress):
 //     lr = (1 - progress) * learning_rate              (if anneal_lr)
+//     eps = (1 - progress) * clip_coef                 (if anneal_clip, else clip_coef)
 //     rewards = reward_scaler.scale(rollout.rewards)   (if normalize_reward)
 //     advantages, returns = gae(rollout, rewards)      (truncations bootstrap from
 //                                                       truncation_values when given)
@@ -94,8 +97,8 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 // losses/approx_kl and losses/old_approx_kl are those of the last minibatch run, as CleanRL logs
 // them; losses/clipfrac is the mean over all minibatches run; losses/explained_variance is
 // 1 - Var(returns - values) / Var(returns) of the rollout's values (left out when Var(returns) = 0);
-// charts/learning_rate is the rate used. Concord adds charts/update_epochs, the epochs run (fewer
-// than update_epochs after an early stop).
+// charts/learning_rate is the rate used. Concord adds charts/clip_coef, the eps used, and
+// charts/update_epochs, the epochs run (fewer than update_epochs after an early stop).
 //
 // Minibatches are drawn with LibTorch's global generator (seed it with torch::manual_seed).
 // Rollout tensors may live on any device; they are moved to the model's. Not thread-safe.
