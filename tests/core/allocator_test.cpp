@@ -44,8 +44,8 @@ TEST(Allocator, TheLibrarySetsTheThresholdsWhenItLoads) {
 }
 
 // 32 MiB written per round is 8,192 pages. Kept memory is reused without asking the kernel again;
-// with glibc's default thresholds (restored here for the comparison) each round faults about half
-// of them back in.
+// with glibc's default thresholds (restored here for the comparison) each round faults most of
+// them back in.
 TEST(Allocator, FreedTensorsAreReusedWithoutNewPageFaults) {
   if (user_chose_malloc_settings()) GTEST_SKIP() << allocator_settings();
   const long kept = page_faults_of_a_repeated_round();
@@ -56,7 +56,8 @@ TEST(Allocator, FreedTensorsAreReusedWithoutNewPageFaults) {
   const long with_defaults = page_faults_of_a_repeated_round();
   ASSERT_EQ(mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes)), 1);
   ASSERT_EQ(mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTrimThresholdBytes)), 1);
-  EXPECT_GT(with_defaults, 2000);
+  // 7,175 here; fewer where transparent huge pages are always on (one fault per 2 MiB).
+  EXPECT_GT(with_defaults, kept);
   std::printf("page faults of one round: %ld with Concord's thresholds, %ld with glibc's\n", kept, with_defaults);
 }
 
