@@ -46,8 +46,10 @@ struct KeepFreedMemory {
     // adjustment of both.
     const bool mmap_set = mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes)) == 1;
     const bool trim_set = mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTrimThresholdBytes)) == 1;
-    settings() = mmap_set && trim_set ? "malloc keeps freed memory (mmap threshold 16 MiB, trim threshold 64 MiB)"
-                                      : "glibc malloc defaults (mallopt refused the thresholds)";
+    settings() = mmap_set && trim_set
+                     ? "malloc keeps freed memory (mmap threshold " + std::to_string(kMmapThresholdBytes >> 20) +
+                           " MiB, trim threshold " + std::to_string(kTrimThresholdBytes >> 20) + " MiB)"
+                     : "glibc malloc defaults (mallopt refused the thresholds)";
   }
 };
 const KeepFreedMemory keep_freed_memory;
