@@ -12,12 +12,12 @@
 //
 // Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
 // shipped config as `concord train --config FILE --policy P [--num-envs E]` does (cli::TrainingRun,
-// the whole budget, no early stop), N times with seed 1 (unless --seeds-only) and once with each of seeds 1..N, and the
-// final policy is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval).
-// A run fails when its evaluation return is below --target. Every policy runs the same algorithm
-// settings: the config's, plus V-trace for A2C (which a central_inference lag above 0 needs, and
-// which is plain n-step returns without a lag); hogwild runs PPO with one gradient step per update,
-// as it must.
+// the whole budget, no early stop), N times with seed 1 (unless --seeds-only) and once with each of seeds 1..N
+// (S..S+N-1 with --first-seed S, to sample other seeds than an earlier record's), and the final policy is evaluated as
+// `concord eval` does (10 deterministic episodes, or --stochastic-eval). A run fails when its evaluation return is
+// below --target. Every policy runs the same algorithm settings: the config's, plus V-trace for A2C (which a
+// central_inference lag above 0 needs, and which is plain n-step returns without a lag); hogwild runs PPO with one
+// gradient step per update, as it must.
 //
 //   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
@@ -137,10 +137,11 @@ double train_and_evaluate(const std::string& config_file, const std::vector<std:
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 
-// --repeat: the failure rate of every policy, over N runs of seed 1 and over seeds 1..N.
-// seeds_only skips the runs of seed 1, which repeat one run for policies whose runs are reproducible.
+// --repeat: the failure rate of every policy, over N runs of seed S and over seeds S..S+N-1 (S = first_seed).
+// seeds_only skips the runs of seed S, which repeat one run for policies whose runs are reproducible.
 void repeat_mode(const std::string& config_file, const std::vector<std::string>& overrides, int repeat, int num_envs,
-                 double target, bool stochastic_eval, const std::vector<std::string>& only, bool seeds_only) {
+                 double target, bool stochastic_eval, const std::vector<std::string>& only, bool seeds_only,
+                 int64_t first_seed) {
   core::Config shipped(cli::concord_schema());
   shipped.merge_file(config_file);
   const std::string algo = shipped.get_string("train.algo");
@@ -168,14 +169,17 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     int failures[2] = {0, 0};
     for (int mode = seeds_only ? 1 : 0; mode < 2; ++mode) {
-      std::printf("%-12s %-10s", c.label.c_str(), mode == 0 ? "seed 1" : "seeds 1..N");
-      for (int run = 1; run <= repeat; ++run) {
-        const int64_t seed = mode == 0 ? 1 : run;
+      const std::string runs =
+          mode == 0 ? "seed " + std::to_string(first_seed)
+                    : "seeds " + std::to_string(first_seed) + ".." + std::to_string(first_seed + repeat - 1);
+      std::printf("%-12s %-10s", c.label.c_str(), runs.c_str());
+      for (int run = 0; run < repeat; ++run) {
+        const int64_t seed = mode == 0 ? first_seed : first_seed + run;
         // A run that stops with an error (e.g. a loss that became NaN) is a failure, and says why.
         try {
           const double eval_return = train_and_evaluate(config_file, overrides, c, num_envs, seed, stochastic_eval);
           if (eval_return < target) ++failures[mode];
-          std::printf(" %.0f", eval_return);
+          std::printf(" %.4g", eval_return);  // 474.6, not a "475" that fails
         } catch (const std::exception& error) {
           ++failures[mode];
           std::printf(" [error: %s]", error.what());
@@ -187,8 +191,8 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
     if (seeds_only) {
       std::printf("%-12s failures: %d of %d seeds\n", c.label.c_str(), failures[1], repeat);
     } else {
-      std::printf("%-12s failures: %d of %d runs of seed 1, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
-                  failures[1], repeat);
+      std::printf("%-12s failures: %d of %d runs of seed %lld, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
+                  static_cast<long long>(first_seed), failures[1], repeat);
     }
     std::fflush(stdout);
   }
@@ -222,6 +226,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_file, "The shipped config that --repeat trains")->check(CLI::ExistingFile);
   bool seeds_only = false;
   app.add_flag("--seeds-only", seeds_only, "--repeat: only seeds 1..N, without the N runs of seed 1");
+  int64_t first_seed = 1;
+  app.add_option("--first-seed", first_seed, "--repeat: seeds S..S+N-1 (and N runs of seed S) instead of 1..N")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
   if (repeat > 0) {
@@ -230,7 +237,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     repeat_mode(config_file, setup.overrides, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
-                setup.stochastic_eval, only, seeds_only);
+                setup.stochastic_eval, only, seeds_only, first_seed);
     return 0;
   }
 
