@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "concord/core/allocator.h"
+
 namespace concord::policies {
 
 void check_finite(const algos::Metrics& metrics, const TrainingState& state) {
@@ -64,6 +66,7 @@ void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics,
   if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
   if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
   if (checkpoint_due(state.global_step, callbacks) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
+  core::release_free_memory_if_due();
 }
 
 bool UpdateReporter::checkpoint_due(int64_t global_step, const TrainingCallbacks& callbacks) {
