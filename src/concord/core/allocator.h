@@ -25,9 +25,10 @@ inline constexpr long kTrimThresholdBytes = 64L << 20;  // up to 64 MiB of free 
 // left glibc's main heap at 1.6 GB with 62 MB in use after 40k steps, and a 1M-step run reached
 // 19 GB before it was stopped (glibc's own thresholds fragment it too: 5 GB at 60k steps). The
 // training loops therefore call this after every update: at most once a second it hands the
-// free pages inside the heap back to the kernel (malloc_trim), which held that run at 389 MB
-// with no measurable cost (bench/RESULTS.md). Under a user's own malloc settings (above) it does
-// nothing. Thread-safe; one caller trims, the others return at once.
+// free pages inside the heap back to the kernel (malloc_trim). That run then held 355 MB at 40k
+// steps, and grew about 2 KB per step once its replay was full instead of 30 to 80 KB: slower,
+// not stopped (bench/RESULTS.md). Under a user's own malloc settings (above) it does nothing.
+// Thread-safe; one caller trims, the others return at once.
 void release_free_memory_if_due();
 // The seconds between two releases.
 inline constexpr double kReleaseIntervalSeconds = 1.0;
