@@ -12,8 +12,8 @@
 //
 // Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
 // shipped config as `concord train --config FILE --policy P [--num-envs E]` does (cli::TrainingRun,
-// the whole budget, no early stop), N times with seed 1 (unless --seeds-only) and once with each of seeds 1..N
-// (S..S+N-1 with --first-seed S, to sample other seeds than an earlier record's), and the final policy is evaluated as
+// the whole budget, no early stop), N times with seed S (unless --seeds-only) and once with each of seeds S..S+N-1
+// (S = 1, or --first-seed S to sample other seeds than an earlier record's), and the final policy is evaluated as
 // `concord eval` does (10 deterministic episodes, or --stochastic-eval). A run fails when its evaluation return is
 // below --target. Every policy runs the same algorithm settings: the config's, plus V-trace for A2C (which a
 // central_inference lag above 0 needs, and which is plain n-step returns without a lag); hogwild runs PPO with one
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--config", config_file, "The shipped config that --repeat trains")->check(CLI::ExistingFile);
   bool seeds_only = false;
-  app.add_flag("--seeds-only", seeds_only, "--repeat: only seeds 1..N, without the N runs of seed 1");
+  app.add_flag("--seeds-only", seeds_only, "--repeat: only the N seeds, without the N runs of the first one");
   int64_t first_seed = 1;
   app.add_option("--first-seed", first_seed, "--repeat: seeds S..S+N-1 (and N runs of seed S) instead of 1..N")
       ->check(CLI::PositiveNumber);
