@@ -101,6 +101,26 @@ TEST(OffPolicyLoop, AnUpdateWithoutABatchIsNotCounted) {
   EXPECT_EQ(reports, 4);
 }
 
+// Callbacks are bookkeeping: with gradients on, an in-place copy from the parameters in one (the
+// CLI's snapshot) chained an autograd node per update until freeing them overflowed the stack.
+TEST(OffPolicyLoop, CallbacksRunWithGradientsOff) {
+  const envs::Registry registry = counting_registry(0);
+  envs::VectorEnv env(counting_config(1), registry);
+  RecordingOffPolicyLearner learner(/*learning_starts=*/0, /*train_frequency=*/1);
+  SinglePolicy policy(env, learner, torch::kCPU);
+  TrainingState state;
+  std::vector<bool> gradients_on;
+  TrainingCallbacks callbacks;
+  callbacks.on_update = [&](const TrainingState&, const algos::Metrics&, const core::EpisodeStats&) {
+    gradients_on.push_back(torch::GradMode::is_enabled());
+  };
+  callbacks.on_checkpoint = [&](const TrainingState&) { gradients_on.push_back(torch::GradMode::is_enabled()); };
+  ASSERT_TRUE(torch::GradMode::is_enabled());
+  policy.train(state, 4, /*checkpoint_interval_steps=*/2, callbacks);
+  EXPECT_EQ(gradients_on, std::vector<bool>(6, false));  // 4 updates, checkpoints at steps 2 and 4
+  EXPECT_TRUE(torch::GradMode::is_enabled());
+}
+
 TEST(OffPolicyLoop, PoliciesThatCannotRunOffPolicyRefuseInOneLine) {
   core::ConfigSchema schema;
   declare_policy_keys(schema);

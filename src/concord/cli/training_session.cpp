@@ -155,7 +155,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
                               const core::EpisodeStats& episodes) {
       last_update = now;
-      parameters_then.copy_(learner.flat_parameters().values());
+      parameters_then.copy_(learner.flat_parameters().values().detach());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
       if (now.global_step >= next_record_step) {
         run.metrics->log(now.global_step, metrics);

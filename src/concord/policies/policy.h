@@ -88,7 +88,7 @@ class UpdateReporter {
 
   // Adds charts/SPS (unless the loop measured it itself) and the recent episodes'
   // charts/episodic_return and charts/episodic_length to `metrics`, calls on_update, then
-  // on_checkpoint if checkpoint_due(state.global_step, callbacks).
+  // on_checkpoint if checkpoint_due(state.global_step, callbacks), both with gradients off.
   void report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
               const TrainingCallbacks& callbacks);
   // Whether global_step reached the next checkpoint (if so the next one moves on by the
