@@ -4,13 +4,16 @@
 # the growth from the end of the warm-up (the first sixth of the run, at most 10 minutes) to the
 # end; the target is under 5%. The run is then stopped with SIGINT, which must leave a
 # checkpoint `concord eval` accepts.
-#   bash bench/soak.sh <minutes> <threaded|processes> [build dir (build)]
+#   bash bench/soak.sh <minutes> <threaded|processes|off_policy> [build dir (build)]
 # threaded: A2C under hogwild, 4 worker threads (configs/a2c_cartpole.toml);
-# processes: PPO under multi_learner, 2 ranks under `concord launch` (configs/ppo_cartpole.toml).
+# processes: PPO under multi_learner, 2 ranks under `concord launch` (configs/ppo_cartpole.toml);
+# off_policy: DQN on MinAtar SpaceInvaders under single (configs/dqn_minatar_space_invaders.toml),
+#   one update per env step; its 100k-transition replay fills in about 3 minutes, so give it 20
+#   minutes or more for the warm-up to cover that.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 minutes="${1:?minutes}"
-mode="${2:?threaded or processes}"
+mode="${2:?threaded, processes or off_policy}"
 concord="$(cd "${3:-$root/build}" && pwd)/concord"
 work="$(mktemp -d -t concord-soak-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -25,7 +28,10 @@ case "$mode" in
     "$concord" launch -n 2 -- concord train --config "$root/configs/ppo_cartpole.toml" --policy multi_learner \
       "${common[@]}" > "$work/log" 2>&1 &
     ;;
-  *) echo "soak: mode must be threaded or processes, got '$mode'" >&2; exit 2 ;;
+  off_policy)
+    "$concord" train --config "$root/configs/dqn_minatar_space_invaders.toml" "${common[@]}" > "$work/log" 2>&1 &
+    ;;
+  *) echo "soak: mode must be threaded, processes or off_policy, got '$mode'" >&2; exit 2 ;;
 esac
 top=$!
 rss_kib() {  # the top process and its children (the launcher's ranks)

@@ -3,15 +3,9 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -65,41 +59,6 @@ TEST(Allocator, FreedTensorsAreReusedWithoutNewPageFaults) {
   // 7,175 here; fewer where transparent huge pages are always on (one fault per 2 MiB).
   EXPECT_GT(with_defaults, kept);
   std::printf("page faults of one round: %ld with Concord's thresholds, %ld with glibc's\n", kept, with_defaults);
-}
-
-long resident_kib() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-// 64 MiB of 512 KiB buffers, each followed by a small block that stays: freeing the buffers
-// leaves 64 MiB free inside the heap, under live blocks, where no trim threshold reaches it (the
-// pattern that grew DQN's heap). A due release hands those pages back. The wait is for the
-// release to become due, not a time limit on anything measured.
-TEST(Allocator, ADueReleaseHandsTheFreePagesInsideTheHeapBack) {
-  if (user_chose_malloc_settings()) GTEST_SKIP() << allocator_settings();
-  std::vector<void*> buffers, pinned;
-  for (int i = 0; i < 128; ++i) {
-    buffers.push_back(std::malloc(512 * 1024));
-    std::memset(buffers.back(), 1, 512 * 1024);
-    pinned.push_back(std::malloc(64));
-  }
-  for (void* buffer : buffers) std::free(buffer);
-  const long before = resident_kib();
-
-  const long releases = free_memory_releases();
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (free_memory_releases() == releases && std::chrono::steady_clock::now() < give_up) {
-    release_free_memory_if_due();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_GT(free_memory_releases(), releases) << "no release within 30 s of kReleaseIntervalSeconds";
-  const long after = resident_kib();
-  for (void* block : pinned) std::free(block);
-  EXPECT_GT(before - after, 48 * 1024) << "resident " << before << " KiB before the release, " << after << " after";
-  std::printf("resident: %ld KiB before the release, %ld KiB after\n", before, after);
 }
 
 }  // namespace

@@ -2,9 +2,6 @@
 
 #include <malloc.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,16 +12,6 @@ namespace {
 std::string& settings() {
   static std::string text = "glibc malloc defaults (not configured)";
   return text;
-}
-
-// Whether Concord's settings are in force, so that release_free_memory_if_due() may trim.
-std::atomic<bool> concord_settings{false};
-std::atomic<int64_t> last_release_ns{0};
-std::atomic<long> releases{0};
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // Why a user's own malloc settings win, or "" when there are none.
@@ -59,8 +46,6 @@ struct KeepFreedMemory {
     // adjustment of both.
     const bool mmap_set = mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes)) == 1;
     const bool trim_set = mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTrimThresholdBytes)) == 1;
-    concord_settings = mmap_set && trim_set;
-    last_release_ns = now_ns();
     settings() = mmap_set && trim_set
                      ? "malloc keeps freed memory (mmap threshold " + std::to_string(kMmapThresholdBytes >> 20) +
                            " MiB, trim threshold " + std::to_string(kTrimThresholdBytes >> 20) + " MiB)"
@@ -79,18 +64,5 @@ const int concord_allocator_anchor = 1;
 }
 
 std::string allocator_settings() { return settings(); }
-
-void release_free_memory_if_due() {
-  if (!concord_settings.load(std::memory_order_relaxed)) return;
-  const int64_t now = now_ns();
-  int64_t last = last_release_ns.load(std::memory_order_relaxed);
-  if (static_cast<double>(now - last) < kReleaseIntervalSeconds * 1e9) return;
-  // Only the caller that moves the clock trims; the others go on.
-  if (!last_release_ns.compare_exchange_strong(last, now)) return;
-  malloc_trim(0);
-  releases.fetch_add(1, std::memory_order_relaxed);
-}
-
-long free_memory_releases() { return releases.load(); }
 
 }  // namespace concord::core

@@ -20,21 +20,6 @@ namespace concord::core {
 inline constexpr long kMmapThresholdBytes = 16L << 20;  // buffers above 16 MiB still come from mmap
 inline constexpr long kTrimThresholdBytes = 64L << 20;  // up to 64 MiB of free heap top is kept
 
-// The heap keeps what is freed, but not always where it can be used again: DQN on MinAtar (a
-// 512 KiB gradient, 128 KiB activations and small tensors, interleaved, 1,000 times a second)
-// left glibc's main heap at 1.6 GB with 62 MB in use after 40k steps, and a 1M-step run reached
-// 19 GB before it was stopped (glibc's own thresholds fragment it too: 5 GB at 60k steps). The
-// training loops therefore call this after every update: at most once a second it hands the
-// free pages inside the heap back to the kernel (malloc_trim). That run then held 355 MB at 40k
-// steps, and grew about 2 KB per step once its replay was full instead of 30 to 80 KB: slower,
-// not stopped (bench/RESULTS.md). Under a user's own malloc settings (above) it does nothing.
-// Thread-safe; one caller trims, the others return at once.
-void release_free_memory_if_due();
-// The seconds between two releases.
-inline constexpr double kReleaseIntervalSeconds = 1.0;
-// How many times release_free_memory_if_due() has trimmed the heap in this process.
-long free_memory_releases();
-
 // What the load-time setting did, in words, e.g. "malloc keeps freed memory (mmap threshold 16 MiB,
 // trim threshold 64 MiB)" or "glibc malloc as the user set it (CONCORD_MALLOC=default)". For logs
 // beside timings.

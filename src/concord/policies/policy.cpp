@@ -8,8 +8,6 @@
 
 #include <c10/core/GradMode.h>
 
-#include "concord/core/allocator.h"
-
 namespace concord::policies {
 
 void check_finite(const algos::Metrics& metrics, const TrainingState& state) {
@@ -66,15 +64,12 @@ void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics,
   metrics.emplace("charts/SPS", steps_per_second(state.global_step));
   if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
   if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
-  {
-    // Bookkeeping never needs gradients, and with them an in-place copy from the parameters made
-    // its destination part of the graph: the CLI's snapshot of the parameters chained one node
-    // per update, about 400 bytes each, until a long DQN run overflowed the stack freeing them.
-    c10::NoGradGuard no_grad;
-    if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
-    if (checkpoint_due(state.global_step, callbacks) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
-  }
-  core::release_free_memory_if_due();
+  // Bookkeeping never needs gradients, and with them an in-place copy from the parameters made
+  // its destination part of the graph: the CLI's snapshot of the parameters chained one node per
+  // update, about 400 bytes each, until a long DQN run overflowed the stack freeing them.
+  c10::NoGradGuard no_grad;
+  if (callbacks.on_update) callbacks.on_update(state, metrics, episodes);
+  if (checkpoint_due(state.global_step, callbacks) && callbacks.on_checkpoint) callbacks.on_checkpoint(state);
 }
 
 bool UpdateReporter::checkpoint_due(int64_t global_step, const TrainingCallbacks& callbacks) {
