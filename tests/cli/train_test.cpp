@@ -139,14 +139,21 @@ TEST(Train, KeepsTheNewestCheckpointsAndCheckpointsByWallTime) {
 // A run that fails for a reason outside the learner (here a hook that throws, as an actor's death
 // or a peer's timeout reaches the session) still leaves a checkpoint of its last update, so a
 // --resume or a restart loses nothing; the error itself reaches the caller unchanged.
-TEST(Train, AnErrorOutsideTheLearnerLeavesACheckpointOfTheLastUpdate) {
-  const auto root = fresh_dir("error_checkpoint");
+// A quiet PPO run on CartPole of `steps` steps in updates of 128 (4 envs x 32), for
+// run_training_session.
+concord::cli::TrainFlags small_ppo_run(const std::filesystem::path& root, int64_t steps) {
   concord::cli::TrainFlags flags;
   flags.run.overrides = {"algo.ppo.num_steps=32", "run.log_level=\"off\""};
   flags.run.num_envs = 4;
   flags.run.progress = "off";
   flags.run.run_root = root.string();
-  flags.total_timesteps = 1280;
+  flags.total_timesteps = steps;
+  return flags;
+}
+
+TEST(Train, AnErrorOutsideTheLearnerLeavesACheckpointOfTheLastUpdate) {
+  const auto root = fresh_dir("error_checkpoint");
+  const concord::cli::TrainFlags flags = small_ppo_run(root, 1280);
   concord::cli::TrainingHooks hooks;
   hooks.on_update = [](const concord::policies::TrainingState& state, const concord::algos::Metrics&,
                        const concord::core::EpisodeStats&) {
@@ -172,13 +179,7 @@ TEST(Train, AnErrorOutsideTheLearnerLeavesACheckpointOfTheLastUpdate) {
 // an autograd node per update, about 400 bytes each, and a 250k-update DQN run on MinAtar
 // crashed freeing the chain at its end.
 TEST(Train, TheSessionsBookkeepingRunsWithGradientsOff) {
-  const auto root = fresh_dir("no_grad_bookkeeping");
-  concord::cli::TrainFlags flags;
-  flags.run.overrides = {"algo.ppo.num_steps=32", "run.log_level=\"off\""};
-  flags.run.num_envs = 4;
-  flags.run.progress = "off";
-  flags.run.run_root = root.string();
-  flags.total_timesteps = 640;
+  const concord::cli::TrainFlags flags = small_ppo_run(fresh_dir("no_grad_bookkeeping"), 640);
   concord::cli::TrainingHooks hooks;
   int updates = 0, with_gradients = 0;
   hooks.on_update = [&](const concord::policies::TrainingState&, const concord::algos::Metrics&,
