@@ -38,8 +38,9 @@ Training: train(config=None, overrides=None, *, env=None, algo=None, policy=None
 total_timesteps=None, seed=None, num_envs=None, num_threads=None, run_root=None, progress=None,
 resume=None, callback=None) is `concord train --config ... --set key=value --env ...`: the same
 keys, defaults, errors (ValueError with the CLI's message) and run directory. callback(record)
-gets a dict after every update (metrics, global_step, updates, recent_mean_return); returning
-False stops the run early. The GIL is released while training. Ctrl-C (SIGINT) stops the run,
+gets a dict after every update (metrics, global_step, updates, recent_mean_return), with
+LibTorch's autograd off (as under torch.no_grad(), if torch is imported); returning False stops
+the run early. The GIL is released while training. Ctrl-C (SIGINT) stops the run,
 writes its checkpoint and raises KeyboardInterrupt.
 
 Trained agents: load(run_dir_or_checkpoint).act(obs, deterministic=True) -> actions for a numpy
