@@ -136,9 +136,6 @@ TEST(Train, KeepsTheNewestCheckpointsAndCheckpointsByWallTime) {
   EXPECT_EQ(kept, (std::vector<int64_t>{128, 256, 384, 512, 640, 768, 896, 1024, 1152, 1280}));
 }
 
-// A run that fails for a reason outside the learner (here a hook that throws, as an actor's death
-// or a peer's timeout reaches the session) still leaves a checkpoint of its last update, so a
-// --resume or a restart loses nothing; the error itself reaches the caller unchanged.
 // A quiet PPO run on CartPole of `steps` steps in updates of 128 (4 envs x 32), for
 // run_training_session.
 concord::cli::TrainFlags small_ppo_run(const std::filesystem::path& root, int64_t steps) {
@@ -151,6 +148,9 @@ concord::cli::TrainFlags small_ppo_run(const std::filesystem::path& root, int64_
   return flags;
 }
 
+// A run that fails for a reason outside the learner (here a hook that throws, as an actor's death
+// or a peer's timeout reaches the session) still leaves a checkpoint of its last update, so a
+// --resume or a restart loses nothing; the error itself reaches the caller unchanged.
 TEST(Train, AnErrorOutsideTheLearnerLeavesACheckpointOfTheLastUpdate) {
   const auto root = fresh_dir("error_checkpoint");
   const concord::cli::TrainFlags flags = small_ppo_run(root, 1280);
