@@ -5,7 +5,8 @@
 //
 // BM_DqnUpdateBreakdown splits one update into the phases Dqn::update runs (dqn.cpp) and reports,
 // for each, the microseconds it takes and the LibTorch operations it dispatches (RecordFunction:
-// ATen operators, nested ones included, and autograd nodes in backward).
+// ATen operators, nested ones included, and autograd nodes in backward), on this CartPole setup
+// and on MinAtar SpaceInvaders with MinAtar dqn.py's settings.
 #include <benchmark/benchmark.h>
 
 #include <ATen/record_function.h>
@@ -193,18 +194,56 @@ BENCHMARK(BM_DqnUpdateBesideActing)->Unit(benchmark::kMicrosecond);
 enum Phase { kSample, kTargets, kForward, kBackward, kClip, kOptimizer, kRead, kPhases };
 constexpr const char* kPhaseNames[kPhases] = {"sample", "targets", "forward", "backward", "clip", "optim", "read"};
 
+// The workloads of the breakdown (Arg): 0, CleanRL dqn.py's CartPole-v1 (above); 1, MinAtar
+// SpaceInvaders with MinAtar dqn.py's settings (configs/dqn_minatar_space_invaders.toml: the grid
+// CNN, batch 32, Huber loss, centered RMSprop), one update per env step.
+struct Workload {
+  DqnConfig config;
+  concord::envs::VectorEnvConfig env;
+};
+
+Workload workload(int64_t which) {
+  if (which == 0) return {cartpole_config(), one_cartpole()};
+  Workload minatar;
+  minatar.env = one_cartpole();
+  minatar.env.env_id = "MinAtar/SpaceInvaders-v1";
+  const concord::envs::VectorEnv probe(minatar.env);
+  DqnConfig& config = minatar.config;
+  config.network.obs_shape = probe.spec().observation_space.shape();
+  config.network.action_dim = probe.spec().action_space.n();
+  config.network.torso = "grid_cnn";
+  config.buffer_size = 100000;
+  config.batch_size = 32;
+  config.optimizer = "rmsprop";
+  config.loss = "huber";
+  return minatar;
+}
+
+std::unique_ptr<torch::optim::Optimizer> optimizer(const DqnConfig& config, const torch::Tensor& values) {
+  if (config.optimizer == "rmsprop") {
+    return std::make_unique<torch::optim::RMSprop>(std::vector<torch::Tensor>{values},
+                                                   torch::optim::RMSpropOptions(config.learning_rate)
+                                                       .alpha(config.rmsprop_alpha)
+                                                       .eps(config.rmsprop_eps)
+                                                       .centered(config.rmsprop_centered));
+  }
+  return std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{values},
+                                              torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+}
+
 // The phases of one Dqn::update gradient step (dqn.cpp), written out here so that each can be
 // timed and its operations counted.
 void BM_DqnUpdateBreakdown(benchmark::State& state) {
   namespace replay = concord::algos::dqn_replay;
   torch::manual_seed(1);
-  const DqnConfig config = cartpole_config();
+  const Workload work = workload(state.range(0));
+  const DqnConfig& config = work.config;
   Dqn dqn(config);
-  concord::envs::VectorEnv env(one_cartpole());
+  concord::envs::VectorEnv env(work.env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   auto& parameters = dqn.flat_parameters();
-  torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+  const std::unique_ptr<torch::optim::Optimizer> step = optimizer(config, parameters.values());
   concord::core::Rng rng(1);
 
   std::vector<OpCounter> counts(kPhases);
@@ -229,14 +268,16 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
                                       ->forward(sample.fields.at(replay::kObservation))
                                       .gather(1, sample.fields.at(replay::kAction).unsqueeze(1))
                                       .squeeze(1);
-    const torch::Tensor loss = at::mse_loss(q_taken, y, at::Reduction::None).mean();
+    const torch::Tensor loss = (config.loss == "huber" ? at::smooth_l1_loss(q_taken, y, at::Reduction::None)
+                                                       : at::mse_loss(q_taken, y, at::Reduction::None))
+                                   .mean();
     phase_done(kForward);
     parameters.zero_grad();
     loss.backward();
     phase_done(kBackward);
     concord::algos::clip_gradient_norm(parameters.gradient(), std::numeric_limits<double>::infinity());
     phase_done(kClip);
-    adam.step();
+    step->step();
     phase_done(kOptimizer);
     benchmark::DoNotOptimize(loss.item<double>() + q_taken.detach().mean().item<double>());
     phase_done(kRead);
@@ -245,13 +286,13 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
   }
 
   report_phases(state, kPhaseNames, seconds, counts);
-  static bool printed = false;
-  if (!printed) {
-    printed = true;
+  static bool printed[2] = {false, false};
+  if (!printed[state.range(0)]) {
+    printed[state.range(0)] = true;
     for (int phase = 0; phase < kPhases; ++phase) print_counts(kPhaseNames[phase], counts[phase]);
   }
 }
-BENCHMARK(BM_DqnUpdateBreakdown)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DqnUpdateBreakdown)->Arg(0)->Arg(1)->ArgName("minatar")->Unit(benchmark::kMicrosecond);
 
 // The floor under an update that no dispatch overhead explains: the matrix products of its
 // 120x84 layer on a batch of 128, each alone (Arg): 0, the online or target forward pass

@@ -85,21 +85,15 @@ struct Case {
   int env_threads;
   int64_t steps;
   std::vector<std::string> overrides;
-  std::string shipped_algo_tables;  // a shipped config's [algo] tables (TOML) in place of fast_config's
-                                    // settings; overrides go on top
+  std::string shipped_file;  // a config under configs/ whose [algo] tables replace fast_config's
+                             // settings; overrides go on top
 };
 
 // A case that trains configs/<file> as shipped, plus `overrides`.
 Case shipped_case(const std::string& policy, int env_threads, const std::string& file,
                   std::vector<std::string> overrides = {}) {
   const Shipped config = shipped(file);
-  return Case{policy,
-              config.algo,
-              config.num_envs,
-              env_threads,
-              config.total_timesteps,
-              std::move(overrides),
-              config.algo_tables};
+  return Case{policy, config.algo, config.num_envs, env_threads, config.total_timesteps, std::move(overrides), file};
 }
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
@@ -110,9 +104,9 @@ class PolicyLearning : public testing::TestWithParam<Case> {};
 double train_and_evaluate(const Case& c, uint64_t seed) {
   torch::manual_seed(seed);
   core::Config config = fast_config(c.algo);
-  if (!c.shipped_algo_tables.empty()) {
+  if (!c.shipped_file.empty()) {
     config = core::Config(schema());
-    config.merge_toml(c.shipped_algo_tables, "a shipped config's [algo] tables");
+    config.merge_toml(shipped(c.shipped_file).algo_tables, "the [algo] tables of configs/" + c.shipped_file);
   }
   for (const std::string& assignment : c.overrides) config.apply_override(assignment);
   const envs::VectorEnvConfig env = cartpole(c.num_envs, c.env_threads, seed);
