@@ -16,8 +16,7 @@
 // (S = 1, or --first-seed S to sample other seeds than an earlier record's), and the final policy is evaluated as
 // `concord eval` does (10 deterministic episodes, or --stochastic-eval). A run fails when its evaluation return is
 // below --target. Every policy runs the same algorithm settings: the config's, plus V-trace for A2C (which a
-// central_inference lag above 0 needs, and which is plain n-step returns without a lag); hogwild runs PPO with one
-// gradient step per update, as it must.
+// central_inference lag above 0 needs, and which is plain n-step returns without a lag).
 //
 //   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
@@ -147,12 +146,10 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
   const std::string algo = shipped.get_string("train.algo");
   const std::vector<std::string> every =
       algo == "a2c" ? std::vector<std::string>{"algo.a2c.vtrace=true"} : std::vector<std::string>{};
-  std::vector<std::string> hogwild = every;
-  if (algo == "ppo") hogwild = {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"};
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, every},
       {"sync_vector", "sync_vector", 2, every},
-      {"hogwild", "hogwild", 1, hogwild},
+      {"hogwild", "hogwild", 1, every},
       {"central_inf", "central_inference", 1, every},
       {"async_learn", "async_learner", 1, every},
   };
@@ -252,19 +249,11 @@ int main(int argc, char** argv) {
     central.insert(central.end(), {"algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3",
                                    "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"});
   }
-  // Hogwild applies each update lock-free as one gradient step: PPO runs there with one epoch of
-  // one minibatch, so that row is not the same algorithm configuration either.
-  std::vector<std::string> hogwild;
-  if (setup.algo == "ppo") hogwild = {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1"};
-  const auto with = [](std::vector<std::string> base, const std::vector<std::string>& more) {
-    base.insert(base.end(), more.begin(), more.end());
-    return base;
-  };
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, {}},
       {"sync_vector", "sync_vector", 2, {}},
-      {"hogwild x2", "hogwild", 1, with(hogwild, {"policy.hogwild.workers=2"})},
-      {"hogwild x4", "hogwild", 1, with(hogwild, {"policy.hogwild.workers=4"})},
+      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}},
+      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
       {"central_inf", "central_inference", 1, central},
   };
 

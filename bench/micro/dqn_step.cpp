@@ -275,7 +275,8 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
     parameters.zero_grad();
     loss.backward();
     phase_done(kBackward);
-    concord::algos::clip_gradient_norm(parameters.gradient(), std::numeric_limits<double>::infinity());
+    // As gradient_step: no clipping without a threshold (both presets set none).
+    if (config.max_grad_norm > 0.0) concord::algos::clip_gradient_norm(parameters.gradient(), config.max_grad_norm);
     phase_done(kClip);
     step->step();
     phase_done(kOptimizer);

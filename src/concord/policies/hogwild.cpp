@@ -35,12 +35,6 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
     : learner_(learner), device_(device), bonus_(bonus), seed_(env_config.seed) {
   config.validate();
   const int workers = config.workers;
-  if (learner.gradient_steps_per_update() != 1) {
-    throw std::invalid_argument(
-        "policy 'hogwild' applies each update lock-free as one gradient step, but the algorithm takes " +
-        std::to_string(learner.gradient_steps_per_update()) +
-        " per update (for ppo set update_epochs = 1 and num_minibatches = 1, or use another policy)");
-  }
   if (env_config.num_envs % workers != 0) {
     throw std::invalid_argument("policy 'hogwild': env.num_envs = " + std::to_string(env_config.num_envs) +
                                 " must be divisible by its " + std::to_string(workers) + " workers");

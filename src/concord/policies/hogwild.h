@@ -29,15 +29,20 @@ struct HogwildConfig {
 // gradients are per thread. Each thread loops, without locks around the parameters:
 //
 //   rollout = collect T steps of its envs with the shared parameters (as they are right now)
-//   replica.update(rollout)   -> gradient into its own buffer, optimiser step on the shared ones
+//   replica.update(rollout)   -> each of the update's gradient steps (A2C: one; PPO: its epochs x
+//                                minibatches) into its own gradient buffer, then an optimiser step
+//                                on the shared parameters and statistics
 //
 // Parameter reads and writes race by design (Hogwild!, Niu et al., 2011); they are plain float
 // stores, never torn structures. The only lock is a pause for checkpoints: a thread holds it
 // shared while updating, a checkpoint holds it exclusively, so a saved state is consistent.
 //
+// While one worker takes its update's steps, the others' steps move the same parameters: PPO's
+// ratio is taken against the behaviour log-probabilities its rollout recorded, so its clipping
+// bounds the policy change whoever made it.
+//
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
-// that takes exactly one gradient step per update (PPO's epochs x minibatches must be 1), whose
-// optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
+// whose optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
 // num_envs / W envs, the run's [w x k, (w + 1) x k) seeded as `single` seeds them. With an exploration `bonus`, every
 // worker adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
