@@ -82,7 +82,8 @@ Config base_config(const Options& options, const std::string& env_id, int64_t se
     config.apply_override(assignment, "bench");
   }
   if (options.policy == "hogwild") {
-    // One lock-free gradient step per update, two workers (one per core here).
+    // Two workers (one per core here), each update one gradient step: the setting of the records
+    // in bench/RESULTS.md (hogwild ran PPO no other way before 2026-11-27).
     for (const char* assignment :
          {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2"}) {
       config.apply_override(assignment, "bench");
