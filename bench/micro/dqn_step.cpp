@@ -26,32 +26,28 @@
 #include "concord/envs/vector_env.h"
 #include "concord/policies/transition_collector.h"
 #include "operation_count.h"
+#include "preset.h"
 
 namespace {
 
 using concord::algos::Dqn;
-using concord::algos::DqnConfig;
 using concord::bench::active_counter;
 using concord::bench::count_operations;
+using concord::bench::make_learner;
 using concord::bench::OpCounter;
+using concord::bench::Preset;
 using concord::bench::print_counts;
+using concord::bench::read_preset;
 using concord::bench::report_phases;
 
-DqnConfig cartpole_config() {
-  DqnConfig config;
-  config.network.obs_shape = {4};
-  config.network.action_dim = 2;
-  config.network.hidden_sizes = {120, 84};
-  config.network.activation = "relu";
-  return config;
+// CleanRL dqn.py's CartPole-v1 setup, as configs/dqn_cartpole.toml ships it.
+const Preset& cartpole() {
+  static const Preset preset = read_preset("dqn_cartpole.toml");
+  return preset;
 }
 
-concord::envs::VectorEnvConfig one_cartpole() {
-  concord::envs::VectorEnvConfig env;
-  env.env_id = "CartPole-v1";
-  env.num_envs = 1;
-  env.seed = 1;
-  return env;
+std::unique_ptr<Dqn> cartpole_dqn(const std::vector<std::string>& overrides = {}) {
+  return make_learner<Dqn>(overrides.empty() ? cartpole() : read_preset("dqn_cartpole.toml", overrides));
 }
 
 // A replay filled by 10k steps of random acting, as at learning_starts.
@@ -64,8 +60,9 @@ void fill(Dqn& dqn, concord::policies::TransitionCollector& collector) {
 // acts (0: epsilon 1, no forward pass; 400000: epsilon 0.05).
 void BM_DqnEnvStep(benchmark::State& state) {
   torch::manual_seed(1);
-  Dqn dqn(cartpole_config());
-  concord::envs::VectorEnv env(one_cartpole());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn();
+  Dqn& dqn = *learner;
+  concord::envs::VectorEnv env(cartpole().env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, state.range(0), 500000, 0, 1};
   for (auto _ : state) dqn.observe(collector.step(dqn.actor(), context, nullptr));
@@ -78,10 +75,9 @@ BENCHMARK(BM_DqnEnvStep)->Arg(0)->Arg(400000)->ArgName("step")->Unit(benchmark::
 // completes), the path every stored step of apex's preset takes.
 void BM_DqnObserve(benchmark::State& state) {
   torch::manual_seed(1);
-  DqnConfig config = cartpole_config();
-  config.n_step = state.range(0);
-  Dqn dqn(config);
-  concord::envs::VectorEnv env(one_cartpole());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn({"algo.dqn.n_step=" + std::to_string(state.range(0))});
+  Dqn& dqn = *learner;
+  concord::envs::VectorEnv env(cartpole().env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, 0, 500000, 0, 1};
   std::vector<concord::algos::TensorMap> steps;
@@ -98,7 +94,8 @@ BENCHMARK(BM_DqnObserve)->Arg(1)->Arg(3)->ArgName("n_step")->Unit(benchmark::kMi
 // The acting half alone, without the env and the replay (epsilon 0.05).
 void BM_DqnAct(benchmark::State& state) {
   torch::manual_seed(1);
-  Dqn dqn(cartpole_config());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn();
+  Dqn& dqn = *learner;
   const torch::Tensor observation = torch::randn({1, 4});
   const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
   c10::InferenceMode inference;
@@ -108,8 +105,9 @@ BENCHMARK(BM_DqnAct)->Unit(benchmark::kMicrosecond);
 
 void BM_DqnUpdate(benchmark::State& state) {
   torch::manual_seed(1);
-  Dqn dqn(cartpole_config());
-  concord::envs::VectorEnv env(one_cartpole());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn();
+  Dqn& dqn = *learner;
+  concord::envs::VectorEnv env(cartpole().env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   int64_t step = 10010;
@@ -124,8 +122,9 @@ BENCHMARK(BM_DqnUpdate)->Unit(benchmark::kMicrosecond);
 // the collector's step (the env and the transition's tensors) and observe() into the replay.
 void BM_DqnEnvStepOperations(benchmark::State& state) {
   torch::manual_seed(1);
-  Dqn dqn(cartpole_config());
-  concord::envs::VectorEnv env(one_cartpole());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn();
+  Dqn& dqn = *learner;
+  concord::envs::VectorEnv env(cartpole().env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
   OpCounter act, step, observe;
@@ -163,15 +162,16 @@ BENCHMARK(BM_DqnEnvStepOperations)->Iterations(1);
 // each other.
 void BM_DqnUpdateBesideActing(benchmark::State& state) {
   torch::manual_seed(1);
-  Dqn dqn(cartpole_config());
-  concord::envs::VectorEnv env(one_cartpole());
+  const std::unique_ptr<Dqn> learner = cartpole_dqn();
+  Dqn& dqn = *learner;
+  concord::envs::VectorEnv env(cartpole().env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   std::atomic<bool> done{false};
   std::atomic<int64_t> acted{0};
   std::unique_ptr<concord::algos::ActorReplica> replica = dqn.make_actor_replica();
   std::thread actor([&] {
-    concord::envs::VectorEnv actor_env(one_cartpole());
+    concord::envs::VectorEnv actor_env(cartpole().env);
     concord::policies::TransitionCollector actor_collector(actor_env, torch::kCPU);
     const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
     while (!done.load()) {
@@ -194,41 +194,12 @@ BENCHMARK(BM_DqnUpdateBesideActing)->Unit(benchmark::kMicrosecond);
 enum Phase { kSample, kTargets, kForward, kBackward, kClip, kOptimizer, kRead, kPhases };
 constexpr const char* kPhaseNames[kPhases] = {"sample", "targets", "forward", "backward", "clip", "optim", "read"};
 
-// The workloads of the breakdown (Arg): 0, CleanRL dqn.py's CartPole-v1 (above); 1, MinAtar
-// SpaceInvaders with MinAtar dqn.py's settings (configs/dqn_minatar_space_invaders.toml: the grid
-// CNN, batch 32, Huber loss, centered RMSprop), one update per env step.
-struct Workload {
-  DqnConfig config;
-  concord::envs::VectorEnvConfig env;
-};
-
-Workload workload(int64_t which) {
-  if (which == 0) return {cartpole_config(), one_cartpole()};
-  Workload minatar;
-  minatar.env = one_cartpole();
-  minatar.env.env_id = "MinAtar/SpaceInvaders-v1";
-  const concord::envs::VectorEnv probe(minatar.env);
-  DqnConfig& config = minatar.config;
-  config.network.obs_shape = probe.spec().observation_space.shape();
-  config.network.action_dim = probe.spec().action_space.n();
-  config.network.torso = "grid_cnn";
-  config.buffer_size = 100000;
-  config.batch_size = 32;
-  config.optimizer = "rmsprop";
-  config.loss = "huber";
-  return minatar;
-}
-
-std::unique_ptr<torch::optim::Optimizer> optimizer(const DqnConfig& config, const torch::Tensor& values) {
-  if (config.optimizer == "rmsprop") {
-    return std::make_unique<torch::optim::RMSprop>(std::vector<torch::Tensor>{values},
-                                                   torch::optim::RMSpropOptions(config.learning_rate)
-                                                       .alpha(config.rmsprop_alpha)
-                                                       .eps(config.rmsprop_eps)
-                                                       .centered(config.rmsprop_centered));
-  }
-  return std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{values},
-                                              torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+// The presets of the breakdown (Arg): 0, CleanRL dqn.py's CartPole-v1 (configs/dqn_cartpole.toml);
+// 1, MinAtar SpaceInvaders with MinAtar dqn.py's settings (configs/dqn_minatar_space_invaders.toml:
+// the grid CNN, batch 32, Huber loss, centered RMSprop), one update per env step.
+const Preset& breakdown_preset(int64_t which) {
+  static const Preset minatar = read_preset("dqn_minatar_space_invaders.toml");
+  return which == 0 ? cartpole() : minatar;
 }
 
 // The phases of one Dqn::update gradient step (dqn.cpp), written out here so that each can be
@@ -236,14 +207,15 @@ std::unique_ptr<torch::optim::Optimizer> optimizer(const DqnConfig& config, cons
 void BM_DqnUpdateBreakdown(benchmark::State& state) {
   namespace replay = concord::algos::dqn_replay;
   torch::manual_seed(1);
-  const Workload work = workload(state.range(0));
-  const DqnConfig& config = work.config;
-  Dqn dqn(config);
-  concord::envs::VectorEnv env(work.env);
+  const Preset& preset = breakdown_preset(state.range(0));
+  const std::unique_ptr<Dqn> learner = make_learner<Dqn>(preset);
+  Dqn& dqn = *learner;
+  const concord::algos::DqnConfig& config = dqn.config();
+  concord::envs::VectorEnv env(preset.env);
   concord::policies::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   auto& parameters = dqn.flat_parameters();
-  const std::unique_ptr<torch::optim::Optimizer> step = optimizer(config, parameters.values());
+  torch::optim::Optimizer& optimizer = dqn.optimizer();
   concord::core::Rng rng(1);
 
   std::vector<OpCounter> counts(kPhases);
@@ -278,7 +250,7 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
     // As gradient_step: no clipping without a threshold (both presets set none).
     if (config.max_grad_norm > 0.0) concord::algos::clip_gradient_norm(parameters.gradient(), config.max_grad_norm);
     phase_done(kClip);
-    step->step();
+    optimizer.step();
     phase_done(kOptimizer);
     benchmark::DoNotOptimize(loss.item<double>() + q_taken.detach().mean().item<double>());
     phase_done(kRead);

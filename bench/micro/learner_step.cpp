@@ -27,6 +27,7 @@
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/ppo.h"
 #include "operation_count.h"
+#include "preset.h"
 
 namespace {
 
@@ -85,9 +86,9 @@ enum Phase { kGather, kForward, kLoss, kBackward, kClip, kAdam, kRead, kPhases }
 constexpr const char* kPhaseNames[kPhases] = {"gather", "forward", "loss", "backward", "clip", "adam", "read"};
 
 // The workloads of the breakdown: CleanRL's CartPole defaults (64-64 tanh MLPs, separate torsos,
-// 512-step rollouts in minibatches of 128) and configs/ppo_minatar_breakout.toml (MinAtar's
-// grid CNN as a shared torso, uint8 [10, 10, 4] observations, 2048-step rollouts in minibatches
-// of 512).
+// 512-step rollouts in minibatches of 128) and configs/ppo_minatar_breakout.toml as shipped, read
+// through preset.h (MinAtar's grid CNN as a shared torso, uint8 [10, 10, 4] observations, 2048-step
+// rollouts in minibatches of 512).
 struct Workload {
   PpoConfig config;
   torch::Tensor observations;  // [N, ...]
@@ -103,14 +104,14 @@ Workload workload(int64_t which) {
     w.actions = torch::randint(0, 2, {512}, torch::kLong);
     w.minibatch = 128;
   } else {
-    w.config.network.obs_shape = {10, 10, 4};
-    w.config.network.action_dim = 3;
-    w.config.network.torso = "grid_cnn";
-    w.config.network.shared_torso = true;
-    w.config.learning_rate = 5e-4;
-    w.observations = torch::randint(0, 2, {2048, 10, 10, 4}, torch::kUInt8);
-    w.actions = torch::randint(0, 3, {2048}, torch::kLong);
-    w.minibatch = 512;
+    const concord::bench::Preset preset = concord::bench::read_preset("ppo_minatar_breakout.toml");
+    w.config = concord::bench::make_learner<Ppo>(preset)->config();
+    const int64_t batch = w.config.num_steps * preset.env.num_envs;
+    std::vector<int64_t> shape{batch};
+    shape.insert(shape.end(), w.config.network.obs_shape.begin(), w.config.network.obs_shape.end());
+    w.observations = torch::randint(0, 2, shape, torch::kUInt8);
+    w.actions = torch::randint(0, w.config.network.action_dim, {batch}, torch::kLong);
+    w.minibatch = batch / w.config.num_minibatches;
   }
   return w;
 }

@@ -73,5 +73,29 @@ TEST(ProgressBar, TerminalModeRedrawsInPlace) {
   EXPECT_NE(text.find("[####################] 100%  10/10"), std::string::npos) << text;
 }
 
+// A resumed run's bar starts at the resumed step: that many steps count toward 100% but not
+// toward the rate, which would otherwise be the whole earlier run over a fraction of a second.
+TEST(ProgressBar, ResumedRunRatesOnlyItsOwnSteps) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    ProgressBarOptions options;
+    options.force_terminal = false;
+    options.plain_interval_seconds = 1000.0;
+    options.out = out;
+    options.start_steps = 1865083;
+    ProgressBar bar(5000000, options);
+    bar.update(1865083);  // the first update at the resumed step: no steps taken yet
+  }                       // finishing with no new steps: still no rate
+  std::rewind(out);
+  char buffer[1024] = {};
+  const size_t read = std::fread(buffer, 1, sizeof(buffer) - 1, out);
+  std::fclose(out);
+  const std::string text(buffer, read);
+  EXPECT_EQ(text,
+            "37%  1,865,083/5,000,000  - steps/s  return -  ETA -\n"
+            "37%  1,865,083/5,000,000  - steps/s  return -  ETA -\n");
+}
+
 }  // namespace
 }  // namespace concord::core

@@ -2,6 +2,7 @@
 // learn CartPole-v1 (deterministic evaluation well above a random policy's ~22) on 2 of 3 seeds. Also the
 // registry's refusals, which must name the setting to change.
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -60,6 +61,7 @@ envs::VectorEnvConfig cartpole(int num_envs, int threads, uint64_t seed = 7) {
 // seed-kernel runs in the sweep of bench/RESULTS.md; the shipped ones reached 500 on all 36 tried
 // (seeds 1-6, three kernels).
 struct Shipped {
+  std::string file;         // under configs/
   std::string algo;         // train.algo
   std::string algo_tables;  // the file's [algo] tables, as TOML
   int num_envs = 0;
@@ -73,7 +75,7 @@ Shipped shipped(const std::string& name) {
   algo_only.insert("algo", *file["algo"].as_table());
   std::ostringstream text;
   text << algo_only;
-  return {file["train"]["algo"].value<std::string>().value(), text.str(),
+  return {name, file["train"]["algo"].value<std::string>().value(), text.str(),
           static_cast<int>(file["env"]["num_envs"].value<int64_t>().value()),
           file["train"]["total_timesteps"].value<int64_t>().value()};
 }
@@ -85,15 +87,16 @@ struct Case {
   int env_threads;
   int64_t steps;
   std::vector<std::string> overrides;
-  std::string shipped_file;  // a config under configs/ whose [algo] tables replace fast_config's
-                             // settings; overrides go on top
+  // A config under configs/ whose [algo] tables replace fast_config's settings (read once, when
+  // the case is made); overrides go on top.
+  std::optional<Shipped> shipped_config;
 };
 
 // A case that trains configs/<file> as shipped, plus `overrides`.
 Case shipped_case(const std::string& policy, int env_threads, const std::string& file,
                   std::vector<std::string> overrides = {}) {
   const Shipped config = shipped(file);
-  return Case{policy, config.algo, config.num_envs, env_threads, config.total_timesteps, std::move(overrides), file};
+  return Case{policy, config.algo, config.num_envs, env_threads, config.total_timesteps, std::move(overrides), config};
 }
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
@@ -104,9 +107,9 @@ class PolicyLearning : public testing::TestWithParam<Case> {};
 double train_and_evaluate(const Case& c, uint64_t seed) {
   torch::manual_seed(seed);
   core::Config config = fast_config(c.algo);
-  if (!c.shipped_file.empty()) {
+  if (c.shipped_config) {
     config = core::Config(schema());
-    config.merge_toml(shipped(c.shipped_file).algo_tables, "the [algo] tables of configs/" + c.shipped_file);
+    config.merge_toml(c.shipped_config->algo_tables, "the [algo] tables of configs/" + c.shipped_config->file);
   }
   for (const std::string& assignment : c.overrides) config.apply_override(assignment);
   const envs::VectorEnvConfig env = cartpole(c.num_envs, c.env_threads, seed);
@@ -147,10 +150,10 @@ INSTANTIATE_TEST_SUITE_P(
                     // One update of lag: PPO's ratio corrects it, A2C needs V-trace.
                     shipped_case("async_learner", 1, "ppo_cartpole.toml"),
                     shipped_case("async_learner", 1, "a2c_cartpole.toml", {"algo.a2c.vtrace=true"}),
-                    Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}, ""},
+                    Case{"hogwild", "a2c", 16, 1, 150'000, {"policy.hogwild.workers=2"}, std::nullopt},
                     // The shipped PPO config (20 epochs per update), each of 2 workers with 8 envs:
                     // the batch that config is tuned for.
-                    Case{"hogwild", "ppo", 16, 1, 100'000, {"policy.hogwild.workers=2"}, "ppo_cartpole.toml"},
+                    Case{"hogwild", "ppo", 16, 1, 100'000, {"policy.hogwild.workers=2"}, shipped("ppo_cartpole.toml")},
                     // Lagged experience: V-trace corrects A2C; backpressure (a short training queue)
                     // keeps the lag near 10 updates.
                     Case{"central_inference",
@@ -162,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
                           "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true",
                           "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16",
                           "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"},
-                         ""},
+                         std::nullopt},
                     Case{"central_inference",
                          "ppo",
                          16,
@@ -170,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(
                          100'000,
                          {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
                           "policy.central_inference.queue_capacity=8"},
-                         ""}),
+                         std::nullopt}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return param_info.param.policy + "_" + param_info.param.algo;
     });

@@ -198,6 +198,8 @@ class Dqn : public OffPolicyLearner {
   nn::QNetwork online_network() const { return online_; }
   nn::QNetwork target_network() const { return target_; }
   const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
+  // The optimiser update() steps, for a caller that times update()'s phases apart (bench/micro).
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
   // nullptr until the first observe() (or a load() that restored a replay).
   const ReplayBuffer* replay() const { return replay_.get(); }
   // Updates that changed something (each of gradient_steps gradient steps), restored by load().

@@ -158,7 +158,7 @@ void run_fit(const FitFlags& flags) {
                  data.train.size(), data.test.size(), fit.strategy, fit.workers,
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), total,
                  steps_name);
-    progress = run->make_progress_bar(total, fit.dataset + " " + fit.model + " " + fit.strategy);
+    progress = run->make_progress_bar(total, fit.dataset + " " + fit.model + " " + fit.strategy, resume.step);
   }
   const core::Config& run_config = run ? run->config : config;
 

@@ -95,7 +95,7 @@ void run_gan_fit(core::Config config, const std::string& resume_flag) {
                  communicator ? "processes (" + communicator->backend() + ")" : std::string("threads"), gan.steps,
                  gan.swapping() ? "discriminators swapped every " + std::to_string(gan.swap_every) + " updates"
                                 : std::string("no swaps"));
-    progress = run->make_progress_bar(gan.steps, fit.dataset + " gan " + gan.model + " " + pairing);
+    progress = run->make_progress_bar(gan.steps, fit.dataset + " gan " + gan.model + " " + pairing, resume.step);
   }
 
   supervised::GanCallbacks callbacks;

@@ -68,11 +68,13 @@ void check_progress_mode(const core::Config& config) {
   }
 }
 
-std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label) const {
+std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_steps, const std::string& label,
+                                                                 int64_t start_steps) const {
   check_progress_mode(config);
   const std::string mode = config.get_string("run.progress");
   core::ProgressBarOptions options;
   options.label = label;
+  options.start_steps = start_steps;
   options.plain_interval_seconds = config.get_double("run.progress_interval_seconds");
   if (mode == "off") return nullptr;
   if (mode == "bar") options.force_terminal = true;

@@ -20,8 +20,10 @@ struct RunContext {
   std::filesystem::path run_dir;
   std::unique_ptr<core::MetricsLogger> metrics;
 
-  // A progress bar over `total_steps` as run.progress asks, or nullptr for "off".
-  std::unique_ptr<core::ProgressBar> make_progress_bar(int64_t total_steps, const std::string& label) const;
+  // A progress bar over `total_steps` as run.progress asks, or nullptr for "off". A resumed run
+  // passes the step it resumed at, so that its rate counts only the steps this process takes.
+  std::unique_ptr<core::ProgressBar> make_progress_bar(int64_t total_steps, const std::string& label,
+                                                       int64_t start_steps = 0) const;
 };
 
 // With `existing_run_dir` (resume), that directory is reused instead of making a new one.

@@ -138,7 +138,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
                training.world_size() > 1 ? " in all, " + std::to_string(training.world_size()) + " ranks" : "",
                training.policy_name(), training.device().str());
 
-  auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo);
+  auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo, state.global_step);
   TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0};
   core::Stopwatch clock;
   {

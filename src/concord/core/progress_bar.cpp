@@ -70,7 +70,9 @@ std::string format_progress_line(const std::string& label, int64_t steps, int64_
 ProgressBar::ProgressBar(int64_t total_steps, ProgressBarOptions options)
     : total_steps_(total_steps),
       options_(std::move(options)),
-      terminal_(options_.force_terminal.value_or(isatty(fileno(options_.out)) == 1)) {}
+      terminal_(options_.force_terminal.value_or(isatty(fileno(options_.out)) == 1)),
+      last_rate_steps_(options_.start_steps),
+      latest_steps_(options_.start_steps) {}
 
 ProgressBar::~ProgressBar() {
   if (!finished_) finish();
@@ -94,9 +96,10 @@ void ProgressBar::finish() {
 void ProgressBar::draw(int64_t steps, bool final_draw) {
   const double now = since_start_.elapsed_seconds();
   // The rate covers the span since the previous draw, so it follows changes in speed; the
-  // final line reports the average over the whole run instead.
+  // final line reports the average over this process's part of the run instead.
   if (final_draw) {
-    steps_per_second_ = now > 0 ? static_cast<double>(steps) / now : 0.0;
+    const int64_t done_here = steps - options_.start_steps;
+    steps_per_second_ = now > 0 && done_here > 0 ? static_cast<double>(done_here) / now : 0.0;
   } else if (now - last_rate_time_ > 0 && steps > last_rate_steps_) {
     steps_per_second_ = static_cast<double>(steps - last_rate_steps_) / (now - last_rate_time_);
     last_rate_steps_ = steps;

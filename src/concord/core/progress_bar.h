@@ -17,6 +17,9 @@ struct ProgressBarOptions {
   // Overrides terminal detection (tests, or --progress=plain).
   std::optional<bool> force_terminal;
   std::FILE* out = stdout;
+  // Steps done before this process began (a resumed run): they count toward the percentage and
+  // the ETA's remainder, but not toward the rate, which only this process's steps measure.
+  int64_t start_steps = 0;
 };
 
 // A one-line progress display: steps done of the total, steps/s over the last interval, the
@@ -30,7 +33,8 @@ class ProgressBar {
 
   // Cheap enough to call every iteration: it only draws when a redraw is due.
   void update(int64_t steps, std::optional<double> recent_return = std::nullopt);
-  // Draws the final state and ends the line. Called by the destructor if not called before.
+  // Draws the final state (its rate averaged over this process's steps) and ends the line.
+  // Called by the destructor if not called before.
   void finish();
 
   bool is_terminal() const { return terminal_; }
