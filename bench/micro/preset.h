@@ -38,9 +38,8 @@ inline Preset read_preset(const std::string& file, const std::vector<std::string
 template <typename LearnerT>
 std::unique_ptr<LearnerT> make_learner(const Preset& preset) {
   const envs::VectorEnv probe(preset.env);
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(preset.config.get_string("train.algo"), preset.config, probe.spec().observation_space,
-                          probe.spec().action_space);
+  std::unique_ptr<algos::Learner> learner = algos::make_learner(
+      preset.config.get_string("train.algo"), preset.config, probe.spec().observation_space, probe.spec().action_space);
   auto* typed = dynamic_cast<LearnerT*>(learner.get());
   if (typed == nullptr) throw std::logic_error("configs/" + preset.file + " does not build the learner asked for");
   learner.release();
