@@ -122,7 +122,7 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
   const PpoConfig& config = w.config;
   Ppo ppo(config);
   auto& parameters = ppo.flat_parameters();
-  torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
+  torch::optim::Optimizer& optimizer = ppo.optimizer();  // Adam, from the config
   const int64_t n = w.observations.size(0);
   const torch::Tensor& observations = w.observations;
   const torch::Tensor& actions = w.actions;
@@ -167,7 +167,7 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
     phase_done(kBackward);
     concord::algos::clip_gradient_norm(parameters.gradient(), config.max_grad_norm);
     phase_done(kClip);
-    adam.step();
+    optimizer.step();
     phase_done(kAdam);
     benchmark::DoNotOptimize(loss.clipfrac.item<double>());
     phase_done(kRead);

@@ -44,6 +44,10 @@ class ActorCriticLearner : public OnPolicyLearner {
   // Updates done so far (restored by load()).
   int64_t updates() const { return updates_; }
 
+  // The optimiser over flat_parameters(), as the algorithm built it from its config (benchmarks
+  // step it to time an update's parts).
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+
  protected:
   using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(const nn::FlatParameters&)>;
 
