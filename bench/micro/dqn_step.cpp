@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include "concord/algos/dqn.h"
+#include "concord/algos/fused_td_loss.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/envs/vector_env.h"
 #include "concord/policies/transition_collector.h"
@@ -236,13 +237,10 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
     phase_done(kSample);
     const torch::Tensor y = dqn.td_targets(sample.fields);
     phase_done(kTargets);
-    const torch::Tensor q_taken = dqn.online_network()
-                                      ->forward(sample.fields.at(replay::kObservation))
-                                      .gather(1, sample.fields.at(replay::kAction).unsqueeze(1))
-                                      .squeeze(1);
-    const torch::Tensor loss = (config.loss == "huber" ? at::smooth_l1_loss(q_taken, y, at::Reduction::None)
-                                                       : at::mse_loss(q_taken, y, at::Reduction::None))
-                                   .mean();
+    const concord::algos::TdLoss td =
+        concord::algos::fused_td_loss(dqn.online_network()->forward(sample.fields.at(replay::kObservation)),
+                                      sample.fields.at(replay::kAction), y, torch::Tensor(), config.loss);
+    const torch::Tensor& loss = td.loss;
     phase_done(kForward);
     parameters.zero_grad();
     loss.backward();
@@ -252,7 +250,7 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
     phase_done(kClip);
     optimizer.step();
     phase_done(kOptimizer);
-    benchmark::DoNotOptimize(loss.item<double>() + q_taken.detach().mean().item<double>());
+    benchmark::DoNotOptimize(loss.item<double>() + td.q_taken.mean().item<double>());
     phase_done(kRead);
     if (counting) at::removeCallback(handle);
     counting = false;

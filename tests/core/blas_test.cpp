@@ -67,5 +67,18 @@ TEST(Blas, KernelIsTheOneOpenBlasChoseOrWasTold) {
   }
 }
 
+// Only OpenBLAS's generic fallback, on a CPU with wider vectors and no kernel forced, asks for a
+// faster kernel set: the widest the CPU runs.
+TEST(Blas, FasterKernelOnlyReplacesTheGenericFallback) {
+  EXPECT_EQ(faster_blas_kernel("Prescott", false, true, true, true), "SkylakeX");
+  EXPECT_EQ(faster_blas_kernel("Prescott", false, false, true, true), "Haswell");
+  EXPECT_EQ(faster_blas_kernel("Prescott", false, false, false, true), "Sandybridge");
+  EXPECT_EQ(faster_blas_kernel("Prescott", false, false, false, false), "");
+  EXPECT_EQ(faster_blas_kernel("Prescott", true, true, true, true), "");
+  EXPECT_EQ(faster_blas_kernel("SkylakeX", false, true, true, true), "");
+  EXPECT_EQ(faster_blas_kernel("Haswell", false, true, true, true), "");
+  EXPECT_EQ(faster_blas_kernel("unknown", false, true, true, true), "");
+}
+
 }  // namespace
 }  // namespace concord::core

@@ -11,6 +11,7 @@
 #include <ATen/Parallel.h>
 
 #include "concord/core/atomic_file.h"
+#include "concord/core/blas.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/logging.h"
 #include "concord/core/run_dir.h"
@@ -39,6 +40,12 @@ RunContext start_run(core::Config config, const std::string& command_name,
                                                           context.config.get_bool("log.tensorboard"),
                                                           /*append=*/!existing_run_dir.empty());
   spdlog::info("run directory {}", context.run_dir.string());
+  if (const std::string faster = core::faster_blas_kernel(); !faster.empty()) {
+    spdlog::warn(
+        "OpenBLAS does not know this CPU and chose its generic Prescott kernels, several times slower in "
+        "matrix products; set OPENBLAS_CORETYPE={} to use the ones this CPU can run",
+        faster);
+  }
   launch::declare_run_dir(context.run_dir);  // for `concord launch --max-restarts`
   return context;
 }

@@ -64,6 +64,25 @@ std::string blas_kernel() {
   return name == nullptr ? "unknown" : name;
 }
 
+std::string faster_blas_kernel(const std::string& chosen, bool forced, bool avx512f, bool avx2, bool avx) {
+  if (chosen != "Prescott" || forced) return "";
+  if (avx512f) return "SkylakeX";
+  if (avx2) return "Haswell";
+  if (avx) return "Sandybridge";
+  return "";
+}
+
+std::string faster_blas_kernel() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return faster_blas_kernel(blas_kernel(), std::getenv("OPENBLAS_CORETYPE") != nullptr,
+                            __builtin_cpu_supports("avx512f"), __builtin_cpu_supports("avx2"),
+                            __builtin_cpu_supports("avx"));
+#else
+  return "";
+#endif
+}
+
 bool blas_is_thread_safe() {
   const GetParallel get_parallel = openblas_get_parallel();
   return get_parallel == nullptr || get_parallel() != 0;

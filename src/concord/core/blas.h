@@ -18,6 +18,17 @@ std::string loaded_blas();
 // by kernel; tests and benchmarks print it beside their results.
 std::string blas_kernel();
 
+// OpenBLAS falls back to its generic kernel set, "Prescott" (SSE3), on a CPU its release does not
+// know (0.3.21, Debian 12's, does not know Intel's 2023 Xeons), and matrix products then run
+// several times slower than the CPU allows. Given the chosen kernel set, whether the user forced
+// one (OPENBLAS_CORETYPE), and the CPU's vector extensions: the kernel set to force instead
+// ("SkylakeX" for AVX-512, "Haswell" for AVX2, "Sandybridge" for AVX), or "" when nothing is
+// gained.
+std::string faster_blas_kernel(const std::string& chosen, bool forced, bool avx512f, bool avx2, bool avx);
+
+// The same for this process and CPU.
+std::string faster_blas_kernel();
+
 // Whether several threads may call the loaded BLAS at once. True for BLAS other than OpenBLAS
 // (the reference BLAS and MKL are reentrant).
 bool blas_is_thread_safe();

@@ -1,0 +1,81 @@
+#include "concord/algos/fused_td_loss.h"
+
+#include <ATen/ops/dot.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "concord/algos/tensor_checks.h"
+
+namespace concord::algos {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr const char* kLossFn = "fused_td_loss";
+
+struct TdLossFunction : public torch::autograd::Function<TdLossFunction> {
+  // Returns {loss, q_taken}; only the loss is differentiable. Saves d loss / d q_values. The
+  // weights come as an optional: LibTorch 1.13's apply() cannot take an undefined tensor.
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q_values, const at::Tensor& actions,
+                               const at::Tensor& targets, const c10::optional<at::Tensor>& weights, bool huber) {
+    const at::Tensor index = actions.unsqueeze(1);
+    const at::Tensor q_taken = q_values.gather(1, index).squeeze(1);
+    const at::Tensor error = q_taken - targets;
+    // w / N as a tensor of the loss's dtype: a double scalar would be converted at every use.
+    at::Tensor scale = at::scalar_tensor(1.0 / static_cast<double>(q_values.size(0)), error.options());
+    if (weights) scale = *weights * scale;
+
+    // Squared error: l(e) = e^2, l'(e) = 2e; the loss is the dot product of w e / N with e.
+    // Huber, threshold 1: with c = clamp(e, -1, 1), l(e) = c (e - c / 2), which is e^2 / 2 inside
+    // and |e| - 1/2 outside, and l'(e) = c, which is smooth_l1_loss's backward at the kinks too.
+    at::Tensor loss, slope;
+    if (huber) {
+      const at::Tensor clamped = error.clamp(-1.0, 1.0);
+      slope = clamped * scale;
+      loss = at::dot(slope, at::sub(error, clamped, 0.5));
+    } else {
+      const at::Tensor half_slope = error * scale;
+      loss = at::dot(half_slope, error);
+      slope = half_slope + half_slope;
+    }
+    ctx->save_for_backward({at::zeros_like(q_values).scatter_(1, index, slope.unsqueeze(1))});
+
+    variable_list out = {loss, q_taken};
+    ctx->mark_non_differentiable({q_taken});
+    // q_taken's gradient is never read: no zeros for it in backward.
+    ctx->set_materialize_grads(false);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    // One gradient per forward() argument: q_values', then none for the rest.
+    return {ctx->get_saved_variables()[0] * grad_outputs[0], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+TdLoss fused_td_loss(const at::Tensor& q_values, const at::Tensor& actions, const at::Tensor& targets,
+                     const at::Tensor& weights, const std::string& loss) {
+  if (loss != "mse" && loss != "huber") {
+    tensor_checks::fail(kLossFn, "loss must be \"mse\" or \"huber\", got \"" + loss + "\"");
+  }
+  if (q_values.dim() != 2 || q_values.size(0) == 0 || !at::isFloatingType(q_values.scalar_type())) {
+    tensor_checks::fail(kLossFn, "q_values must be a non-empty floating [N, A], got " + tensor_checks::describe(q_values));
+  }
+  const int64_t n = q_values.size(0);
+  tensor_checks::check_1d(kLossFn, "actions", actions, n);
+  if (actions.scalar_type() != at::kLong) {
+    tensor_checks::fail(kLossFn, "actions must be int64 action indices, got " + tensor_checks::describe(actions));
+  }
+  tensor_checks::check_1d(kLossFn, "targets", targets, n);
+  if (weights.defined()) tensor_checks::check_1d(kLossFn, "weights", weights, n);
+  const variable_list out = TdLossFunction::apply(q_values, actions, targets,
+                                                  weights.defined() ? c10::optional<at::Tensor>(weights) : c10::nullopt,
+                                                  loss == "huber");
+  return {out[0], out[1]};
+}
+
+}  // namespace concord::algos
