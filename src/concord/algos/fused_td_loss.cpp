@@ -63,7 +63,8 @@ TdLoss fused_td_loss(const at::Tensor& q_values, const at::Tensor& actions, cons
     tensor_checks::fail(kLossFn, "loss must be \"mse\" or \"huber\", got \"" + loss + "\"");
   }
   if (q_values.dim() != 2 || q_values.size(0) == 0 || !at::isFloatingType(q_values.scalar_type())) {
-    tensor_checks::fail(kLossFn, "q_values must be a non-empty floating [N, A], got " + tensor_checks::describe(q_values));
+    tensor_checks::fail(kLossFn,
+                        "q_values must be a non-empty floating [N, A], got " + tensor_checks::describe(q_values));
   }
   const int64_t n = q_values.size(0);
   tensor_checks::check_1d(kLossFn, "actions", actions, n);
@@ -72,9 +73,9 @@ TdLoss fused_td_loss(const at::Tensor& q_values, const at::Tensor& actions, cons
   }
   tensor_checks::check_1d(kLossFn, "targets", targets, n);
   if (weights.defined()) tensor_checks::check_1d(kLossFn, "weights", weights, n);
-  const variable_list out = TdLossFunction::apply(q_values, actions, targets,
-                                                  weights.defined() ? c10::optional<at::Tensor>(weights) : c10::nullopt,
-                                                  loss == "huber");
+  const variable_list out =
+      TdLossFunction::apply(q_values, actions, targets,
+                            weights.defined() ? c10::optional<at::Tensor>(weights) : c10::nullopt, loss == "huber");
   return {out[0], out[1]};
 }
 
