@@ -191,7 +191,8 @@ class Dqn : public OffPolicyLearner {
   void load(const core::Checkpoint& checkpoint) override;
 
   // y = G + discount * Q_target(o', a*) for a batch of replay fields (dqn_replay; any device),
-  // without gradient: [N] on the network's device.
+  // without gradient: [N] on the network's device, an inference tensor (computed under
+  // InferenceMode: read it freely, but clone it before saving it for backward).
   at::Tensor td_targets(const TensorMap& batch);
 
   const DqnConfig& config() const { return config_; }
