@@ -21,8 +21,11 @@ int main(int argc, char** argv) {
   // learning curve (scripts/kernel_check.sh reads the kernel from here). Then malloc's settings,
   // which the speed of pixel workloads depends on.
   app.set_version_flag("--version", []() -> std::string {
+    // scripts/test.sh reads the advice from here: one place decides it (core::faster_blas_kernel).
+    const std::string faster = concord::core::faster_blas_kernel();
+    const std::string faster_kernel = faster.empty() ? "" : " (OPENBLAS_CORETYPE=" + faster + " runs faster)";
     return std::string("concord " CONCORD_VERSION ", LibTorch " CONCORD_TORCH_VERSION ", BLAS ") +
-           concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel() + ", " +
+           concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel() + faster_kernel + ", " +
            concord::core::allocator_settings();
   });
   concord::cli::add_train_command(app);
