@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,6 +174,39 @@ TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
   const Metrics metrics = a2c.update(rollout, 0.0);
   EXPECT_NEAR(metrics.at("losses/value_loss"), delta * delta, 1e-5);
   EXPECT_NEAR(metrics.at("losses/policy_loss"), -delta * log_pi, 1e-5);
+}
+
+// A rollout acted by an older critic carries that critic's V(o_T) as its bootstrap_value. Under
+// V-trace the learner bootstraps from its own critic, as IMPALA's learner does, so the update is
+// the one whose bootstrap is the current V(o_T), whatever the acting critic said; without o_T the
+// given bootstrap is all there is, and a stale one changes the update.
+TEST(A2cVtraceTest, BootstrapsFromItsOwnCritic) {
+  A2cConfig config = small_config();
+  config.vtrace = true;
+  std::vector<std::unique_ptr<A2c>> learners;
+  for (int i = 0; i < 3; ++i) {
+    at::manual_seed(5);
+    learners.push_back(std::make_unique<A2c>(config));
+  }
+  nn::ActorCritic model = learners[0]->model();
+  Rollout stale = synthetic_rollout(model, 5, 3);
+  Rollout current = stale;
+  {
+    c10::NoGradGuard no_grad;
+    current.bootstrap_value = model->value(stale.next_observations);
+  }
+  current.next_observations = at::Tensor();
+  stale.bootstrap_value = stale.bootstrap_value + 10.0;
+  Rollout stale_without_next = stale;
+  stale_without_next.next_observations = at::Tensor();
+
+  const Metrics from_own_critic = learners[0]->update(stale, 0.0);
+  const Metrics from_current = learners[1]->update(current, 0.0);
+  const Metrics from_stale = learners[2]->update(stale_without_next, 0.0);
+  for (const auto& [name, value] : from_current) EXPECT_EQ(from_own_critic.at(name), value) << name;
+  EXPECT_TRUE(learners[0]->flat_parameters().values().equal(learners[1]->flat_parameters().values()));
+  EXPECT_NE(from_stale.at("losses/value_loss"), from_current.at("losses/value_loss"));
+  EXPECT_FALSE(learners[2]->flat_parameters().values().equal(learners[1]->flat_parameters().values()));
 }
 
 TEST(A2cVtraceTest, NeedsLambdaOne) {

@@ -136,7 +136,8 @@ inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t env
   rollout.terminated[terminated_at][0] = 1.0;
   rollout.truncated[truncated_at][envs - 1] = 1.0;
   rollout.truncation_values[truncated_at][envs - 1] = 0.5;
-  rollout.bootstrap_value = model->value(at::randn({envs, obs_dim}) * obs_scale + obs_shift);
+  rollout.next_observations = at::randn({envs, obs_dim}) * obs_scale + obs_shift;
+  rollout.bootstrap_value = model->value(rollout.next_observations);
   return rollout;
 }
 

@@ -251,7 +251,7 @@ TEST(ActorProcesses, ARolloutDescriptionNoRolloutCouldHaveIsRefusedNamingTheActo
     }
     return "";
   };
-  torch::Tensor description = torch::full({9, 8}, -1, torch::kInt64);
+  torch::Tensor description = torch::full({static_cast<int64_t>(algos::Rollout::kFields), 8}, -1, torch::kInt64);
   description.select(1, 0).fill_(static_cast<int64_t>(torch::kFloat32));
   description.select(1, 1).fill_(1);
   description.select(1, 2).fill_(4);

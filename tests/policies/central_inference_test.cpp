@@ -141,6 +141,8 @@ TEST(CentralInference, SegmentsHoldExactlyWhatEachAgentsEnvsDid) {
       }
       const float next = static_cast<float>((kSteps * (k + 1)) % 4);
       EXPECT_NEAR(rollout.bootstrap_value[b].item<float>(), value_of(next, static_cast<float>(instance)), 1e-5);
+      EXPECT_EQ(rollout.next_observations[b][0].item<float>(), next);
+      EXPECT_EQ(rollout.next_observations[b][1].item<float>(), static_cast<float>(instance));
     }
   }
   EXPECT_EQ(agents_seen, (std::set<int>{0, 1, 2}));  // every agent's segments reached the learner

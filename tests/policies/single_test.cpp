@@ -42,6 +42,8 @@ TEST(SinglePolicy, TruncationBootstrapsFromTheFinalObservation) {
   EXPECT_EQ(rollout.truncation_values.abs().sum().item<float>(), 2.0f * std::abs(expected));
   EXPECT_FLOAT_EQ(rollout.bootstrap_value[0].item<float>(),
                   learner.model()->value(torch::tensor({{1.0f}})).item<float>());
+  // o_T, the observation the bootstrap value is of, travels with it: 1 after the reset's 0.
+  EXPECT_TRUE(torch::equal(rollout.next_observations.select(1, 0), torch::tensor({1.0f, 1.0f})));
   EXPECT_EQ(state.global_step, 10);
   EXPECT_EQ(state.updates, 1);
 }

@@ -1,5 +1,6 @@
 #include "concord/algos/a2c.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
 
@@ -145,8 +146,15 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
       step_rewards = b.rewards + config_.gamma * b.truncated * *b.truncation_values;
       discounts = discounts * (1.0 - b.truncated);
     }
+    // The learner's critic bootstraps too, as IMPALA's learner does: the behaviour's V(o_T) would
+    // set a critic one or more updates old beside the current one in every target and advantage.
+    at::Tensor bootstrap_value = b.bootstrap_value;
+    if (b.next_observations.defined()) {
+      c10::NoGradGuard no_grad;
+      bootstrap_value = model()->value(b.next_observations);
+    }
     const VTraceResult targets =
-        vtrace(b.log_probs, eval.log_prob.detach().reshape(shape), step_rewards, current_values, b.bootstrap_value,
+        vtrace(b.log_probs, eval.log_prob.detach().reshape(shape), step_rewards, current_values, bootstrap_value,
                discounts, config_.vtrace_rho_bar, config_.vtrace_c_bar);
     b_returns = targets.vs.reshape(-1);
     b_values = current_values.reshape(-1);

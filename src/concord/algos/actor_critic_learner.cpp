@@ -42,6 +42,7 @@ ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
   batch.truncated = rollout.truncated.to(device);
   batch.bootstrap_value = rollout.bootstrap_value.detach().to(device);
   if (rollout.truncation_values.defined()) batch.truncation_values = rollout.truncation_values.to(device);
+  if (rollout.next_observations.defined()) batch.next_observations = rollout.next_observations.to(device);
   batch.observations = rollout.observations.to(device).flatten(0, 1);
   batch.actions = rollout.actions.to(device).flatten(0, 1);
   return batch;

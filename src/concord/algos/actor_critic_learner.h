@@ -65,7 +65,8 @@ class ActorCriticLearner : public OnPolicyLearner {
     at::Tensor values;                            // [T, B], detached: V(o_t) when acting
     at::Tensor log_probs;                         // [T, B], detached: log pi(a_t | o_t) when acting
     at::Tensor terminated, truncated;             // [T, B]
-    at::Tensor bootstrap_value;                   // [B], detached
+    at::Tensor bootstrap_value;                   // [B], detached: V(o_T) when acting
+    at::Tensor next_observations;                 // [B, ...]: o_T, when the policy recorded it
     std::optional<at::Tensor> truncation_values;  // [T, B], when the policy recorded them
     at::Tensor observations;                      // [T * B, ...]: flattened
     at::Tensor actions;                           // [T * B, ...]: flattened

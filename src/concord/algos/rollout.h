@@ -22,16 +22,26 @@ struct Rollout {
   torch::Tensor terminated;         // [T, B] 0/1 float
   torch::Tensor truncated;          // [T, B] 0/1 float
   torch::Tensor truncation_values;  // [T, B] V(final observation) where truncated, else 0
-  torch::Tensor bootstrap_value;    // [B] V(observation after the last step)
+  torch::Tensor bootstrap_value;    // [B] V(next_observations) when acting
+  torch::Tensor next_observations;  // [B, *obs_shape] o_T, the observation after the last step (env's dtype):
+                                    //   an off-policy correction bootstraps from its own V(o_T)
 
   int64_t num_steps() const { return rewards.size(0); }
   int64_t num_envs() const { return rewards.size(1); }
 
+  static constexpr size_t kFields = 10;
   // Every field, in the order above, for code that treats them alike (copies, wire formats).
-  std::array<torch::Tensor*, 9> fields() {
-    return {&observations, &actions,   &log_probs,         &values,         &rewards,
-            &terminated,   &truncated, &truncation_values, &bootstrap_value};
+  std::array<torch::Tensor*, kFields> fields() {
+    return {&observations, &actions,   &log_probs,         &values,          &rewards,
+            &terminated,   &truncated, &truncation_values, &bootstrap_value, &next_observations};
   }
+  std::array<const torch::Tensor*, kFields> fields() const {
+    return {&observations, &actions,   &log_probs,         &values,          &rewards,
+            &terminated,   &truncated, &truncation_values, &bootstrap_value, &next_observations};
+  }
+  // The dimension that indexes the envs in field i of fields(): 1 for the [T, B, ...] fields, 0
+  // for the last two, which hold one row per env.
+  static int64_t env_dim(size_t field) { return field + 2 >= kFields ? 0 : 1; }
   // A deep copy: what a thread hands on when its own buffers will be reused (fields left
   // undefined stay undefined).
   Rollout clone() const {

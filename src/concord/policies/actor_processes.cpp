@@ -27,7 +27,7 @@ constexpr int kControlTag = 40;
 constexpr int kParametersTag = 41;
 constexpr int kBuffersTag = 50;  // + buffer index
 
-constexpr int kFields = 9;
+constexpr int kFields = static_cast<int>(algos::Rollout::kFields);
 
 std::vector<torch::Tensor> field_tensors(algos::Rollout& rollout) {
   std::vector<torch::Tensor> tensors;
@@ -47,14 +47,14 @@ algos::Rollout allocate(const torch::Tensor& shapes, int rank) {
   return rollout;
 }
 
-// Joins the actors' rollouts along the env dimension (dim 1; dim 0 for bootstrap_value).
+// Joins the actors' rollouts along the env dimension.
 algos::Rollout concatenate(std::vector<algos::Rollout*> parts) {
   algos::Rollout joined;
   const auto joined_fields = joined.fields();
-  for (int field = 0; field < kFields; ++field) {
+  for (size_t field = 0; field < algos::Rollout::kFields; ++field) {
     std::vector<torch::Tensor> pieces;
-    for (algos::Rollout* part : parts) pieces.push_back(*part->fields()[static_cast<size_t>(field)]);
-    *joined_fields[static_cast<size_t>(field)] = torch::cat(pieces, field == kFields - 1 ? 0 : 1);
+    for (algos::Rollout* part : parts) pieces.push_back(*part->fields()[field]);
+    *joined_fields[field] = torch::cat(pieces, algos::Rollout::env_dim(field));
   }
   return joined;
 }

@@ -118,22 +118,16 @@ struct Segment {
   algos::Metrics bonus_metrics;                      // the exploration bonus's, if any
 };
 
-torch::Tensor concat(const std::vector<Segment>& segments, torch::Tensor algos::Rollout::*field, int64_t dim) {
-  std::vector<torch::Tensor> parts;
-  parts.reserve(segments.size());
-  for (const Segment& segment : segments) parts.push_back(segment.rollout.*field);
-  return torch::cat(parts, dim);
-}
-
 // Segments side by side along B: one Rollout [T, sum of B].
 algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
   algos::Rollout rollout;
-  for (auto field : {&algos::Rollout::observations, &algos::Rollout::actions, &algos::Rollout::log_probs,
-                     &algos::Rollout::values, &algos::Rollout::rewards, &algos::Rollout::terminated,
-                     &algos::Rollout::truncated, &algos::Rollout::truncation_values}) {
-    rollout.*field = concat(segments, field, 1);
+  const auto fields = rollout.fields();
+  for (size_t field = 0; field < algos::Rollout::kFields; ++field) {
+    std::vector<torch::Tensor> parts;
+    parts.reserve(segments.size());
+    for (const Segment& segment : segments) parts.push_back(*segment.rollout.fields()[field]);
+    *fields[field] = torch::cat(parts, algos::Rollout::env_dim(field));
   }
-  rollout.bootstrap_value = concat(segments, &algos::Rollout::bootstrap_value, 0);
   return rollout;
 }
 
@@ -405,6 +399,7 @@ class Run {
         }
         observations = host_rows(batch.observations, n);
       }
+      rollout.next_observations = observations;
       rollout.bootstrap_value = predict(a, observations, /*values_only=*/true).values;
       if (bonus_) rollout = with_bonus(*bonus_, rollout, segment.bonus_metrics);
       BoundedQueue<Segment>& queue = training_queue(a);

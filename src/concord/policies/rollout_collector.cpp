@@ -89,7 +89,8 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
         rollout_.truncation_values[t].copy_(final_values * host_truncated_[t].to(device_));
       }
     }
-    rollout_.bootstrap_value = model->value(observation_rows_[steps_].to(device_)).clone();
+    rollout_.next_observations = observation_rows_[steps_].to(device_, /*non_blocking=*/false, /*copy=*/true);
+    rollout_.bootstrap_value = model->value(rollout_.next_observations).clone();
   }
   rollout_.observations = host_observations_.narrow(0, 0, steps_).to(device_);
   rollout_.rewards = host_rewards_.to(device_);
