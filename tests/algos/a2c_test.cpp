@@ -142,8 +142,9 @@ TEST(A2cVtraceTest, OnPolicyBatchGivesTheSameUpdateAsNStepReturns) {
 }
 
 // One step, pi / mu = 0.5 (the behaviour policy made the action twice as likely), reward 1,
-// bootstrap 0.5, gamma 0.99, V = V(o_0) of the current critic:
-//   rho = min(1, 0.5) = 0.5;  delta = 0.5 * (1 + 0.99 * 0.5 - V)
+// gamma 0.99, V = V(o_0) and V' = V(o_1) of the current critic (the rollout's own bootstrap value,
+// the acting critic's, is ignored):
+//   rho = min(1, 0.5) = 0.5;  delta = 0.5 * (1 + 0.99 * V' - V)
 //   v_0 = V + delta           -> value_loss  = (v_0 - V)^2 = delta^2
 //   pg_advantage = delta      -> policy_loss = -delta * log pi(a_0 | o_0)
 TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
@@ -162,6 +163,7 @@ TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
   rollout.log_probs = rollout.log_probs + std::log(2.0);
 
   double value = 0.0;
+  double next_value = 0.0;
   double log_pi = 0.0;
   {
     c10::NoGradGuard no_grad;
@@ -169,8 +171,10 @@ TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
         model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
     value = eval.value.item<double>();
     log_pi = eval.log_prob.item<double>();
+    next_value = model->value(rollout.next_observations).item<double>();
   }
-  const double delta = 0.5 * (1.0 + 0.99 * 0.5 - value);
+  ASSERT_NE(next_value, 0.5);
+  const double delta = 0.5 * (1.0 + 0.99 * next_value - value);
   const Metrics metrics = a2c.update(rollout, 0.0);
   EXPECT_NEAR(metrics.at("losses/value_loss"), delta * delta, 1e-5);
   EXPECT_NEAR(metrics.at("losses/policy_loss"), -delta * log_pi, 1e-5);
