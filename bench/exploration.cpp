@@ -82,10 +82,11 @@ Config base_config(const Options& options, const std::string& env_id, int64_t se
     config.apply_override(assignment, "bench");
   }
   if (options.policy == "hogwild") {
-    // Two workers (one per core here), each update one gradient step: the setting of the records
-    // in bench/RESULTS.md (hogwild ran PPO no other way before 2026-11-27).
+    // Two workers (one per core here), each update one gradient step and each worker 8 of the 16
+    // envs: the setting of the records in bench/RESULTS.md (hogwild ran PPO no other way before
+    // 2026-11-27, and split env.num_envs among its workers before 2026-11-29).
     for (const char* assignment :
-         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2"}) {
+         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2", "env.num_envs=8"}) {
       config.apply_override(assignment, "bench");
     }
   }

@@ -113,6 +113,7 @@ struct PolicyCase {
   std::string policy;
   int env_threads;
   std::vector<std::string> overrides;
+  int workers = 1;  // hogwild's: each worker steps env.num_envs, so the speed rows give it total / workers
 };
 
 // One run of the shipped config under `policy`, trained and evaluated as the CLI does.
@@ -252,8 +253,8 @@ int main(int argc, char** argv) {
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, {}},
       {"sync_vector", "sync_vector", 2, {}},
-      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}},
-      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}},
+      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}, 2},
+      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}, 4},
       {"central_inf", "central_inference", 1, central},
   };
 
@@ -273,7 +274,8 @@ int main(int argc, char** argv) {
     for (int seed = 1; seed <= seeds; ++seed) {
       Outcome o;
       try {
-        o = run(setup, c.policy, c.overrides, num_envs, c.env_threads, max_steps, static_cast<uint64_t>(seed));
+        o = run(setup, c.policy, c.overrides, num_envs / c.workers, c.env_threads, max_steps,
+                static_cast<uint64_t>(seed));
       } catch (const std::exception& error) {
         std::printf("%-12s %4d refused: %s\n", c.label.c_str(), seed, error.what());
         continue;

@@ -239,8 +239,9 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   expect_error("train --policy gossip --run-root " + root.string(), "unknown policy 'gossip'");
   expect_error("train --set run.torch_threads=0 --run-root " + root.string(), "run.torch_threads must be >= 1, got 0");
   expect_error("train --set run.torch_threads=4294967297 --run-root " + root.string(), "run.torch_threads");
-  expect_error("train --policy hogwild --num-envs 15 --run-root " + root.string(),
-               "policy 'hogwild': env.num_envs = 15 must be divisible by its 2 workers");
+  expect_error("train --policy hogwild --threads 2 --run-root " + root.string(),
+               "policy 'hogwild' gives each worker thread its own synchronous envs: set env.num_threads = 1 and "
+               "env.batch_size = 0");
   expect_error("train --set train.keep_checkpoints=0 --run-root " + root.string(),
                "train.keep_checkpoints must be between 1 and 1000000, got 0");
   expect_error("train --set train.checkpoint_interval_seconds=-1 --run-root " + root.string(),

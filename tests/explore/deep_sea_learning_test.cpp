@@ -48,7 +48,7 @@ double train_and_evaluate(const std::string& bonus_name, const std::string& poli
   const envs::EnvSpec spec = envs::DeepSea::make_spec(kSize);
   envs::VectorEnvConfig env;
   env.env_id = spec.id;
-  env.num_envs = 16;
+  env.num_envs = policy_name == "hogwild" ? 8 : 16;  // hogwild: 8 for each of its 2 workers
   env.seed = seed;
   std::unique_ptr<algos::OnPolicyLearner> learner =
       algos::as_on_policy(algos::make_learner("ppo", config, spec.observation_space, spec.action_space));

@@ -25,7 +25,7 @@ void HogwildConfig::validate() const {
 
 const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
   static const core::ConfigFields<HogwildConfig> kFields = {
-      {"workers", &HogwildConfig::workers, "Actor-learner threads (env.num_envs is split among them)"},
+      {"workers", &HogwildConfig::workers, "Actor-learner threads, each stepping env.num_envs envs"},
   };
   return kFields;
 }
@@ -35,17 +35,18 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
     : learner_(learner), device_(device), bonus_(bonus), seed_(env_config.seed) {
   config.validate();
   const int workers = config.workers;
-  if (env_config.num_envs % workers != 0) {
-    throw std::invalid_argument("policy 'hogwild': env.num_envs = " + std::to_string(env_config.num_envs) +
-                                " must be divisible by its " + std::to_string(workers) + " workers");
-  }
   if (env_config.num_threads != 1 || env_config.batch_size != 0) {
     throw std::invalid_argument(
         "policy 'hogwild' gives each worker thread its own synchronous envs: set env.num_threads = 1 and "
         "env.batch_size = 0");
   }
+  // Every update is one worker's: for it to see the batch the algorithm is configured for
+  // (env.num_envs x T, as under every other policy), each worker steps env.num_envs envs, A3C's
+  // per-thread settings. The run's W x num_envs envs are seeded as `single` seeds that many.
+  envs::VectorEnvConfig run_envs = env_config;
+  run_envs.num_envs = env_config.num_envs * workers;
   for (int w = 0; w < workers; ++w) {
-    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(env_config, w, workers)));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(run_envs, w, workers)));
     replicas_.push_back(learner.make_shared_replica());
   }
 }

@@ -16,7 +16,7 @@ namespace concord::policies {
 
 // How the `hogwild` policy is laid out (keys policy.hogwild.<field>).
 struct HogwildConfig {
-  int workers = 2;  // actor-learner threads; env.num_envs is split among them
+  int workers = 2;  // actor-learner threads, each stepping env.num_envs envs
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
@@ -41,10 +41,15 @@ struct HogwildConfig {
 // ratio is taken against the behaviour log-probabilities its rollout recorded, so its clipping
 // bounds the policy change whoever made it.
 //
+// Each update is one worker's, so each worker steps env.num_envs = n envs: every update sees the
+// n x T batch the algorithm's settings are tuned for, as under every other policy (A3C tunes its
+// settings per thread). The run steps W x n envs; worker w the run's [w x n, (w + 1) x n), seeded
+// as `single` seeds a run of W x n. (Splitting n among the workers halved A2C's batch on
+// CartPole and failed 3 seeds in 20 where `single` failed none: bench/RESULTS.md.)
+//
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
-// whose optimiser state can be shared, and num_envs divisible by the number of workers. Worker w steps
-// num_envs / W envs, the run's [w x k, (w + 1) x k) seeded as `single` seeds them. With an exploration `bonus`, every
-// worker adds it to its rollouts (exploration_bonus.h); all workers count into the bonus's one table.
+// whose optimiser state can be shared. With an exploration `bonus`, every worker adds it to its
+// rollouts (exploration_bonus.h); all workers count into the bonus's one table.
 class HogwildPolicy : public Policy {
  public:
   HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
