@@ -272,6 +272,11 @@ int main(int argc, char** argv) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     std::vector<double> rates;
     for (int seed = 1; seed <= seeds; ++seed) {
+      if (num_envs % c.workers != 0) {  // every row steps num_envs envs in all, or none
+        std::printf("%-12s %4d refused: %d envs in total do not divide among %d workers\n", c.label.c_str(), seed,
+                    num_envs, c.workers);
+        continue;
+      }
       Outcome o;
       try {
         o = run(setup, c.policy, c.overrides, num_envs / c.workers, c.env_threads, max_steps,
