@@ -56,7 +56,7 @@ Rollout random_rollout(int64_t steps, int64_t envs) {
   rollout.rewards = torch::ones({steps, envs});
   rollout.terminated = (torch::rand({steps, envs}) < 0.05).to(torch::kFloat);
   rollout.truncated = torch::zeros({steps, envs});
-  rollout.truncation_values = torch::zeros({steps, envs});
+  rollout.final_observations = torch::zeros_like(rollout.observations);
   rollout.bootstrap_value = torch::randn({envs});
   return rollout;
 }
@@ -194,9 +194,10 @@ BENCHMARK(BM_PpoMinibatchBreakdown)
 
 void BM_Gae(benchmark::State& state) {
   const Rollout rollout = random_rollout(128, 4);
+  const at::Tensor truncation_values = torch::zeros({128, 4});
   for (auto _ : state) {
     benchmark::DoNotOptimize(concord::algos::gae(rollout.rewards, rollout.values, rollout.terminated, rollout.truncated,
-                                                 rollout.bootstrap_value, rollout.truncation_values, 0.99, 0.95));
+                                                 rollout.bootstrap_value, truncation_values, 0.99, 0.95));
   }
 }
 BENCHMARK(BM_Gae)->Unit(benchmark::kMicrosecond);

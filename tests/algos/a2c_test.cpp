@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,7 +76,7 @@ TEST(A2cConfigTest, ValidationPrintsEveryBadValue) {
 }
 
 // The reported losses are those of the model before its step, on n-step returns bootstrapped
-// from truncation_values: recompute them from the pieces.
+// from the critic's V(final observation): recompute them from the pieces.
 TEST(A2cTest, UpdateUsesNStepReturnsAndReportsMetrics) {
   for (const std::string optimizer : {"rmsprop", "adam"}) {
     SCOPED_TRACE(optimizer);
@@ -89,7 +90,7 @@ TEST(A2cTest, UpdateUsesNStepReturnsAndReportsMetrics) {
     {
       c10::NoGradGuard no_grad;
       const at::Tensor returns = n_step_returns(rollout.rewards, rollout.terminated, rollout.truncated, rollout.values,
-                                                rollout.bootstrap_value, rollout.truncation_values, 0.99);
+                                                rollout.bootstrap_value, test_util::final_values(model, rollout), 0.99);
       const nn::ActionEvaluation eval =
           model->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
       expected_value_loss = (returns.reshape(-1) - eval.value).square().mean();
@@ -109,6 +110,38 @@ TEST(A2cTest, UpdateUsesNStepReturnsAndReportsMetrics) {
     for (size_t i = 0; i < before.size(); ++i) changed = changed || !before[i].equal(after[i]);
     EXPECT_TRUE(changed);
     EXPECT_EQ(a2c.updates(), 1);
+  }
+}
+
+// A truncated step bootstraps from the learner's critic evaluating the episode's final
+// observation, and only truncated steps' final observations are evaluated: NaN elsewhere changes
+// nothing. Moving the final observation moves the update, with and without V-trace.
+TEST(A2cTest, TruncationBootstrapsFromTheLearnersValueOfTheFinalObservation) {
+  for (const bool vtrace : {false, true}) {
+    SCOPED_TRACE(vtrace ? "vtrace" : "n-step");
+    A2cConfig config = small_config();
+    config.vtrace = vtrace;
+    at::manual_seed(11);
+    A2c reference(config);
+    at::manual_seed(11);
+    A2c with_nans(config);
+    at::manual_seed(11);
+    A2c moved(config);
+    nn::ActorCritic model = reference.model();
+    const Rollout rollout = synthetic_rollout(model, 5, 3);
+
+    Rollout nans = rollout;
+    nans.final_observations = rollout.final_observations.clone();
+    const at::Tensor not_truncated = rollout.truncated.logical_not().unsqueeze(-1).expand_as(nans.final_observations);
+    nans.final_observations.masked_fill_(not_truncated, std::numeric_limits<float>::quiet_NaN());
+    Rollout shifted = rollout;
+    shifted.final_observations = rollout.final_observations + 1.0;
+
+    const Metrics expected = reference.update(rollout, 0.0);
+    const Metrics got = with_nans.update(nans, 0.0);
+    for (const auto& [name, value] : expected) EXPECT_DOUBLE_EQ(got.at(name), value) << name;
+    EXPECT_TRUE(reference.flat_parameters().values().equal(with_nans.flat_parameters().values()));
+    EXPECT_NE(moved.update(shifted, 0.0).at("losses/value_loss"), expected.at("losses/value_loss"));
   }
 }
 
@@ -157,7 +190,7 @@ TEST(A2cVtraceTest, OffPolicyTargetsAreImportanceWeighted) {
   Rollout rollout = test_util::random_rollout(model, 1, 1, /*terminated_at=*/0, /*truncated_at=*/0);
   rollout.terminated.zero_();
   rollout.truncated.zero_();
-  rollout.truncation_values.zero_();
+  rollout.final_observations.zero_();
   rollout.rewards.fill_(1.0);
   rollout.bootstrap_value.fill_(0.5);
   rollout.log_probs = rollout.log_probs + std::log(2.0);
@@ -282,6 +315,7 @@ TEST(A2cNormalizationTest, ScalesRewardsFirstAndUpdatesObservationStatisticsLast
     // the statistics before this update) and scaled rewards.
     Rollout prepared = rollout;
     prepared.observations = normalised_model->observation_stats()->normalize(rollout.observations);
+    prepared.final_observations = normalised_model->observation_stats()->normalize(rollout.final_observations);
     prepared.rewards = by_hand.scale(rollout.rewards, rollout.terminated, rollout.truncated);
     normalised.update(rollout, 0.0);
     plain.update(prepared, 0.0);

@@ -124,7 +124,7 @@ TEST(FusedPpoLoss, OneUpdateMatchesTheUnfusedPath) {
   rollout.rewards = torch::ones({steps, envs});
   rollout.terminated = (torch::rand({steps, envs}) < 0.05).to(torch::kFloat);
   rollout.truncated = torch::zeros({steps, envs});
-  rollout.truncation_values = torch::zeros({steps, envs});
+  rollout.final_observations = torch::zeros_like(rollout.observations);
   {
     torch::NoGradGuard no_grad;
     const nn::ActionEvaluation acted =
@@ -142,7 +142,7 @@ TEST(FusedPpoLoss, OneUpdateMatchesTheUnfusedPath) {
   auto& parameters = unfused.flat_parameters();
   torch::optim::Adam adam({parameters.values()}, torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
   const GaeResult g = gae(rollout.rewards, rollout.values, rollout.terminated, rollout.truncated,
-                          rollout.bootstrap_value, rollout.truncation_values, config.gamma, config.gae_lambda);
+                          rollout.bootstrap_value, torch::zeros({steps, envs}), config.gamma, config.gae_lambda);
   const at::Tensor obs = rollout.observations.flatten(0, 1), actions = rollout.actions.flatten(0, 1);
   const at::Tensor log_probs = rollout.log_probs.reshape(-1), values = rollout.values.reshape(-1);
   const at::Tensor advantages = g.advantages.reshape(-1), returns = g.returns.reshape(-1);

@@ -248,7 +248,7 @@ Rollout cartpole_like_rollout(nn::ActorCritic& model) {
   rollout.terminated[kSteps - 1][1] = 1.0;
   rollout.terminated[kSteps - 1][3] = 1.0;
   rollout.truncated = at::zeros({kSteps, kEnvs});
-  rollout.truncation_values = at::zeros({kSteps, kEnvs});
+  rollout.final_observations = at::zeros_like(rollout.observations);
   rollout.bootstrap_value = model->value(at::randn({kEnvs, kObsDim}));
   return rollout;
 }
@@ -333,7 +333,7 @@ TEST(PpoCleanRlOracle, GaeMatchesCleanRlLoop) {
   nn::ActorCritic model = ppo.model();
   const Rollout rollout = cartpole_like_rollout(model);
   const GaeResult concord = gae(rollout.rewards, rollout.values, rollout.terminated, rollout.truncated,
-                                rollout.bootstrap_value, rollout.truncation_values, 0.99, 0.95);
+                                rollout.bootstrap_value, at::zeros({kSteps, kEnvs}), 0.99, 0.95);
   const CleanRlGae cleanrl = cleanrl_gae(to_cleanrl(rollout), 0.99, 0.95);
   expect_all_near(concord.advantages, cleanrl.advantages);
   expect_all_near(concord.returns, cleanrl.returns);

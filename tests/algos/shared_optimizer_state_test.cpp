@@ -58,7 +58,7 @@ Rollout tiny_rollout() {
   rollout.rewards = torch::ones({2, 2});
   rollout.terminated = torch::zeros({2, 2});
   rollout.truncated = torch::zeros({2, 2});
-  rollout.truncation_values = torch::zeros({2, 2});
+  rollout.final_observations = torch::zeros({2, 2, 3});
   rollout.bootstrap_value = torch::zeros({2});
   return rollout;
 }

@@ -116,7 +116,7 @@ inline nn::ActorCriticConfig cartpole_network() {
 
 // T x B steps of random observations (standard normal times obs_scale plus obs_shift) acted on by
 // `model`, with random rewards, a termination at step `terminated_at` of column 0 and a truncation
-// at step `truncated_at` of the last column (whose final observation has value 0.5).
+// at step `truncated_at` of the last column (with a random final observation).
 inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t envs, int64_t terminated_at,
                               int64_t truncated_at, double obs_scale = 1.0, double obs_shift = 0.0) {
   c10::NoGradGuard no_grad;
@@ -132,13 +132,21 @@ inline Rollout random_rollout(nn::ActorCritic& model, int64_t steps, int64_t env
   rollout.rewards = at::rand({steps, envs});
   rollout.terminated = at::zeros({steps, envs});
   rollout.truncated = at::zeros({steps, envs});
-  rollout.truncation_values = at::zeros({steps, envs});
+  rollout.final_observations = at::zeros_like(rollout.observations);
   rollout.terminated[terminated_at][0] = 1.0;
   rollout.truncated[truncated_at][envs - 1] = 1.0;
-  rollout.truncation_values[truncated_at][envs - 1] = 0.5;
+  rollout.final_observations[truncated_at][envs - 1] = at::randn({obs_dim}) * obs_scale + obs_shift;
   rollout.next_observations = at::randn({envs, obs_dim}) * obs_scale + obs_shift;
   rollout.bootstrap_value = model->value(rollout.next_observations);
   return rollout;
+}
+
+// [T, B]: V(final observation) where the rollout is truncated, else 0: what a learner with
+// `model` as its critic bootstraps truncated episodes from.
+inline at::Tensor final_values(nn::ActorCritic& model, const Rollout& rollout) {
+  c10::NoGradGuard no_grad;
+  const at::Tensor values = model->value(rollout.final_observations.flatten(0, 1)).reshape(rollout.truncated.sizes());
+  return values * rollout.truncated;
 }
 
 // Detached copies of the model's parameters, to compare with after an update.

@@ -136,8 +136,8 @@ TEST(CentralInference, SegmentsHoldExactlyWhatEachAgentsEnvsDid) {
         EXPECT_EQ(rollout.terminated[t][b].item<float>(), 0.0f);
         const bool truncated = (step + 1) % 4 == 0;
         EXPECT_EQ(rollout.truncated[t][b].item<float>(), truncated ? 1.0f : 0.0f);
-        EXPECT_NEAR(rollout.truncation_values[t][b].item<float>(),
-                    truncated ? value_of(4.0f, static_cast<float>(instance)) : 0.0f, 1e-5);
+        EXPECT_EQ(rollout.final_observations[t][b][0].item<float>(), truncated ? 4.0f : 0.0f);
+        EXPECT_EQ(rollout.final_observations[t][b][1].item<float>(), truncated ? static_cast<float>(instance) : 0.0f);
       }
       const float next = static_cast<float>((kSteps * (k + 1)) % 4);
       EXPECT_NEAR(rollout.bootstrap_value[b].item<float>(), value_of(next, static_cast<float>(instance)), 1e-5);

@@ -35,11 +35,11 @@ TEST(SinglePolicy, TruncationBootstrapsFromTheFinalObservation) {
   EXPECT_TRUE(torch::equal(rollout.truncated.select(1, 1), torch::tensor({0.0f, 0.0f, 0.0f, 1.0f, 0.0f})));
   EXPECT_EQ(rollout.terminated.sum().item<float>(), 0.0f);
   EXPECT_EQ(rollout.rewards.sum().item<float>(), 10.0f);
-  // The truncated step's bootstrap value is V(final observation = 4), nothing elsewhere.
+  // The truncated step carries its episode's final observation, 4, for the learner to value;
+  // every other step carries zeros.
+  EXPECT_TRUE(torch::equal(rollout.final_observations.select(2, 0),
+                           torch::tensor({{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {4.0f, 4.0f}, {0.0f, 0.0f}})));
   torch::NoGradGuard no_grad;
-  const float expected = learner.model()->value(torch::tensor({{4.0f}})).item<float>();
-  EXPECT_FLOAT_EQ(rollout.truncation_values[3][0].item<float>(), expected);
-  EXPECT_EQ(rollout.truncation_values.abs().sum().item<float>(), 2.0f * std::abs(expected));
   EXPECT_FLOAT_EQ(rollout.bootstrap_value[0].item<float>(),
                   learner.model()->value(torch::tensor({{1.0f}})).item<float>());
   // o_T, the observation the bootstrap value is of, travels with it: 1 after the reset's 0.
@@ -58,7 +58,7 @@ TEST(SinglePolicy, TerminationIsNotBootstrapped) {
   const algos::Rollout& rollout = learner.rollouts.at(0);
   EXPECT_TRUE(torch::equal(rollout.terminated.select(1, 0), torch::tensor({0.0f, 1.0f, 0.0f, 1.0f})));
   EXPECT_EQ(rollout.truncated.sum().item<float>(), 0.0f);
-  EXPECT_EQ(rollout.truncation_values.abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(rollout.final_observations.abs().sum().item<float>(), 0.0f);
 }
 
 TEST(SinglePolicy, ProgressCheckpointsAndStop) {

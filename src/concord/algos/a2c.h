@@ -75,13 +75,14 @@ A2cLoss a2c_loss(const at::Tensor& log_probs, const at::Tensor& advantages, cons
 //     model.update_observation_stats(rollout.observations)   (a no-op unless it normalises them)
 //
 // V-trace (Espeholt et al., 2018, see vtrace.h) corrects for the lag between the behaviour
-// policy that chose the rollout's actions (rollout.log_probs) and the current one: values are
-// the current critic's, the bootstrap value is the rollout's, and a truncated step bootstraps
-// from its truncation value by folding gamma * V(final observation) into its reward. On an
+// policy that chose the rollout's actions (rollout.log_probs) and the current one: values and
+// the bootstrap value V(o_T) are the current critic's (when the rollout carries o_T), and a
+// truncated step bootstraps by folding gamma * V(final observation) into its reward. On an
 // on-policy rollout (rollout.log_probs and values from the current model, rho_bar, c_bar >= 1)
 // it gives exactly the n-step returns and advantages. It needs gae_lambda = 1.
 //
-// Truncated episodes bootstrap from truncation_values when the rollout has them. Metrics:
+// Truncated episodes bootstrap from V(final observation), this learner's critic evaluating the
+// rollout's final_observations, when the rollout has them (else from 0, as CleanRL). Metrics:
 // losses/value_loss, losses/policy_loss, losses/entropy, losses/explained_variance (as PPO's)
 // and charts/learning_rate. Rollout tensors may live on any device; they are moved to the
 // model's. Not thread-safe.

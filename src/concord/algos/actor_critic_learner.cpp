@@ -1,6 +1,7 @@
 #include "concord/algos/actor_critic_learner.h"
 
 #include <utility>
+#include <vector>
 
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/learner_checkpoint.h"
@@ -41,11 +42,30 @@ ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
   batch.terminated = rollout.terminated.to(device);
   batch.truncated = rollout.truncated.to(device);
   batch.bootstrap_value = rollout.bootstrap_value.detach().to(device);
-  if (rollout.truncation_values.defined()) batch.truncation_values = rollout.truncation_values.to(device);
+  if (rollout.final_observations.defined()) {
+    batch.truncation_values = final_values(rollout.final_observations.to(device), batch.truncated);
+  }
   if (rollout.next_observations.defined()) batch.next_observations = rollout.next_observations.to(device);
   batch.observations = rollout.observations.to(device).flatten(0, 1);
   batch.actions = rollout.actions.to(device).flatten(0, 1);
   return batch;
+}
+
+// The learner's critic, not the acting one, values a truncated episode's end: under a lagged
+// policy the acting critic is one or more updates old, and V-trace, which takes every other value
+// from the learner's critic, would set the two side by side in every target before the
+// truncation. Only the steps with a truncation are evaluated (most rollouts have none), each over
+// all B envs: the forward pass the policies used to make while acting, so that at lag 0 the
+// values are the same to the bit.
+at::Tensor ActorCriticLearner::final_values(const at::Tensor& final_observations, const at::Tensor& truncated) {
+  at::Tensor values = at::zeros(truncated.sizes(), truncated.options());
+  const at::Tensor steps = truncated.gt(0.0).any(1).nonzero().squeeze(1).cpu();
+  c10::NoGradGuard no_grad;
+  for (const int64_t t : std::vector<int64_t>(steps.data_ptr<int64_t>(), steps.data_ptr<int64_t>() + steps.numel())) {
+    const at::Tensor step_values = model_->value(final_observations[t]).to(values.scalar_type());
+    values[t].copy_(at::where(truncated[t].gt(0.0), step_values, at::zeros_like(step_values)));
+  }
+  return values;
 }
 
 double ActorCriticLearner::set_learning_rate(double learning_rate, bool anneal, double progress) {

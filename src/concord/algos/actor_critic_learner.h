@@ -67,11 +67,14 @@ class ActorCriticLearner : public OnPolicyLearner {
     at::Tensor terminated, truncated;             // [T, B]
     at::Tensor bootstrap_value;                   // [B], detached: V(o_T) when acting
     at::Tensor next_observations;                 // [B, ...]: o_T, when the policy recorded it
-    std::optional<at::Tensor> truncation_values;  // [T, B], when the policy recorded them
+    std::optional<at::Tensor> truncation_values;  // [T, B]: V(final observation) where truncated, from
+                                                  //   this learner's critic, when the policy recorded them
     at::Tensor observations;                      // [T * B, ...]: flattened
     at::Tensor actions;                           // [T * B, ...]: flattened
   };
   Batch prepare(const Rollout& rollout);
+  // [T, B]: V(final_observations[t, b]) from this learner's critic where truncated[t, b], else 0.
+  at::Tensor final_values(const at::Tensor& final_observations, const at::Tensor& truncated);
 
   // Sets the optimiser's rate for this update and returns it.
   double set_learning_rate(double learning_rate, bool anneal, double progress);

@@ -81,8 +81,8 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //     lr = (1 - progress) * learning_rate              (if anneal_lr)
 //     eps = (1 - progress) * clip_coef                 (if anneal_clip, else clip_coef)
 //     rewards = reward_scaler.scale(rollout.rewards)   (if normalize_reward)
-//     advantages, returns = gae(rollout, rewards)      (truncations bootstrap from
-//                                                       truncation_values when given)
+//     advantages, returns = gae(rollout, rewards)      (truncations bootstrap from this
+//                                                       critic's V(final_observations) when given)
 //     flatten [T, B] -> [T * B]
 //     for epoch in update_epochs:
 //       for minibatch in shuffle(T * B) split into num_minibatches (sizes differ by at most 1):

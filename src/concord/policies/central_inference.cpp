@@ -369,7 +369,7 @@ class Run {
       rollout.rewards = torch::empty({steps, n}, floats);
       rollout.terminated = torch::empty({steps, n}, floats);
       rollout.truncated = torch::empty({steps, n}, floats);
-      rollout.truncation_values = torch::zeros({steps, n}, floats);
+      rollout.final_observations = torch::zeros_like(rollout.observations);
       float* rewards = rollout.rewards.data_ptr<float>();
       float* terminated = rollout.terminated.data_ptr<float>();
       float* truncated = rollout.truncated.data_ptr<float>();
@@ -392,10 +392,11 @@ class Run {
           if (batch.has_final[row])
             segment.episodes.emplace_back(batch.episode_returns[row], batch.episode_lengths[row]);
         }
-        // Bootstrap a time-limited episode from its own last observation, not the next episode's first.
+        // A time-limited episode bootstraps from its own last observation, not the next episode's
+        // first; the learner evaluates it.
         if (any_truncated) {
-          const Prediction finals = predict(a, host_rows(batch.final_observations, n), /*values_only=*/true);
-          rollout.truncation_values[t].copy_(finals.values * rollout.truncated[t]);
+          const torch::Tensor mask = rollout.truncated[t].to(torch::kBool);
+          rollout.final_observations[t].index_put_({mask}, host_rows(batch.final_observations, n).index({mask}));
         }
         observations = host_rows(batch.observations, n);
       }

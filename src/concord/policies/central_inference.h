@@ -75,8 +75,9 @@ struct CentralInferenceConfig {
 // row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at 2, 64k at 4, 68k unbounded).
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
-// taken as RolloutCollector takes it: an act() request per step, and values-only requests for
-// truncation_values (the final observations of truncated episodes) and bootstrap_value (o_T).
+// taken as RolloutCollector takes it: an act() request per step, the final observations of
+// truncated episodes stored for the learner to evaluate, and a values-only request for
+// bootstrap_value (o_T).
 // Each agent's actions are drawn from the agent's own generator (the predictor samples every
 // request of a batched forward pass apart), so what an agent draws does not depend on which other
 // requests shared its batch. Agent 0's generator continues from where the process generator stood

@@ -28,6 +28,8 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   const envs::Space& observation_space = env.spec().observation_space;
   host_observations_ = torch::zeros(observation_batch_shape(observation_space, {steps_ + 1, num_envs_}),
                                     on_host.dtype(scalar_type(observation_space.dtype())));
+  host_final_observations_ = torch::zeros(observation_batch_shape(observation_space, {steps_, num_envs_}),
+                                          host_observations_.options());
   host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
   host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
   host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
@@ -35,7 +37,6 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
                                : torch::zeros({steps_, num_envs_, env_.act_dim()}, on_device);
   rollout_.log_probs = torch::zeros({steps_, num_envs_}, on_device);
   rollout_.values = torch::zeros({steps_, num_envs_}, on_device);
-  rollout_.truncation_values = torch::zeros({steps_, num_envs_}, on_device);
   // Views of every row, made once: indexing a tensor per step costs more than the env step.
   for (int64_t t = 0; t <= steps_; ++t) observation_rows_.push_back(host_observations_[t]);
   for (int64_t t = 0; t < steps_; ++t) {
@@ -47,17 +48,14 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   std::memcpy(host_observations_.data_ptr(), batch.observations, static_cast<size_t>(num_envs_ * env_.obs_bytes()));
 }
 
-torch::Tensor RolloutCollector::observation_tensor(const void* rows) const {
-  // The view is of the engine's buffer; copy because the engine overwrites it next step.
-  return observation_view(env_, rows, num_envs_).to(device_, /*non_blocking=*/false, /*copy=*/true);
-}
-
 const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
   auto* observations = static_cast<unsigned char*>(host_observations_.data_ptr());
   float* rewards = host_rewards_.data_ptr<float>();
   float* terminated = host_terminated_.data_ptr<float>();
   float* truncated = host_truncated_.data_ptr<float>();
-  const int64_t row_bytes = num_envs_ * env_.obs_bytes();
+  auto* final_observations = static_cast<unsigned char*>(host_final_observations_.data_ptr());
+  const int64_t obs_bytes = env_.obs_bytes();
+  const int64_t row_bytes = num_envs_ * obs_bytes;
   // The last rollout's o_T is this one's o_0.
   if (rollout_.observations.defined()) {
     std::memcpy(observations, observations + steps_ * row_bytes, static_cast<size_t>(row_bytes));
@@ -65,7 +63,7 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
 
   {
     c10::InferenceMode inference;
-    rollout_.truncation_values.zero_();
+    host_final_observations_.zero_();
     for (int64_t t = 0; t < steps_; ++t) {
       nn::ActResult act = model->act(observation_rows_[t].to(device_));
       action_rows_[t].copy_(act.action);
@@ -75,24 +73,24 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
       const envs::Batch batch = env_actions_.step(env_, act.action);
 
       std::memcpy(observations + (t + 1) * row_bytes, batch.observations, static_cast<size_t>(row_bytes));
-      bool any_truncated = false;
       for (int64_t row = 0; row < num_envs_; ++row) {
         rewards[t * num_envs_ + row] = batch.rewards[row];
         terminated[t * num_envs_ + row] = batch.terminated[row];
         truncated[t * num_envs_ + row] = batch.truncated[row];
-        any_truncated = any_truncated || batch.truncated[row];
+        // A time-limited episode bootstraps from its own last observation, not the next episode's first.
+        if (batch.truncated[row]) {
+          std::memcpy(final_observations + (t * num_envs_ + row) * obs_bytes,
+                      static_cast<const unsigned char*>(batch.final_observations) + row * obs_bytes,
+                      static_cast<size_t>(obs_bytes));
+        }
         if (batch.has_final[row] && on_episode) on_episode(batch.episode_returns[row], batch.episode_lengths[row]);
-      }
-      // Bootstrap a time-limited episode from its own last observation, not the next episode's first.
-      if (any_truncated) {
-        const torch::Tensor final_values = model->value(observation_tensor(batch.final_observations));
-        rollout_.truncation_values[t].copy_(final_values * host_truncated_[t].to(device_));
       }
     }
     rollout_.next_observations = observation_rows_[steps_].to(device_, /*non_blocking=*/false, /*copy=*/true);
     rollout_.bootstrap_value = model->value(rollout_.next_observations).clone();
   }
   rollout_.observations = host_observations_.narrow(0, 0, steps_).to(device_);
+  rollout_.final_observations = host_final_observations_.to(device_);
   rollout_.rewards = host_rewards_.to(device_);
   rollout_.terminated = host_terminated_.to(device_);
   rollout_.truncated = host_truncated_.to(device_);

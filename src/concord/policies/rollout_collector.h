@@ -17,7 +17,7 @@ namespace concord::policies {
 // acting in-line: the collection half of the `single`, `sync_vector` and `hogwild` loops.
 //
 //   for t < T: a_t ~ pi(o_t); o_{t+1}, r_t, term_t, trunc_t = envs.step(a_t)
-//              truncation_values_t = V(final o) where truncated
+//              final_observations_t = the ended episode's last o where truncated
 //   bootstrap = V(o_T); o_T starts the next rollout
 //
 // Continuous actions are clipped to the action space's bounds at the environment boundary
@@ -44,8 +44,6 @@ class RolloutCollector {
   envs::VectorEnv& env() { return env_; }
 
  private:
-  torch::Tensor observation_tensor(const void* rows) const;
-
   envs::VectorEnv& env_;
   int64_t steps_;
   torch::Device device_;
@@ -54,7 +52,7 @@ class RolloutCollector {
   EnvActions env_actions_;
 
   // Host buffers written by memcpy; observations have T + 1 rows (row T is o_T).
-  torch::Tensor host_observations_, host_rewards_, host_terminated_, host_truncated_;
+  torch::Tensor host_observations_, host_final_observations_, host_rewards_, host_terminated_, host_truncated_;
   std::vector<torch::Tensor> observation_rows_, action_rows_, log_prob_rows_, value_rows_;
   algos::Rollout rollout_;
 };

@@ -24,7 +24,7 @@ namespace concord::policies {
 //
 // On-policy (OnPolicyLearner), every rollout_length() steps:
 //   repeat: for t < T: a_t ~ pi(o_t); o_{t+1}, r_t, term_t, trunc_t = envs.step(a_t)
-//           truncation_values_t = V(final o) where truncated;  bootstrap = V(o_T)
+//           final_observations_t = the ended episode's last o where truncated;  bootstrap = V(o_T)
 //           metrics = learner.update(rollout, progress = global_step / total_steps)
 //
 // Off-policy (OffPolicyLearner), every env step (see off_policy_learner.h):
