@@ -28,8 +28,8 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   const envs::Space& observation_space = env.spec().observation_space;
   host_observations_ = torch::zeros(observation_batch_shape(observation_space, {steps_ + 1, num_envs_}),
                                     on_host.dtype(scalar_type(observation_space.dtype())));
-  host_final_observations_ = torch::zeros(observation_batch_shape(observation_space, {steps_, num_envs_}),
-                                          host_observations_.options());
+  host_final_observations_ =
+      torch::zeros(observation_batch_shape(observation_space, {steps_, num_envs_}), host_observations_.options());
   host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
   host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
   host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
