@@ -174,6 +174,33 @@ TEST(TorchArchive, DeepOrSelfContainingValuesAreRefused) {
   EXPECT_THAT(refusal(archive_with_pickle(self), true), ::testing::HasSubstr("a dictionary or list fetched again"));
 }
 
+// A central-directory entry of data.pkl that claims a deflated size of nearly 4 GiB (what the
+// checkpoint fuzzer built): miniz would allocate that before reading, so it is refused first.
+TEST(TorchArchive, ARecordClaimingMoreBytesThanTheArchiveIsRefusedBeforeAllocation) {
+  for (const bool tensors_only : {true, false}) {
+    std::string bytes = tensors_only
+                            ? tensor_archive()
+                            : optimizer_archive<torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9));
+    const std::size_t name = bytes.rfind("/data.pkl");
+    ASSERT_NE(name, std::string::npos);
+    const std::size_t entry = bytes.rfind("PK\x01\x02", name);
+    ASSERT_NE(entry, std::string::npos);
+    for (const uint32_t claimed : {0xFFFFFF15u, 0xFFFFFFFFu}) {  // the second asks for a zip64 field it lacks
+      std::string crafted = bytes;
+      crafted[entry + 10] = 8;  // deflated, which miniz does not bound by the archive's size
+      for (int i = 0; i < 4; ++i) crafted[entry + 24 + i] = static_cast<char>((claimed >> (8 * i)) & 0xFF);
+      EXPECT_THAT(refusal(crafted, tensors_only),
+                  testing::HasSubstr("claims " + std::to_string(claimed) + " bytes, more than the " +
+                                     std::to_string(crafted.size()) + "-byte archive"));
+    }
+  }
+}
+
+TEST(TorchArchive, BytesWithoutACentralDirectoryAreRefused) {
+  EXPECT_THAT(refusal("short", true), testing::HasSubstr("not a zip archive (too short)"));
+  EXPECT_THAT(refusal(std::string(64, 'x'), false), testing::HasSubstr("no end of central directory"));
+}
+
 TEST(TorchArchive, OnlyModuleClassesAreResolved) {
   const std::string message = refusal(edited(tensor_archive(), "c__torch__\nModule", "cbuiltins\nModule\n"), true);
   EXPECT_FALSE(message.empty());

@@ -454,6 +454,76 @@ class SourceCheck {
   std::string_view line_;
 };
 
+uint64_t little_endian(const char* at, int bytes) {
+  uint64_t value = 0;
+  for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(at[i]);
+  return value;
+}
+
+// LibTorch's zip reader (miniz) allocates a record's uncompressed size, as the central directory
+// states it, before reading a byte of it; miniz bounds that size by the archive only for records
+// stored uncompressed with 32-bit sizes. So this walks the central directory as miniz finds it (the
+// last end record, its zip64 extension if present) and refuses any record that claims to expand
+// beyond the whole archive. LibTorch stores its records uncompressed, so no archive it wrote is
+// refused. Bytes miniz itself would reject are refused here too, sooner.
+void check_record_sizes(const char* data, std::size_t size) {
+  constexpr std::size_t kEndSize = 22, kLocatorSize = 20, kEnd64Size = 56, kEntrySize = 46;
+  constexpr uint64_t kSaturated = 0xFFFFFFFF;
+  const auto signature = [&](std::size_t at, uint32_t expected) {
+    return at + 4 <= size && little_endian(data + at, 4) == expected;
+  };
+  if (size < kEndSize) refuse("not a zip archive (too short)");
+  std::size_t end = size - kEndSize + 1;
+  do {
+    --end;
+  } while (end > 0 && !signature(end, 0x06054b50));
+  if (!signature(end, 0x06054b50)) refuse("not a zip archive (no end of central directory)");
+  uint64_t entries = little_endian(data + end + 10, 2);
+  uint64_t directory_size = little_endian(data + end + 12, 4);
+  uint64_t directory = little_endian(data + end + 16, 4);
+  if (end >= kLocatorSize + kEnd64Size && signature(end - kLocatorSize, 0x07064b50)) {
+    const uint64_t end64 = little_endian(data + end - kLocatorSize + 8, 8);
+    if (end64 > size - kEnd64Size) refuse("zip64 end of central directory lies outside the archive");
+    if (signature(end64, 0x06064b50)) {
+      entries = little_endian(data + end64 + 32, 8);
+      directory_size = little_endian(data + end64 + 40, 8);
+      directory = little_endian(data + end64 + 48, 8);
+    }
+  }
+  if (directory > size || directory_size > size - directory) refuse("central directory lies outside the archive");
+  const char* entry = data + directory;
+  uint64_t left = directory_size;
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (left < kEntrySize || little_endian(entry, 4) != 0x02014b50) refuse("corrupt central directory");
+    uint64_t uncompressed = little_endian(entry + 24, 4);
+    const uint64_t name_size = little_endian(entry + 28, 2);
+    const uint64_t extra_size = little_endian(entry + 30, 2);
+    const uint64_t header_size = kEntrySize + name_size + extra_size + little_endian(entry + 32, 2);
+    if (header_size > left) refuse("corrupt central directory");
+    if (uncompressed == kSaturated) {
+      // The true size is in the zip64 field, after the name; miniz reads it in this order.
+      const char* extra = entry + kEntrySize + name_size;
+      for (uint64_t extra_left = extra_size; extra_left >= 4;) {
+        const uint64_t field_size = little_endian(extra + 2, 2);
+        if (field_size + 4 > extra_left) refuse("corrupt zip64 field in the central directory");
+        if (little_endian(extra, 2) == 1) {
+          if (field_size < 8) refuse("corrupt zip64 field in the central directory");
+          uncompressed = little_endian(extra + 4, 8);
+          break;
+        }
+        extra += field_size + 4;
+        extra_left -= field_size + 4;
+      }
+    }
+    if (uncompressed > size) {
+      refuse("record " + std::to_string(i) + " claims " + std::to_string(uncompressed) + " bytes, more than the " +
+             std::to_string(size) + "-byte archive");
+    }
+    entry += header_size;
+    left -= header_size;
+  }
+}
+
 bool ends_with(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -461,6 +531,7 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 }  // namespace
 
 std::map<std::string, at::Tensor> read_tensor_archive(const char* data, std::size_t size) {
+  check_record_sizes(data, size);
   caffe2::serialize::PyTorchStreamReader zip(std::make_shared<BytesReader>(data, size));
   const Unpickled unpickled = unpickle(zip, "data");
   if (!unpickled.root.isObject() || unpickled.objects != 1) refuse("its root is not one module of tensors");
@@ -473,6 +544,7 @@ std::map<std::string, at::Tensor> read_tensor_archive(const char* data, std::siz
 
 void load_checked_archive(torch::serialize::InputArchive& archive, const char* data, std::size_t size,
                           const c10::Device& device) {
+  check_record_sizes(data, size);
   caffe2::serialize::PyTorchStreamReader zip(std::make_shared<BytesReader>(data, size));
   if (!unpickle(zip, "data").root.isObject()) refuse("its root is not a module");
   for (const std::string& name : zip.getAllRecords()) {

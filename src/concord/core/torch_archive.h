@@ -19,9 +19,11 @@ namespace concord::core {
 // LibTorch's own reader learns the class of every pickled module by compiling the TorchScript source
 // stored beside the pickle (code/), and its compiler crashes on crafted source (the checkpoint
 // fuzzer found one); its unpickler also takes tensor sizes and strides without checking them
-// against the storage it read. Concord's archives hold modules whose attributes are tensors and
-// plain values, nothing else, so these readers first unpickle with a resolver that knows only such
-// module classes, refuse type annotations, and check every tensor against its storage.
+// against the storage it read, and its zip reader allocates whatever size a record claims.
+// Concord's archives hold modules whose attributes are tensors and plain values, nothing else, so
+// these readers first refuse any record claiming more bytes than the archive, unpickle with a
+// resolver that knows only such module classes, refuse type annotations, and check every tensor
+// against its storage.
 
 // The tensors of an archive of one module whose attributes are tensors, by attribute name. Throws
 // std::exception, with one line naming the problem, for anything else.
