@@ -13,10 +13,10 @@
 // Reliability (--repeat N --config FILE): does a policy learn every time? Each policy trains the
 // shipped config as `concord train --config FILE --policy P [--num-envs E]` does (cli::TrainingRun,
 // the whole budget, no early stop), N times with seed S (unless --seeds-only) and once with each of seeds S..S+N-1
-// (S = 1, or --first-seed S to sample other seeds than an earlier record's), and the final policy is evaluated as
-// `concord eval` does (10 deterministic episodes, or --stochastic-eval). A run fails when its evaluation return is
-// below --target. Every policy runs the same algorithm settings: the config's, plus V-trace for A2C (which a
-// central_inference lag above 0 needs, and which is plain n-step returns without a lag).
+// (unless --runs-only; S = 1, or --first-seed S to sample other seeds than an earlier record's), and the final policy
+// is evaluated as `concord eval` does (10 deterministic episodes, or --stochastic-eval). A run fails when its
+// evaluation return is below --target. Every policy runs the same algorithm settings: the config's, plus V-trace for
+// A2C (which a central_inference lag above 0 needs, and which is plain n-step returns without a lag).
 //
 //   policies --repeat 20 --config configs/a2c_cartpole.toml --target 475
 #include <torch/torch.h>
@@ -138,10 +138,11 @@ double train_and_evaluate(const std::string& config_file, const std::vector<std:
 }
 
 // --repeat: the failure rate of every policy, over N runs of seed S and over seeds S..S+N-1 (S = first_seed).
-// seeds_only skips the runs of seed S, which repeat one run for policies whose runs are reproducible.
+// seeds_only skips the runs of seed S, which repeat one run for policies whose runs are reproducible;
+// runs_only skips the seeds, for a policy whose seeds were measured on the same code.
 void repeat_mode(const std::string& config_file, const std::vector<std::string>& overrides, int repeat, int num_envs,
                  double target, bool stochastic_eval, const std::vector<std::string>& only, bool seeds_only,
-                 int64_t first_seed) {
+                 bool runs_only, int64_t first_seed) {
   core::Config shipped(cli::concord_schema());
   shipped.merge_file(config_file);
   const std::string algo = shipped.get_string("train.algo");
@@ -166,7 +167,7 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
   for (const PolicyCase& c : cases) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.policy) == only.end()) continue;
     int failures[2] = {0, 0};
-    for (int mode = seeds_only ? 1 : 0; mode < 2; ++mode) {
+    for (int mode = seeds_only ? 1 : 0; mode < (runs_only ? 1 : 2); ++mode) {
       const std::string runs =
           mode == 0 ? "seed " + std::to_string(first_seed)
                     : "seeds " + std::to_string(first_seed) + ".." + std::to_string(first_seed + repeat - 1);
@@ -188,6 +189,9 @@ void repeat_mode(const std::string& config_file, const std::vector<std::string>&
     }
     if (seeds_only) {
       std::printf("%-12s failures: %d of %d seeds\n", c.label.c_str(), failures[1], repeat);
+    } else if (runs_only) {
+      std::printf("%-12s failures: %d of %d runs of seed %lld\n", c.label.c_str(), failures[0], repeat,
+                  static_cast<long long>(first_seed));
     } else {
       std::printf("%-12s failures: %d of %d runs of seed %lld, %d of %d seeds\n", c.label.c_str(), failures[0], repeat,
                   static_cast<long long>(first_seed), failures[1], repeat);
@@ -223,7 +227,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--config", config_file, "The shipped config that --repeat trains")->check(CLI::ExistingFile);
   bool seeds_only = false;
-  app.add_flag("--seeds-only", seeds_only, "--repeat: only the N seeds, without the N runs of the first one");
+  CLI::Option* seeds_only_flag =
+      app.add_flag("--seeds-only", seeds_only, "--repeat: only the N seeds, without the N runs of the first one");
+  bool runs_only = false;
+  app.add_flag("--runs-only", runs_only, "--repeat: only the N runs of the first seed, without the N seeds")
+      ->excludes(seeds_only_flag);
   int64_t first_seed = 1;
   app.add_option("--first-seed", first_seed, "--repeat: seeds S..S+N-1 (and N runs of seed S) instead of 1..N")
       ->check(CLI::PositiveNumber);
@@ -235,7 +243,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     repeat_mode(config_file, setup.overrides, repeat, num_envs_option->count() > 0 ? num_envs : 0, setup.target,
-                setup.stochastic_eval, only, seeds_only, first_seed);
+                setup.stochastic_eval, only, seeds_only, runs_only, first_seed);
     return 0;
   }
 
