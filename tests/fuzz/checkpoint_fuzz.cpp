@@ -20,6 +20,7 @@
 
 #include "concord/core/checkpoint.h"
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 #include "concord/core/optimizer_bytes.h"
 #include "fuzz_files.h"
 
@@ -39,9 +40,9 @@ std::string frame(uint8_t control, std::string_view rest) {
     }
   }
   std::string file("CONCORDCKPT", 12);
-  concord::fuzz::put_le(file, version, 4);
-  concord::fuzz::put_le(file, header.size(), 8);
-  if (version >= 2) concord::fuzz::put_le(file, concord::core::crc32c(header), 4);
+  concord::core::put_le(file, version, 4);
+  concord::core::put_le(file, header.size(), 8);
+  if (version >= 2) concord::core::put_le(file, concord::core::crc32c(header), 4);
   file += header;
   file.append(payload.data(), payload.size());
   return file;

@@ -38,8 +38,4 @@ inline std::filesystem::path write_file(const std::filesystem::path& path, std::
   return path;
 }
 
-inline void put_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
 }  // namespace concord::fuzz

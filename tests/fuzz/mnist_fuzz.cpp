@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 #include "concord/data/dataset_error.h"
 #include "concord/data/fashion_mnist.h"
 #include "concord/data/gzip_cache.h"
@@ -39,7 +40,7 @@ void check_shapes(const LabelledData& data) {
 }
 
 void fuzz_cache(std::string bytes, bool fix_crc) {
-  if (fix_crc) concord::fuzz::put_le(bytes, concord::core::crc32c(bytes), 4);
+  if (fix_crc) concord::core::put_le(bytes, concord::core::crc32c(bytes), 4);
   const auto path = concord::fuzz::write_file(concord::fuzz::scratch_dir() / "mnist-10k.bin", bytes);
   try {
     check_shapes(concord::data::read_mnist_cache(path));

@@ -15,6 +15,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 #include "concord/core/tensorboard_reader.h"
 #include "fuzz_files.h"
 
@@ -26,13 +27,13 @@ std::string frame_records(std::string_view rest) {
   while (offset < rest.size()) {
     const size_t length = static_cast<uint8_t>(rest[offset++]);
     std::string length_bytes;
-    concord::fuzz::put_le(length_bytes, length, 8);
+    concord::core::put_le(length_bytes, length, 8);
     file += length_bytes;
-    concord::fuzz::put_le(file, concord::core::masked_crc32c(length_bytes), 4);
+    concord::core::put_le(file, concord::core::masked_crc32c(length_bytes), 4);
     const std::string_view record = rest.substr(offset, length);
     file += record;
     offset += record.size();
-    if (record.size() == length) concord::fuzz::put_le(file, concord::core::masked_crc32c(record), 4);
+    if (record.size() == length) concord::core::put_le(file, concord::core::masked_crc32c(record), 4);
   }
   return file;
 }

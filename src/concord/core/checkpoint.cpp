@@ -20,6 +20,7 @@
 
 #include "concord/core/atomic_file.h"
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 #include "concord/core/torch_archive.h"
 
 namespace concord::core {
@@ -58,20 +59,6 @@ std::string utc_now_iso8601() {
   char buffer[32];
   std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
-}
-
-void put_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) {
-    out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-  }
-}
-
-uint64_t get_le(const char* bytes, int count) {
-  uint64_t value = 0;
-  for (int i = 0; i < count; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  }
-  return value;
 }
 
 std::string archive_key(std::size_t index) { return "t" + std::to_string(index); }

@@ -11,18 +11,11 @@
 #include <utility>
 
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 
 namespace concord::core {
 
 namespace {
-
-uint64_t get_le(const std::string& bytes, std::size_t offset, int count) {
-  uint64_t value = 0;
-  for (int i = 0; i < count; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-  }
-  return value;
-}
 
 [[noreturn]] void fail(const std::filesystem::path& path, std::size_t offset, const std::string& problem) {
   throw std::runtime_error("TensorBoard event file '" + path.string() + "': " + problem + " in record at byte offset " +
@@ -50,8 +43,8 @@ std::vector<tensorboard::Event> read_event_file(const std::filesystem::path& pat
     if (left < kHeaderBytes) {
       fail(path, offset, "truncated header (" + std::to_string(left) + " of 12 bytes)");
     }
-    const uint64_t length = get_le(bytes, offset, 8);
-    const uint32_t length_crc = static_cast<uint32_t>(get_le(bytes, offset + 8, 4));
+    const uint64_t length = get_le(bytes.data() + offset, 8);
+    const uint32_t length_crc = static_cast<uint32_t>(get_le(bytes.data() + offset + 8, 4));
     if (length_crc != masked_crc32c(bytes.data() + offset, 8)) {
       fail(path, offset, "length CRC mismatch");
     }
@@ -61,7 +54,7 @@ std::vector<tensorboard::Event> read_event_file(const std::filesystem::path& pat
           "truncated data (record needs " + std::to_string(length) + " + 16 bytes, " + std::to_string(left) + " left)");
     }
     const std::size_t data_offset = offset + kHeaderBytes;
-    const uint32_t data_crc = static_cast<uint32_t>(get_le(bytes, data_offset + length, 4));
+    const uint32_t data_crc = static_cast<uint32_t>(get_le(bytes.data() + data_offset + length, 4));
     if (data_crc != masked_crc32c(bytes.data() + data_offset, length)) {
       fail(path, offset, "data CRC mismatch");
     }

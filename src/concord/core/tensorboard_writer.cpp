@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "concord/core/crc32c.h"
+#include "concord/core/little_endian.h"
 #include "concord/core/proto/tensorboard_event.pb.h"
 
 namespace concord::core {
@@ -37,12 +38,6 @@ std::filesystem::path choose_event_file(const std::filesystem::path& log_dir) {
     candidate = log_dir / (base + "." + std::to_string(suffix));
   }
   return candidate;
-}
-
-void put_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) {
-    out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-  }
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/serialize/input-archive.h>
 
+#include "concord/core/little_endian.h"
+
 namespace concord::core {
 namespace {
 
@@ -454,12 +456,6 @@ class SourceCheck {
   std::string_view line_;
 };
 
-uint64_t little_endian(const char* at, int bytes) {
-  uint64_t value = 0;
-  for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(at[i]);
-  return value;
-}
-
 // LibTorch's zip reader (miniz) allocates a record's uncompressed size, as the central directory
 // states it, before reading a byte of it; miniz bounds that size by the archive only for records
 // stored uncompressed with 32-bit sizes. So this walks the central directory as miniz finds it (the
@@ -470,7 +466,7 @@ void check_record_sizes(const char* data, std::size_t size) {
   constexpr std::size_t kEndSize = 22, kLocatorSize = 20, kEnd64Size = 56, kEntrySize = 46;
   constexpr uint64_t kSaturated = 0xFFFFFFFF;
   const auto signature = [&](std::size_t at, uint32_t expected) {
-    return at + 4 <= size && little_endian(data + at, 4) == expected;
+    return at + 4 <= size && get_le(data + at, 4) == expected;
   };
   if (size < kEndSize) refuse("not a zip archive (too short)");
   std::size_t end = size - kEndSize + 1;
@@ -478,37 +474,37 @@ void check_record_sizes(const char* data, std::size_t size) {
     --end;
   } while (end > 0 && !signature(end, 0x06054b50));
   if (!signature(end, 0x06054b50)) refuse("not a zip archive (no end of central directory)");
-  uint64_t entries = little_endian(data + end + 10, 2);
-  uint64_t directory_size = little_endian(data + end + 12, 4);
-  uint64_t directory = little_endian(data + end + 16, 4);
+  uint64_t entries = get_le(data + end + 10, 2);
+  uint64_t directory_size = get_le(data + end + 12, 4);
+  uint64_t directory = get_le(data + end + 16, 4);
   if (end >= kLocatorSize + kEnd64Size && signature(end - kLocatorSize, 0x07064b50)) {
-    const uint64_t end64 = little_endian(data + end - kLocatorSize + 8, 8);
+    const uint64_t end64 = get_le(data + end - kLocatorSize + 8, 8);
     if (end64 > size - kEnd64Size) refuse("zip64 end of central directory lies outside the archive");
     if (signature(end64, 0x06064b50)) {
-      entries = little_endian(data + end64 + 32, 8);
-      directory_size = little_endian(data + end64 + 40, 8);
-      directory = little_endian(data + end64 + 48, 8);
+      entries = get_le(data + end64 + 32, 8);
+      directory_size = get_le(data + end64 + 40, 8);
+      directory = get_le(data + end64 + 48, 8);
     }
   }
   if (directory > size || directory_size > size - directory) refuse("central directory lies outside the archive");
   const char* entry = data + directory;
   uint64_t left = directory_size;
   for (uint64_t i = 0; i < entries; ++i) {
-    if (left < kEntrySize || little_endian(entry, 4) != 0x02014b50) refuse("corrupt central directory");
-    uint64_t uncompressed = little_endian(entry + 24, 4);
-    const uint64_t name_size = little_endian(entry + 28, 2);
-    const uint64_t extra_size = little_endian(entry + 30, 2);
-    const uint64_t header_size = kEntrySize + name_size + extra_size + little_endian(entry + 32, 2);
+    if (left < kEntrySize || get_le(entry, 4) != 0x02014b50) refuse("corrupt central directory");
+    uint64_t uncompressed = get_le(entry + 24, 4);
+    const uint64_t name_size = get_le(entry + 28, 2);
+    const uint64_t extra_size = get_le(entry + 30, 2);
+    const uint64_t header_size = kEntrySize + name_size + extra_size + get_le(entry + 32, 2);
     if (header_size > left) refuse("corrupt central directory");
     if (uncompressed == kSaturated) {
       // The true size is in the zip64 field, after the name; miniz reads it in this order.
       const char* extra = entry + kEntrySize + name_size;
       for (uint64_t extra_left = extra_size; extra_left >= 4;) {
-        const uint64_t field_size = little_endian(extra + 2, 2);
+        const uint64_t field_size = get_le(extra + 2, 2);
         if (field_size + 4 > extra_left) refuse("corrupt zip64 field in the central directory");
-        if (little_endian(extra, 2) == 1) {
+        if (get_le(extra, 2) == 1) {
           if (field_size < 8) refuse("corrupt zip64 field in the central directory");
-          uncompressed = little_endian(extra + 4, 8);
+          uncompressed = get_le(extra + 4, 8);
           break;
         }
         extra += field_size + 4;
