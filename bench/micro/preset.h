@@ -34,9 +34,11 @@ inline Preset read_preset(const std::string& file, const std::vector<std::string
   return Preset{file, std::move(config), std::move(env)};
 }
 
-// The preset's learner (train.algo) as LearnerT, its network shaped by the preset's env.
+// The preset's learner (train.algo) as LearnerT, its network shaped by the preset's env, with the
+// calling thread's LibTorch settings (run.torch_threads, run.flush_denormals) as training sets them.
 template <typename LearnerT>
 std::unique_ptr<LearnerT> make_learner(const Preset& preset) {
+  cli::set_torch_threads(preset.config);
   const envs::VectorEnv probe(preset.env);
   std::unique_ptr<algos::Learner> learner = algos::make_learner(
       preset.config.get_string("train.algo"), preset.config, probe.spec().observation_space, probe.spec().action_space);

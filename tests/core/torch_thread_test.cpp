@@ -2,6 +2,7 @@
 // alone, however the threads interleave, and never touch the global generator.
 #include "concord/core/torch_thread.h"
 
+#include <limits>
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -68,6 +69,26 @@ TEST(ThreadGenerator, AScopeRestoresTheGeneratorBeforeIt) {
     EXPECT_EQ(thread_generator(at::kCPU)->current_seed(), first->current_seed());
   }
   EXPECT_FALSE(thread_generator(at::kCPU).has_value());
+}
+
+// A denormal times one through LibTorch: zero where denormals are flushed, itself where not.
+float denormal_times_one() {
+  const float denormal = std::numeric_limits<float>::denorm_min() * 8;
+  return (at::full({4}, denormal) * 1.0f)[0].item<float>();
+}
+
+TEST(FlushDenormals, HoldsOnTheCallingThreadAndOnThreadsStartedAfter) {
+  const float denormal = std::numeric_limits<float>::denorm_min() * 8;
+  set_flush_denormals(true);
+  EXPECT_EQ(denormal_times_one(), 0.0f);
+  float on_thread = -1.0f;
+  torch_thread([&] { on_thread = denormal_times_one(); }).join();
+  EXPECT_EQ(on_thread, 0.0f);
+
+  set_flush_denormals(false);
+  EXPECT_EQ(denormal_times_one(), denormal);
+  torch_thread(uint64_t{1}, [&] { on_thread = denormal_times_one(); }).join();
+  EXPECT_EQ(on_thread, denormal);
 }
 
 }  // namespace

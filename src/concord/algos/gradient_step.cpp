@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "concord/algos/fused_adam.h"
+
 namespace concord::algos {
 
 void clip_gradient_norm(const torch::Tensor& gradient, double max_norm) {
@@ -17,7 +19,7 @@ void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, to
   loss.backward();
   sync.synchronize_gradients();
   if (std::isfinite(max_grad_norm)) clip_gradient_norm(parameters.gradient(), max_grad_norm);
-  optimizer.step();
+  if (!fused_adam_step(optimizer)) optimizer.step();
   sync.after_step();
 }
 

@@ -14,7 +14,7 @@ namespace concord::algos {
 //   g = sync(g)                               (e.g. the mean over ranks; nothing in one process)
 //   g = g * min(1, max_grad_norm / ||g||)     (global norm clipping; none for an infinite
 //                                              max_grad_norm, where the factor is 1)
-//   theta = optimizer.step(theta, g)
+//   theta = optimizer.step(theta, g)        (Adam on one flat parameter: fused_adam_step)
 //   theta = sync.after_step(theta)            (e.g. local SGD's periodic average)
 //
 // Synchronising before clipping makes every replica clip the same gradient, so replicas in

@@ -41,6 +41,10 @@ core::ConfigSchema concord_schema() {
 
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
   schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");
+  schema.declare("run.flush_denormals", true,
+                 "Treat floats below 1.2e-38 as zero on every training thread (the CPU's FTZ and DAZ modes): "
+                 "Adam's moments of parameters that get no gradient decay into such values, which the CPU "
+                 "computes on many times slower");
 
   std::string algorithms;
   for (const std::string& name : algos::algorithm_names()) algorithms += (algorithms.empty() ? "" : ", ") + name;

@@ -15,6 +15,7 @@
 #include "concord/core/config_fields.h"
 #include "concord/core/logging.h"
 #include "concord/core/run_dir.h"
+#include "concord/core/torch_thread.h"
 #include "concord/launch/launch_control.h"
 
 namespace concord::cli {
@@ -66,6 +67,7 @@ void set_torch_threads(const core::Config& config) {
   const int threads = core::get_int_in_range(config, "run.torch_threads");
   if (threads < 1) throw core::ConfigError("run.torch_threads must be >= 1, got " + std::to_string(threads));
   at::set_num_threads(threads);
+  core::set_flush_denormals(config.get_bool("run.flush_denormals"));
 }
 
 void check_progress_mode(const core::Config& config) {

@@ -45,7 +45,8 @@ RestartedRun restarted_run(const std::string& checkpoint_file = "checkpoint.ckpt
 // before it creates anything on disk.
 void check_progress_mode(const core::Config& config);
 
-// LibTorch's intra-op threads as run.torch_threads says. Throws core::ConfigError naming the key
+// LibTorch's intra-op threads as run.torch_threads says, and denormal flushing as
+// run.flush_denormals says (core::set_flush_denormals). Throws core::ConfigError naming the key
 // for a value below 1 or beyond an int (a cast would take 2^32 + 1 for 1).
 void set_torch_threads(const core::Config& config);
 

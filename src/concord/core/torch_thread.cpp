@@ -1,8 +1,10 @@
 #include "concord/core/torch_thread.h"
 
+#include <atomic>
 #include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include "concord/core/rng.h"
@@ -11,6 +13,8 @@ namespace concord::core {
 namespace {
 
 thread_local c10::optional<at::Generator> current_generator;
+// What set_flush_denormals last chose, for the threads started after it.
+std::atomic<bool> flush_denormals{false};
 
 }  // namespace
 
@@ -18,8 +22,14 @@ std::thread torch_thread(std::function<void()> body) {
   return std::thread([body = std::move(body)] {
     // Copies the count set by at::set_num_threads into this thread's OpenMP settings.
     at::init_num_threads();
+    at::globalContext().setFlushDenormal(flush_denormals.load());
     body();
   });
+}
+
+void set_flush_denormals(bool flush) {
+  flush_denormals.store(flush);
+  at::globalContext().setFlushDenormal(flush);
 }
 
 uint64_t thread_seed(uint64_t run_seed, uint64_t index) { return derive_seed(run_seed, 0x7E000 + index); }

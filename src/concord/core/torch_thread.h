@@ -18,6 +18,16 @@ namespace concord::core {
 // runs LibTorch starts here.
 std::thread torch_thread(std::function<void()> body);
 
+// Whether the calling thread, and every torch_thread started afterwards, computes with floats below
+// 1.2e-38 (denormals) flushed to zero: the CPU's FTZ and DAZ modes, LibTorch's
+// set_flush_denormal, which holds per thread. Why: Adam's moments of a parameter whose gradient
+// stays 0 (a dead ReLU unit's weights) decay into denormals and stay there, as 0.9 times the
+// smallest denormal rounds back to it, and the CPU takes a slow path on every operation that
+// meets one (Adam's step over a CartPole Q-network's 11k parameters: about 145 us with them, 24 us
+// flushed, in `micro_dqn_step --benchmark_filter=Adam`). Nothing else changes: values that small are zero to any
+// network. Off by default, as in LibTorch; run.flush_denormals (on by default) sets it for training.
+void set_flush_denormals(bool flush);
+
 // The same, with a random generator of the thread's own seeded with `seed` (see thread_generator):
 // for every thread that draws random numbers (action sampling, minibatch permutations), with
 // seed = thread_seed(run seed, i) for the i-th such thread of a run.

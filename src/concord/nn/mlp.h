@@ -44,6 +44,8 @@ class MlpTorsoImpl : public torch::nn::Cloneable<MlpTorsoImpl> {
   int64_t output_dim() const;
   const std::vector<int64_t>& hidden_sizes() const { return hidden_sizes_; }
   Activation activation() const { return activation_; }
+  // The layers in order ("fc0", "fc1", ...), for fused_linear_stack().
+  const std::vector<torch::nn::Linear>& layers() const { return layers_; }
 
  private:
   int64_t input_dim_;

@@ -7,6 +7,8 @@
 
 #include <torch/nn/modules/conv.h>
 
+#include "concord/nn/fused_linear_stack.h"
+
 namespace concord::nn {
 namespace {
 
@@ -75,8 +77,7 @@ void QNetworkImpl::reset() {
 
 torch::Tensor QNetworkImpl::features(const torch::Tensor& x) {
   if (cnn_) return cnn_->forward(x);
-  if (grid_) return grid_->forward(x);
-  return mlp_->forward(x.flatten(1));
+  return grid_->forward(x);
 }
 
 torch::Tensor QNetworkImpl::forward(const torch::Tensor& obs) {
@@ -91,8 +92,32 @@ torch::Tensor QNetworkImpl::forward(const torch::Tensor& obs) {
     throw std::invalid_argument(message.str());
   }
   const torch::Tensor& weight = config_.dueling ? advantage_head_->weight : head_->weight;
-  const torch::Tensor h = features(obs.to(weight.device(), weight.scalar_type()));
+  const torch::Tensor x = obs.to(weight.device(), weight.scalar_type());
+  if (mlp_) return mlp_forward(x.flatten(1));
+  const torch::Tensor h = features(x);
   if (!config_.dueling) return head_->forward(h);
+  return dueling_combination(h);
+}
+
+torch::Tensor QNetworkImpl::mlp_forward(const torch::Tensor& x) {
+  // The torso, and the plain head, as one autograd node (fused_linear_stack.h): a CartPole-sized
+  // update is bound by per-operation cost.
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  for (const torch::nn::Linear& layer : mlp_->layers()) {
+    weights.push_back(layer->weight);
+    biases.push_back(layer->bias);
+  }
+  if (!config_.dueling) {
+    weights.push_back(head_->weight);
+    biases.push_back(head_->bias);
+    return fused_linear_stack(x, weights, biases, mlp_->activation(), /*activate_last=*/false);
+  }
+  if (weights.empty()) return dueling_combination(x);
+  return dueling_combination(fused_linear_stack(x, weights, biases, mlp_->activation(), /*activate_last=*/true));
+}
+
+torch::Tensor QNetworkImpl::dueling_combination(const torch::Tensor& h) {
   // Wang et al. (2016), eq. 9: the mean advantage is subtracted so that V and A are identifiable.
   const torch::Tensor value = value_head_->forward(h);
   const torch::Tensor advantage = advantage_head_->forward(h);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <torch/nn/cloneable.h>
 #include <torch/nn/modules/linear.h>
@@ -65,8 +66,12 @@ class QNetworkImpl : public torch::nn::Cloneable<QNetworkImpl> {
   const QNetworkConfig& config() const { return config_; }
 
  private:
-  // The torso's features for prepared (converted, and for an MLP flattened) observations.
+  // The cnn or grid_cnn torso's features for converted observations.
   torch::Tensor features(const torch::Tensor& x);
+  // Q for converted, flattened observations through the MLP torso.
+  torch::Tensor mlp_forward(const torch::Tensor& x);
+  // Q = V + A - mean_a A from the torso's features (dueling heads).
+  torch::Tensor dueling_combination(const torch::Tensor& h);
 
   QNetworkConfig config_;
   MlpTorso mlp_{nullptr};  // exactly one torso is set, by config_.torso.torso

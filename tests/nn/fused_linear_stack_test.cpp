@@ -1,0 +1,153 @@
+#include "concord/nn/fused_linear_stack.h"
+
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace concord::nn {
+namespace {
+
+// Linear layers of the given sizes, in double so that the fused and the composed results differ
+// only in the order of a product's sums.
+std::vector<torch::nn::Linear> layers(const std::vector<int64_t>& sizes) {
+  std::vector<torch::nn::Linear> out;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    out.emplace_back(sizes[i], sizes[i + 1]);
+    out.back()->to(torch::kDouble);
+  }
+  return out;
+}
+
+at::Tensor composed(const at::Tensor& x, std::vector<torch::nn::Linear>& stack, Activation activation,
+                    bool activate_last) {
+  at::Tensor h = x;
+  for (size_t l = 0; l < stack.size(); ++l) {
+    h = stack[l]->forward(h);
+    if (l + 1 < stack.size() || activate_last) h = activation == Activation::kRelu ? h.relu() : h.tanh();
+  }
+  return h;
+}
+
+void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  ASSERT_TRUE(actual.defined()) << what;
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  EXPECT_TRUE(at::allclose(actual, expected, /*rtol=*/1e-12, /*atol=*/1e-12))
+      << what << ": largest difference " << (actual - expected).abs().max().item<double>();
+}
+
+// Output and every gradient (x, each W and b) of the fused node against the composed modules, for
+// a loss that weighs each output differently.
+void check_against_composed(const std::vector<int64_t>& sizes, Activation activation, bool activate_last) {
+  torch::manual_seed(7);
+  std::vector<torch::nn::Linear> stack = layers(sizes);
+  const at::Tensor x = at::randn({5, sizes.front()}, at::kDouble).requires_grad_(true);
+  const at::Tensor weighting = at::randn({5, sizes.back()}, at::kDouble);
+
+  const at::Tensor expected = composed(x, stack, activation, activate_last);
+  (expected * weighting).sum().backward();
+  const at::Tensor expected_x_grad = x.grad().clone();
+  std::vector<at::Tensor> expected_grads;
+  std::vector<at::Tensor> weights;
+  std::vector<at::Tensor> biases;
+  for (auto& layer : stack) {
+    expected_grads.push_back(layer->weight.grad().clone());
+    expected_grads.push_back(layer->bias.grad().clone());
+    layer->weight.mutable_grad() = at::Tensor();
+    layer->bias.mutable_grad() = at::Tensor();
+    weights.push_back(layer->weight);
+    biases.push_back(layer->bias);
+  }
+  x.mutable_grad() = at::Tensor();
+
+  const at::Tensor actual = fused_linear_stack(x, weights, biases, activation, activate_last);
+  expect_close(actual, expected, "output");
+  (actual * weighting).sum().backward();
+  expect_close(x.grad(), expected_x_grad, "x's gradient");
+  for (size_t l = 0; l < stack.size(); ++l) {
+    expect_close(stack[l]->weight.grad(), expected_grads[2 * l], "W_" + std::to_string(l) + "'s gradient");
+    expect_close(stack[l]->bias.grad(), expected_grads[2 * l + 1], "b_" + std::to_string(l) + "'s gradient");
+  }
+}
+
+TEST(FusedLinearStack, ReluStackMatchesTheComposedLayersAndTheirGradients) {
+  check_against_composed({4, 120, 84, 2}, Activation::kRelu, /*activate_last=*/false);
+}
+
+TEST(FusedLinearStack, TanhStackWithTheLastActivationMatchesTheComposedLayers) {
+  check_against_composed({3, 16, 8}, Activation::kTanh, /*activate_last=*/true);
+}
+
+TEST(FusedLinearStack, OneLayerMatchesLinear) {
+  check_against_composed({6, 3}, Activation::kRelu, /*activate_last=*/false);
+  check_against_composed({6, 3}, Activation::kRelu, /*activate_last=*/true);
+}
+
+TEST(FusedLinearStack, HandWorkedReluGradients) {
+  // x = [1, 2]; W_1 = [[1, 0], [0, -1]], b_1 = [0, 0]: pre-activation [1, -2], h_1 = [1, 0].
+  // W_2 = [[3, 4]], b_2 = [0.5]: y = 3 * 1 + 4 * 0 + 0.5 = 3.5. With dy = 1:
+  //   g_2 = [1]; dW_2 = g_2^T h_1 = [[1, 0]]; db_2 = [1]; dh_1 = g_2 W_2 = [3, 4]
+  //   g_1 = dh_1 * (h_1 > 0) = [3, 0]; dW_1 = g_1^T x = [[3, 6], [0, 0]]; db_1 = [3, 0]
+  //   dx = g_1 W_1 = [3, 0]
+  const auto options = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor x = at::tensor({1.0, 2.0}, options).reshape({1, 2}).requires_grad_(true);
+  const at::Tensor w1 = at::tensor({1.0, 0.0, 0.0, -1.0}, options).reshape({2, 2}).requires_grad_(true);
+  const at::Tensor b1 = at::tensor({0.0, 0.0}, options).requires_grad_(true);
+  const at::Tensor w2 = at::tensor({3.0, 4.0}, options).reshape({1, 2}).requires_grad_(true);
+  const at::Tensor b2 = at::tensor({0.5}, options).requires_grad_(true);
+  const at::Tensor y = fused_linear_stack(x, {w1, w2}, {b1, b2}, Activation::kRelu, /*activate_last=*/false);
+  EXPECT_EQ(y.item<double>(), 3.5);
+  y.sum().backward();
+  EXPECT_TRUE(at::equal(w2.grad(), at::tensor({1.0, 0.0}, options).reshape({1, 2})));
+  EXPECT_TRUE(at::equal(b2.grad(), at::tensor({1.0}, options)));
+  EXPECT_TRUE(at::equal(w1.grad(), at::tensor({3.0, 6.0, 0.0, 0.0}, options).reshape({2, 2})));
+  EXPECT_TRUE(at::equal(b1.grad(), at::tensor({3.0, 0.0}, options)));
+  EXPECT_TRUE(at::equal(x.grad(), at::tensor({3.0, 0.0}, options).reshape({1, 2})));
+}
+
+TEST(FusedLinearStack, WithoutGradModeRecordsNothingAndGivesTheSameOutput) {
+  torch::manual_seed(3);
+  std::vector<torch::nn::Linear> stack = layers({4, 8, 2});
+  const at::Tensor x = at::randn({3, 4}, at::kDouble);
+  const std::vector<at::Tensor> weights{stack[0]->weight, stack[1]->weight};
+  const std::vector<at::Tensor> biases{stack[0]->bias, stack[1]->bias};
+  const at::Tensor with_grad = fused_linear_stack(x, weights, biases, Activation::kRelu, false);
+  EXPECT_TRUE(with_grad.requires_grad());
+  {
+    c10::InferenceMode inference;
+    const at::Tensor inferred = fused_linear_stack(x, weights, biases, Activation::kRelu, false);
+    EXPECT_FALSE(inferred.requires_grad());
+    EXPECT_TRUE(at::equal(inferred, with_grad.detach()));
+  }
+  c10::NoGradGuard no_grad;
+  const at::Tensor without = fused_linear_stack(x, weights, biases, Activation::kRelu, false);
+  EXPECT_FALSE(without.requires_grad());
+  EXPECT_TRUE(at::equal(without, with_grad.detach()));
+}
+
+TEST(FusedLinearStack, RefusesShapesThatDoNotChain) {
+  const at::Tensor x = at::randn({2, 4});
+  const at::Tensor w = at::randn({3, 4});
+  const at::Tensor b = at::randn({3});
+  EXPECT_THROW(fused_linear_stack(x, {}, {}, Activation::kRelu, false), std::invalid_argument);
+  EXPECT_THROW(fused_linear_stack(x, {w}, {}, Activation::kRelu, false), std::invalid_argument);
+  EXPECT_THROW(fused_linear_stack(x, {w, w}, {b, b}, Activation::kRelu, false), std::invalid_argument);
+  EXPECT_THROW(fused_linear_stack(at::randn({4}), {w}, {b}, Activation::kRelu, false), std::invalid_argument);
+  EXPECT_THROW(fused_linear_stack(x, {w}, {at::randn({2})}, Activation::kRelu, false), std::invalid_argument);
+  try {
+    fused_linear_stack(x, {at::randn({3, 5})}, {b}, Activation::kRelu, false);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "fused_linear_stack: layer 0 expects weight [out, 4] and bias [out], got [3, 5] and [3]");
+  }
+}
+
+}  // namespace
+}  // namespace concord::nn
