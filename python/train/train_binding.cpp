@@ -13,6 +13,7 @@
 
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_session.h"
+#include "concord/core/torch_thread.h"
 #include "training_bindings.h"
 
 namespace concord::python {
@@ -74,6 +75,9 @@ py::dict train(std::vector<std::string> config_files, std::vector<std::string> o
 
   cli::TrainingOutcome outcome;
   {
+    // Training flushes denormals on this thread (run.flush_denormals); the interpreter's own
+    // arithmetic gets its mode back afterwards.
+    const core::RestoreFlushDenormals restore_denormals;
     py::gil_scoped_release release;
     outcome = cli::run_training_session(flags, hooks);
   }

@@ -14,6 +14,7 @@
 
 #include "../shape_text.h"
 #include "concord/cli/trained_agent.h"
+#include "concord/core/torch_thread.h"
 #include "training_bindings.h"
 
 namespace concord::python {
@@ -124,7 +125,8 @@ py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std:
   }
   cli::EvaluationReport report;
   {
-    py::gil_scoped_release release;  // the envs may be Python envs, stepped holding the GIL
+    const core::RestoreFlushDenormals restore_denormals;  // as train() does
+    py::gil_scoped_release release;                       // the envs may be Python envs, stepped holding the GIL
     report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic);
   }
   py::dict result;

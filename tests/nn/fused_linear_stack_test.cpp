@@ -145,7 +145,8 @@ TEST(FusedLinearStack, RefusesShapesThatDoNotChain) {
     fused_linear_stack(x, {at::randn({3, 5})}, {b}, Activation::kRelu, false);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "fused_linear_stack: layer 0 expects weight [out, 4] and bias [out], got [3, 5] and [3]");
+    EXPECT_EQ(std::string(e.what()),
+              "fused_linear_stack: layer 0 expects weight [out, 4] and bias [out], got [3, 5] and [3]");
   }
 }
 

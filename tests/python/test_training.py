@@ -181,6 +181,15 @@ def test_evaluate_is_deterministic(trained):
     assert str(first).startswith("ppo test/Sign-v0 after ")
 
 
+def test_training_leaves_the_interpreters_denormals_alone(trained):
+    # Training and evaluation flush denormals to zero on the calling thread (run.flush_denormals);
+    # Python's own arithmetic on that thread must get them back afterwards.
+    run, _ = trained
+    run.evaluate(episodes=1, seed=4)
+    denormal = np.float32(1e-40)
+    assert denormal * np.float32(1.0) == denormal != 0
+
+
 @pytest.mark.skipif(CONCORD_EXECUTABLE is None, reason="CONCORD_EXECUTABLE names the CLI (set by ctest)")
 def test_evaluate_prints_what_concord_eval_prints(tmp_path):
     run = concord.train(

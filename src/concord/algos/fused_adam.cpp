@@ -4,14 +4,12 @@
 #include <c10/util/string_utils.h>
 #include <torch/optim/adam.h>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "concord/core/torch_thread.h"
 
 namespace concord::algos {
 namespace {
@@ -25,8 +23,8 @@ struct AdamScalars {
 // restrict lets the loop vectorise without runtime overlap checks. Inlined into its caller, g++ 12
 // leaves the loop scalar (4x slower); sqrt vectorises only under -fno-math-errno (CMakeLists.txt).
 template <bool kDecay>
-__attribute__((noinline)) void update(float* __restrict theta, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
-            const AdamScalars s) {
+__attribute__((noinline)) void update(float* __restrict theta, const float* __restrict g, float* __restrict m,
+                                      float* __restrict v, int64_t n, const AdamScalars s) {
   for (int64_t i = 0; i < n; ++i) {
     const float gi = kDecay ? g[i] + s.decay * theta[i] : g[i];
     m[i] = m[i] * s.beta1 + s.one_minus_beta1 * gi;
@@ -36,25 +34,12 @@ __attribute__((noinline)) void update(float* __restrict theta, const float* __re
   }
 }
 
-// Whether this thread computes with denormals flushed (core::set_flush_denormals). Unflushed, a
-// moment decayed into denormals costs a slow path per instruction, and LibTorch's 16-wide AVX-512
-// kernels then take fewer of them than this 4-wide loop: 148 against 383 us per step in
-// `micro_dqn_step --benchmark_filter=Adam`, against 25 and 9 us flushed.
-bool flushing_denormals() {
-#if defined(__SSE__)
-  constexpr unsigned int kFlushToZero = 0x8000;
-  constexpr unsigned int kDenormalsAreZero = 0x0040;
-  return (_mm_getcsr() & (kFlushToZero | kDenormalsAreZero)) == (kFlushToZero | kDenormalsAreZero);
-#else
-  return true;
-#endif
-}
-
 }  // namespace
 
 bool fused_adam_step(torch::optim::Optimizer& optimizer) {
   auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
-  if (adam == nullptr || !flushing_denormals() || adam->param_groups().size() != 1 || adam->param_groups()[0].params().size() != 1) {
+  if (adam == nullptr || !core::flushing_denormals() || adam->param_groups().size() != 1 ||
+      adam->param_groups()[0].params().size() != 1) {
     return false;
   }
   torch::optim::OptimizerParamGroup& group = adam->param_groups()[0];
@@ -88,9 +73,13 @@ bool fused_adam_step(torch::optim::Optimizer& optimizer) {
   const double beta2 = std::get<1>(options.betas());
   const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(state.step()));
   const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step()));
-  const AdamScalars scalars{static_cast<float>(beta1), static_cast<float>(1 - beta1), static_cast<float>(beta2),
-                            static_cast<float>(1 - beta2), static_cast<float>(std::sqrt(bias_correction2)),
-                            static_cast<float>(options.eps()), static_cast<float>(options.weight_decay()),
+  const AdamScalars scalars{static_cast<float>(beta1),
+                            static_cast<float>(1 - beta1),
+                            static_cast<float>(beta2),
+                            static_cast<float>(1 - beta2),
+                            static_cast<float>(std::sqrt(bias_correction2)),
+                            static_cast<float>(options.eps()),
+                            static_cast<float>(options.weight_decay()),
                             static_cast<float>(-(options.lr() / bias_correction1))};
   float* theta = p.data_ptr<float>();
   const float* g = grad.data_ptr<float>();

@@ -1,5 +1,9 @@
 #include "concord/core/torch_thread.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include <atomic>
 #include <utility>
 
@@ -30,6 +34,25 @@ std::thread torch_thread(std::function<void()> body) {
 void set_flush_denormals(bool flush) {
   flush_denormals.store(flush);
   at::globalContext().setFlushDenormal(flush);
+}
+
+bool flushing_denormals() {
+#if defined(__SSE__)
+  // MXCSR's flush-to-zero and denormals-are-zero bits, both of which set_flush_denormal sets.
+  constexpr unsigned int kFlushToZero = 0x8000;
+  constexpr unsigned int kDenormalsAreZero = 0x0040;
+  return (_mm_getcsr() & (kFlushToZero | kDenormalsAreZero)) == (kFlushToZero | kDenormalsAreZero);
+#else
+  return false;
+#endif
+}
+
+RestoreFlushDenormals::RestoreFlushDenormals()
+    : thread_(flushing_denormals()), later_threads_(flush_denormals.load()) {}
+
+RestoreFlushDenormals::~RestoreFlushDenormals() {
+  flush_denormals.store(later_threads_);
+  at::globalContext().setFlushDenormal(thread_);
 }
 
 uint64_t thread_seed(uint64_t run_seed, uint64_t index) { return derive_seed(run_seed, 0x7E000 + index); }

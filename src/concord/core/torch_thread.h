@@ -28,6 +28,24 @@ std::thread torch_thread(std::function<void()> body);
 // network. Off by default, as in LibTorch; run.flush_denormals (on by default) sets it for training.
 void set_flush_denormals(bool flush);
 
+// Whether the calling thread flushes denormals (false where the CPU has no such mode).
+bool flushing_denormals();
+
+// Restores, when destroyed, the denormal mode that the calling thread and later torch_threads had
+// when it was made: for callers that run training on a thread of their own, such as a Python
+// interpreter's, whose arithmetic must not change after concord.train returns.
+class RestoreFlushDenormals {
+ public:
+  RestoreFlushDenormals();
+  ~RestoreFlushDenormals();
+  RestoreFlushDenormals(const RestoreFlushDenormals&) = delete;
+  RestoreFlushDenormals& operator=(const RestoreFlushDenormals&) = delete;
+
+ private:
+  bool thread_;
+  bool later_threads_;
+};
+
 // The same, with a random generator of the thread's own seeded with `seed` (see thread_generator):
 // for every thread that draws random numbers (action sampling, minibatch permutations), with
 // seed = thread_seed(run seed, i) for the i-th such thread of a run.

@@ -21,8 +21,8 @@ using torch::autograd::variable_list;
 bool activated(int64_t l, int64_t layers, bool activate_last) { return l + 1 < layers || activate_last; }
 
 // The forward products: every layer's output, h_1..h_L, in `outputs` when it is given.
-at::Tensor forward_products(const at::Tensor& x, at::TensorList parameters, Activation activation,
-                            bool activate_last, std::vector<at::Tensor>* outputs) {
+at::Tensor forward_products(const at::Tensor& x, at::TensorList parameters, Activation activation, bool activate_last,
+                            std::vector<at::Tensor>* outputs) {
   const auto layers = static_cast<int64_t>(parameters.size() / 2);
   at::Tensor h = x;
   for (int64_t l = 0; l < layers; ++l) {
@@ -46,8 +46,8 @@ struct LinearStackFunction : public torch::autograd::Function<LinearStackFunctio
     std::vector<at::Tensor> saved;
     saved.reserve(inputs.size());
     saved.push_back(inputs[0]);
-    const at::Tensor out = forward_products(inputs[0], parameters, relu ? Activation::kRelu : Activation::kTanh,
-                                            activate_last, &saved);
+    const at::Tensor out =
+        forward_products(inputs[0], parameters, relu ? Activation::kRelu : Activation::kTanh, activate_last, &saved);
     for (size_t l = 0; l < parameters.size() / 2; ++l) saved.push_back(parameters[2 * l]);
     ctx->save_for_backward(saved);
     ctx->saved_data["relu"] = relu;
