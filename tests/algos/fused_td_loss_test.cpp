@@ -16,14 +16,15 @@ struct Inputs {
   at::Tensor q_values, actions, targets, weights;
 };
 
-Inputs random_inputs(int64_t n, int64_t num_actions, uint64_t seed) {
+// float32 contiguous inputs take fused_td_loss's loop; double ones LibTorch's operations.
+Inputs random_inputs(int64_t n, int64_t num_actions, uint64_t seed, torch::Dtype dtype = torch::kFloat) {
   torch::manual_seed(seed);
   Inputs in;
-  in.q_values = (torch::randn({n, num_actions}) * 2.0).requires_grad_();
+  in.q_values = (torch::randn({n, num_actions}, dtype) * 2.0).requires_grad_();
   in.actions = torch::randint(num_actions, {n}, torch::kLong);
   // Errors from about -4 to 4: both sides of the Huber loss's kinks at +-1.
-  in.targets = in.q_values.detach().gather(1, in.actions.unsqueeze(1)).squeeze(1) + torch::randn({n}) * 2.0;
-  in.weights = torch::rand({n}) + 0.05;
+  in.targets = in.q_values.detach().gather(1, in.actions.unsqueeze(1)).squeeze(1) + torch::randn({n}, dtype) * 2.0;
+  in.weights = torch::rand({n}, dtype) + 0.05;
   return in;
 }
 
@@ -58,16 +59,19 @@ void expect_close(const at::Tensor& fused, const at::Tensor& reference, const ch
 }
 
 TEST(FusedTdLoss, MatchesTheComposedLossAndItsGradient) {
-  for (const std::string kind : {"mse", "huber"}) {
-    for (bool weighted : {false, true}) {
-      for (uint64_t seed : {1, 2, 3}) {
-        SCOPED_TRACE(kind + (weighted ? " weighted" : "") + " seed " + std::to_string(seed));
-        const Inputs in = random_inputs(128, 4, seed);
-        const Result reference = composed(in, weighted, kind);
-        const Result result = fused(in, weighted, kind);
-        expect_close(result.loss, reference.loss, "loss");
-        EXPECT_TRUE(torch::equal(result.q_taken, reference.q_taken));
-        expect_close(result.d_q, reference.d_q, "d loss / d Q");
+  for (const torch::Dtype dtype : {torch::kFloat, torch::kDouble}) {
+    for (const std::string kind : {"mse", "huber"}) {
+      for (bool weighted : {false, true}) {
+        for (uint64_t seed : {1, 2, 3}) {
+          SCOPED_TRACE(kind + (weighted ? " weighted" : "") + " seed " + std::to_string(seed) +
+                       (dtype == torch::kFloat ? " float" : " double"));
+          const Inputs in = random_inputs(128, 4, seed, dtype);
+          const Result reference = composed(in, weighted, kind);
+          const Result result = fused(in, weighted, kind);
+          expect_close(result.loss, reference.loss, "loss");
+          EXPECT_TRUE(torch::equal(result.q_taken, reference.q_taken));
+          expect_close(result.d_q, reference.d_q, "d loss / d Q");
+        }
       }
     }
   }
@@ -108,6 +112,14 @@ TEST(FusedTdLoss, RefusesBadInputsWithOneLine) {
                std::invalid_argument);
   EXPECT_THROW(fused_td_loss(in.q_values, in.actions, in.targets, in.weights.narrow(0, 0, 7), "mse"),
                std::invalid_argument);
+  // An action outside [0, A): one line naming it (the loop path; LibTorch's gather would throw
+  // its own error).
+  try {
+    fused_td_loss(in.q_values, torch::full({8}, 3, torch::kLong), in.targets, at::Tensor(), "mse");
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "fused_td_loss: actions must lie in [0, 3), got 3 at 0");
+  }
 }
 
 }  // namespace

@@ -80,5 +80,24 @@ TEST(Blas, FasterKernelOnlyReplacesTheGenericFallback) {
   EXPECT_EQ(faster_blas_kernel("unknown", false, true, true, true), "");
 }
 
+// The CBLAS product Concord's fused layers call: present under Debian's BLAS (OpenBLAS and the
+// reference both export it), with CBLAS's row-major and transposition codes. Small integers, so
+// every product is exact: [[1, 2], [3, 4]] x [[5, 6], [7, 8]] and the transposed forms.
+TEST(Blas, CblasSgemmMultipliesRowMajorMatrices) {
+  const CblasSgemm sgemm = cblas_sgemm();
+  ASSERT_NE(sgemm, nullptr) << loaded_blas() << " exports no cblas_sgemm";
+  const float a[] = {1, 2, 3, 4};
+  const float b[] = {5, 6, 7, 8};
+  float c[] = {1, 1, 1, 1};
+  sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, 2, 2, 2, 1.0F, a, 2, b, 2, 0.0F, c, 2);
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{19, 22, 43, 50}));
+  // A B^T, plus beta C: [[17, 23], [39, 53]] + [[19, 22], [43, 50]].
+  sgemm(kCblasRowMajor, kCblasNoTrans, kCblasTrans, 2, 2, 2, 1.0F, a, 2, b, 2, 1.0F, c, 2);
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{36, 45, 82, 103}));
+  // A^T B, alpha 2: 2 [[26, 30], [38, 44]].
+  sgemm(kCblasRowMajor, kCblasTrans, kCblasNoTrans, 2, 2, 2, 2.0F, a, 2, b, 2, 0.0F, c, 2);
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{52, 60, 76, 88}));
+}
+
 }  // namespace
 }  // namespace concord::core

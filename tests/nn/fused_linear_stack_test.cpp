@@ -1,27 +1,34 @@
 #include "concord/nn/fused_linear_stack.h"
 
+#include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "concord/core/blas.h"
+
 namespace concord::nn {
 namespace {
 
-// Linear layers of the given sizes, in double so that the fused and the composed results differ
-// only in the order of a product's sums.
-std::vector<torch::nn::Linear> layers(const std::vector<int64_t>& sizes) {
+// Linear layers of the given sizes, by default in double so that the fused and the composed
+// results differ only in the order of a product's sums. In double the node takes LibTorch's
+// operations; in float32, on contiguous CPU tensors, its CBLAS path.
+std::vector<torch::nn::Linear> layers(const std::vector<int64_t>& sizes, at::ScalarType dtype = at::kDouble) {
   std::vector<torch::nn::Linear> out;
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
     out.emplace_back(sizes[i], sizes[i + 1]);
-    out.back()->to(torch::kDouble);
+    out.back()->to(dtype);
   }
   return out;
 }
@@ -39,17 +46,23 @@ at::Tensor composed(const at::Tensor& x, std::vector<torch::nn::Linear>& stack, 
 void expect_close(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
   ASSERT_TRUE(actual.defined()) << what;
   ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  EXPECT_TRUE(at::allclose(actual, expected, /*rtol=*/1e-12, /*atol=*/1e-12))
+  // float32 sums of a few hundred terms, in another order: a few units in the last place.
+  const double tolerance = actual.scalar_type() == at::kDouble ? 1e-12 : 1e-5;
+  EXPECT_TRUE(at::allclose(actual, expected, /*rtol=*/tolerance, /*atol=*/tolerance))
       << what << ": largest difference " << (actual - expected).abs().max().item<double>();
 }
 
 // Output and every gradient (x, each W and b) of the fused node against the composed modules, for
-// a loss that weighs each output differently.
-void check_against_composed(const std::vector<int64_t>& sizes, Activation activation, bool activate_last) {
+// a loss that weighs each output differently. With `transposed_x`, x is a transposed view: not
+// contiguous, so LibTorch's operations run even in float32.
+void check_against_composed(const std::vector<int64_t>& sizes, Activation activation, bool activate_last,
+                            at::ScalarType dtype = at::kDouble, int64_t rows = 5, bool transposed_x = false) {
   torch::manual_seed(7);
-  std::vector<torch::nn::Linear> stack = layers(sizes);
-  const at::Tensor x = at::randn({5, sizes.front()}, at::kDouble).requires_grad_(true);
-  const at::Tensor weighting = at::randn({5, sizes.back()}, at::kDouble);
+  std::vector<torch::nn::Linear> stack = layers(sizes, dtype);
+  const at::Tensor x =
+      (transposed_x ? at::randn({sizes.front(), rows}, dtype).t() : at::randn({rows, sizes.front()}, dtype))
+          .requires_grad_(true);
+  const at::Tensor weighting = at::randn({rows, sizes.back()}, dtype);
 
   const at::Tensor expected = composed(x, stack, activation, activate_last);
   (expected * weighting).sum().backward();
@@ -83,6 +96,40 @@ TEST(FusedLinearStack, ReluStackMatchesTheComposedLayersAndTheirGradients) {
 
 TEST(FusedLinearStack, TanhStackWithTheLastActivationMatchesTheComposedLayers) {
   check_against_composed({3, 16, 8}, Activation::kTanh, /*activate_last=*/true);
+}
+
+// float32 on contiguous CPU tensors: one CBLAS call per product and loops for the rest, at
+// DQN's batch and sizes, against LibTorch's own float32 layers.
+TEST(FusedLinearStack, Float32BlasPathMatchesTheComposedLayers) {
+  ASSERT_NE(core::cblas_sgemm(), nullptr) << "the loaded BLAS exports no cblas_sgemm";
+  check_against_composed({4, 120, 84, 2}, Activation::kRelu, /*activate_last=*/false, at::kFloat, 128);
+  check_against_composed({3, 16, 8}, Activation::kTanh, /*activate_last=*/true, at::kFloat, 33);
+  check_against_composed({5, 7, 3}, Activation::kRelu, /*activate_last=*/true, at::kFloat, 1);
+}
+
+// The same in float32 when x is not contiguous: LibTorch's operations.
+TEST(FusedLinearStack, Float32NonContiguousInputMatchesTheComposedLayers) {
+  check_against_composed({4, 120, 84, 2}, Activation::kRelu, /*activate_last=*/false, at::kFloat, 128,
+                         /*transposed_x=*/true);
+}
+
+// relu keeps NaN, as LibTorch's does, on either path, and lets the gradient through it, as
+// LibTorch's threshold_backward does (it zeroes where h <= 0).
+TEST(FusedLinearStack, ReluKeepsNanOnBothPaths) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const auto options = at::TensorOptions().dtype(dtype);
+    const at::Tensor x = at::tensor({std::numeric_limits<double>::quiet_NaN(), -1.0, 2.0}, options).reshape({3, 1});
+    const at::Tensor w = at::ones({1, 1}, options).requires_grad_(true);
+    const at::Tensor b = at::zeros({1}, options).requires_grad_(true);
+    const at::Tensor y = fused_linear_stack(x, {w}, {b}, Activation::kRelu, /*activate_last=*/true);
+    const at::Tensor expected = x.relu();
+    EXPECT_TRUE(std::isnan(y[0][0].item<double>())) << dtype;
+    EXPECT_EQ(y[1][0].item<double>(), 0.0) << dtype;
+    EXPECT_EQ(y[2][0].item<double>(), 2.0) << dtype;
+    EXPECT_TRUE(std::isnan(expected[0][0].item<double>()));
+    y.sum().backward();
+    EXPECT_EQ(b.grad().item<double>(), 2.0) << dtype;  // the rows with h = NaN and h = 2
+  }
 }
 
 TEST(FusedLinearStack, OneLayerMatchesLinear) {

@@ -1,9 +1,13 @@
 #include "concord/algos/fused_td_loss.h"
 
 #include <ATen/ops/dot.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros_like.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <string>
 
 #include "concord/algos/tensor_checks.h"
 
@@ -15,11 +19,73 @@ using torch::autograd::variable_list;
 
 constexpr const char* kLossFn = "fused_td_loss";
 
+// The CPU path: one loop over the batch instead of about fifteen LibTorch operations, taken when
+// every tensor is a contiguous CPU tensor of the usual dtypes (float32 values, int64 actions).
+bool loop_path(const at::Tensor& q_values, const at::Tensor& actions, const at::Tensor& targets,
+               const c10::optional<at::Tensor>& weights) {
+  const auto fits = [](const at::Tensor& t, at::ScalarType type) {
+    return t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous();
+  };
+  return fits(q_values, at::kFloat) && fits(actions, at::kLong) && fits(targets, at::kFloat) &&
+         (!weights || fits(*weights, at::kFloat));
+}
+
+// loss, q_taken and d loss / d q_values, computed as the operations below compute them (w / N as
+// a float, the loss's terms as there), except that the loss's terms are summed in order.
+struct LoopResult {
+  at::Tensor loss, q_taken, gradient;
+};
+LoopResult td_loss_loop(const at::Tensor& q_values, const at::Tensor& actions, const at::Tensor& targets,
+                        const c10::optional<at::Tensor>& weights, bool huber) {
+  const int64_t n = q_values.size(0), width = q_values.size(1);
+  LoopResult out;
+  out.q_taken = at::empty({n}, q_values.options());
+  out.gradient = at::zeros_like(q_values);
+  const float* q = q_values.data_ptr<float>();
+  const int64_t* a = actions.data_ptr<int64_t>();
+  const float* y = targets.data_ptr<float>();
+  const float* w = weights ? weights->data_ptr<float>() : nullptr;
+  float* taken = out.q_taken.data_ptr<float>();
+  float* gradient = out.gradient.data_ptr<float>();
+  const auto scale = static_cast<float>(1.0 / static_cast<double>(n));
+  float loss = 0.0F;
+  for (int64_t i = 0; i < n; ++i) {
+    if (a[i] < 0 || a[i] >= width) {
+      tensor_checks::fail(kLossFn, "actions must lie in [0, " + std::to_string(width) + "), got " +
+                                       std::to_string(a[i]) + " at " + std::to_string(i));
+    }
+    const float q_taken = q[i * width + a[i]];
+    const float error = q_taken - y[i];
+    const float weight = w ? w[i] * scale : scale;
+    float slope;
+    if (huber) {
+      const float clamped = std::min(std::max(error, -1.0F), 1.0F);
+      slope = clamped * weight;
+      loss += slope * (error - 0.5F * clamped);
+    } else {
+      const float half_slope = error * weight;
+      loss += half_slope * error;
+      slope = half_slope + half_slope;
+    }
+    taken[i] = q_taken;
+    gradient[i * width + a[i]] = slope;
+  }
+  out.loss = at::scalar_tensor(loss, q_values.options());
+  return out;
+}
+
 struct TdLossFunction : public torch::autograd::Function<TdLossFunction> {
   // Returns {loss, q_taken}; only the loss is differentiable. Saves d loss / d q_values. The
   // weights come as an optional: LibTorch 1.13's apply() cannot take an undefined tensor.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q_values, const at::Tensor& actions,
                                const at::Tensor& targets, const c10::optional<at::Tensor>& weights, bool huber) {
+    if (loop_path(q_values, actions, targets, weights)) {
+      LoopResult result = td_loss_loop(q_values, actions, targets, weights, huber);
+      ctx->save_for_backward({result.gradient});
+      ctx->mark_non_differentiable({result.q_taken});
+      ctx->set_materialize_grads(false);
+      return {result.loss, result.q_taken};
+    }
     const at::Tensor index = actions.unsqueeze(1);
     const at::Tensor q_taken = q_values.gather(1, index).squeeze(1);
     const at::Tensor error = q_taken - targets;

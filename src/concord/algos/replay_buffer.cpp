@@ -267,8 +267,20 @@ ReplaySample ReplayBuffer::sample(int64_t batch_size, core::Rng& rng, double bet
   for (size_t j = 0; j < slots.size(); ++j) indices[j] = index_of_slot(slots[j]);
 
   ReplaySample out;
-  const at::Tensor slot_tensor = at::tensor(slots, at::kLong);
-  for (const auto& [name, storage] : storage_) out.fields[name] = storage.index_select(0, slot_tensor);
+  // Rows are gathered as bytes, as add() writes them: for a batch of small rows index_select's
+  // dispatch, and the index tensor it needs, cost more than the copies.
+  for (const auto& [name, storage] : storage_) {
+    std::vector<int64_t> sizes = storage.sizes().vec();
+    sizes[0] = batch_size;
+    at::Tensor rows = at::empty(sizes, storage.options());
+    const size_t row_bytes = static_cast<size_t>(storage.numel() / storage.size(0)) * storage.element_size();
+    const auto* from = static_cast<const char*>(storage.data_ptr());
+    auto* to = static_cast<char*>(rows.data_ptr());
+    for (size_t j = 0; j < slots.size(); ++j) {
+      std::memcpy(to + j * row_bytes, from + static_cast<size_t>(slots[j]) * row_bytes, row_bytes);
+    }
+    out.fields[name] = std::move(rows);
+  }
   out.indices = at::tensor(indices, at::kLong);
   out.weights = at::tensor(weights, at::kFloat);
   return out;

@@ -95,4 +95,9 @@ void require_thread_safe_blas(const std::string& who) {
                            "(bash scripts/setup.sh does)");
 }
 
+CblasSgemm cblas_sgemm() {
+  static const auto function = reinterpret_cast<CblasSgemm>(dlsym(RTLD_DEFAULT, "cblas_sgemm"));
+  return function;
+}
+
 }  // namespace concord::core

@@ -36,4 +36,20 @@ bool blas_is_thread_safe();
 // Throws std::runtime_error, naming `who` and the fix, when the loaded BLAS is not thread-safe.
 void require_thread_safe_blas(const std::string& who);
 
+// CBLAS's single-precision matrix product, C = alpha op(A) op(B) + beta C, as the loaded BLAS
+// exports it (OpenBLAS and Debian's reference BLAS both do), for code that multiplies small
+// matrices often enough that LibTorch's per-operation cost matters (nn/fused_linear_stack.cpp).
+// The arguments are CBLAS's: order (101 row-major), transa and transb (111 no, 112 transposed),
+// m, n, k, alpha, a, lda, b, ldb, beta, c, ldc. It is the same routine LibTorch's CPU products
+// reach, so it computes what they compute.
+using CblasSgemm = void (*)(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a,
+                            int lda, const float* b, int ldb, float beta, float* c, int ldc);
+inline constexpr int kCblasRowMajor = 101;
+inline constexpr int kCblasNoTrans = 111;
+inline constexpr int kCblasTrans = 112;
+
+// The loaded BLAS's cblas_sgemm, or null when the process has none in its global scope (a
+// LibTorch that links MKL privately, as the CUDA builds do); callers then use LibTorch's products.
+CblasSgemm cblas_sgemm();
+
 }  // namespace concord::core

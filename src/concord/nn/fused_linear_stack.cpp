@@ -1,6 +1,8 @@
 #include "concord/nn/fused_linear_stack.h"
 
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/tanh_backward.h>
 #include <ATen/ops/threshold_backward.h>
@@ -8,8 +10,12 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include "concord/core/blas.h"
 
 namespace concord::nn {
 namespace {
@@ -20,23 +26,134 @@ using torch::autograd::variable_list;
 // Whether layer `l` of `layers` has an activation after it.
 bool activated(int64_t l, int64_t layers, bool activate_last) { return l + 1 < layers || activate_last; }
 
+// The CPU path: each product one CBLAS call on the tensors' memory, and the bias, relu and their
+// gradients plain loops, so that a layer costs LibTorch only the allocation of its result. Taken
+// for non-empty float32 contiguous CPU tensors when the process's BLAS exports CBLAS. LibTorch's
+// addmm and mm reach the same BLAS routine; what differs is the order of the bias sum's terms,
+// and nothing when the activation is relu (tanh stays LibTorch's own, vectorised differently).
+bool blas_path(const at::Tensor& x, at::TensorList parameters) {
+  if (core::cblas_sgemm() == nullptr) return false;
+  const auto fits = [](const at::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.numel() > 0 &&
+           t.numel() <= std::numeric_limits<int>::max();
+  };
+  if (!fits(x)) return false;
+  for (const at::Tensor& p : parameters) {
+    if (!fits(p)) return false;
+  }
+  return true;
+}
+
+int to_int(int64_t size) { return static_cast<int>(size); }  // blas_path bounds every size
+
+// The loops below are built for AVX-512, AVX2 and the baseline, and the CPU picks at load time:
+// the baseline build is SSE2, a quarter of AVX-512's width.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CONCORD_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CONCORD_VECTOR_CLONES
+#endif
+
+// y[i, :] += b, then relu if asked, over the rows of y [n, out]. v < 0 rather than !(v > 0):
+// NaN stays NaN, as LibTorch's relu leaves it.
+CONCORD_VECTOR_CLONES void add_bias_rows(float* y, const float* b, int64_t n, int64_t out, bool relu) {
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = y + i * out;
+    if (relu) {
+      for (int64_t j = 0; j < out; ++j) {
+        const float v = row[j] + b[j];
+        row[j] = v < 0.0F ? 0.0F : v;
+      }
+    } else {
+      for (int64_t j = 0; j < out; ++j) row[j] += b[j];
+    }
+  }
+}
+
+// masked = 0 where h <= 0, else g (relu's derivative at its output h, as threshold_backward
+// gives it: NaN lets the gradient through), and sum = sum_i masked[i, :], in one pass over g, h
+// [n, out]. Both loads are unconditional, so the loop vectorises without a branch, which random
+// masks would mispredict half the time.
+CONCORD_VECTOR_CLONES void relu_backward_rows(const float* g, const float* h, float* masked, float* sum, int64_t n,
+                                              int64_t out) {
+  for (int64_t j = 0; j < out; ++j) sum[j] = 0.0F;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* g_row = g + i * out;
+    const float* h_row = h + i * out;
+    float* m_row = masked + i * out;
+    for (int64_t j = 0; j < out; ++j) {
+      const float grad = g_row[j];
+      const float m = h_row[j] <= 0.0F ? 0.0F : grad;
+      m_row[j] = m;
+      sum[j] += m;
+    }
+  }
+}
+
+// sum = sum_i g[i, :] over g [n, out].
+CONCORD_VECTOR_CLONES void row_sum(const float* g, float* sum, int64_t n, int64_t out) {
+  for (int64_t j = 0; j < out; ++j) sum[j] = 0.0F;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = g + i * out;
+    for (int64_t j = 0; j < out; ++j) sum[j] += row[j];
+  }
+}
+
+// h W^T + b, then the activation, for h [n, in] and W [out, in].
+at::Tensor blas_layer(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool activate,
+                      Activation activation) {
+  const int n = to_int(h.size(0)), in = to_int(h.size(1)), out = to_int(weight.size(0));
+  at::Tensor y = at::empty({n, out}, h.options());
+  float* py = y.data_ptr<float>();
+  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasNoTrans, core::kCblasTrans, n, out, in, 1.0F,
+                      h.data_ptr<float>(), in, weight.data_ptr<float>(), in, 0.0F, py, out);
+  const bool relu = activate && activation == Activation::kRelu;
+  add_bias_rows(py, bias.data_ptr<float>(), n, out, relu);
+  if (activate && !relu) y.tanh_();
+  return y;
+}
+
 // The forward products: every layer's output, h_1..h_L, in `outputs` when it is given.
 at::Tensor forward_products(const at::Tensor& x, at::TensorList parameters, Activation activation, bool activate_last,
                             std::vector<at::Tensor>* outputs) {
   const auto layers = static_cast<int64_t>(parameters.size() / 2);
+  const bool blas = blas_path(x, parameters);
   at::Tensor h = x;
   for (int64_t l = 0; l < layers; ++l) {
-    h = at::addmm(parameters[2 * l + 1], h, parameters[2 * l].t());
-    if (activated(l, layers, activate_last)) {
-      if (activation == Activation::kRelu) {
-        h.relu_();
-      } else {
-        h.tanh_();
+    const bool activate = activated(l, layers, activate_last);
+    if (blas) {
+      h = blas_layer(h, parameters[2 * l], parameters[2 * l + 1], activate, activation);
+    } else {
+      h = at::addmm(parameters[2 * l + 1], h, parameters[2 * l].t());
+      if (activate) {
+        if (activation == Activation::kRelu) {
+          h.relu_();
+        } else {
+          h.tanh_();
+        }
       }
     }
     if (outputs) outputs->push_back(h);
   }
   return h;
+}
+
+// g^T h for g [n, out] and h [n, in]: [out, in].
+at::Tensor blas_weight_gradient(const at::Tensor& g, const at::Tensor& h) {
+  const int n = to_int(g.size(0)), out = to_int(g.size(1)), in = to_int(h.size(1));
+  at::Tensor grad = at::empty({out, in}, g.options());
+  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasTrans, core::kCblasNoTrans, out, in, n, 1.0F,
+                      g.data_ptr<float>(), out, h.data_ptr<float>(), in, 0.0F, grad.data_ptr<float>(), in);
+  return grad;
+}
+
+// g W for g [n, out] and W [out, in]: [n, in].
+at::Tensor blas_input_gradient(const at::Tensor& g, const at::Tensor& weight) {
+  const int n = to_int(g.size(0)), out = to_int(g.size(1)), in = to_int(weight.size(1));
+  at::Tensor grad = at::empty({n, in}, g.options());
+  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasNoTrans, core::kCblasNoTrans, n, in, out, 1.0F,
+                      g.data_ptr<float>(), out, weight.data_ptr<float>(), in, 0.0F, grad.data_ptr<float>(), in);
+  return grad;
 }
 
 struct LinearStackFunction : public torch::autograd::Function<LinearStackFunction> {
@@ -52,6 +169,7 @@ struct LinearStackFunction : public torch::autograd::Function<LinearStackFunctio
     ctx->save_for_backward(saved);
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["activate_last"] = activate_last;
+    ctx->saved_data["blas"] = blas_path(inputs[0], parameters);
     return {out};
   }
 
@@ -61,18 +179,40 @@ struct LinearStackFunction : public torch::autograd::Function<LinearStackFunctio
     const bool activate_last = ctx->saved_data["activate_last"].toBool();
     const auto layers = static_cast<int64_t>(saved.size() / 2);
     // saved: h_0 = x, h_1..h_L, then W_1..W_L. One gradient per input, then none for the flags.
+    // The CPU path only for a gradient it can read as it is: float32, contiguous (a sum's
+    // backward hands over an expanded one).
+    const at::Tensor& grad_out = grad_outputs[0];
+    const bool blas = ctx->saved_data["blas"].toBool() && grad_out.scalar_type() == at::kFloat;
     variable_list grads(static_cast<size_t>(2 * layers + 3));
-    at::Tensor g = grad_outputs[0];
+    at::Tensor g = blas ? grad_out.contiguous() : grad_out;
     for (int64_t l = layers - 1; l >= 0; --l) {
       const at::Tensor& output = saved[static_cast<size_t>(l + 1)];
       const at::Tensor& input = saved[static_cast<size_t>(l)];
-      if (activated(l, layers, activate_last)) {
-        g = relu ? at::threshold_backward(g, output, 0) : at::tanh_backward(g, output);
-      }
+      const at::Tensor& weight = saved[static_cast<size_t>(layers + 1 + l)];
       const auto weight_index = static_cast<size_t>(2 * l + 1);
-      if (ctx->needs_input_grad(weight_index)) grads[weight_index] = at::mm(g.t(), input);
-      if (ctx->needs_input_grad(weight_index + 1)) grads[weight_index + 1] = g.sum(0);
-      if (l > 0 || ctx->needs_input_grad(0)) g = at::mm(g, saved[static_cast<size_t>(layers + 1 + l)]);
+      const bool activate = activated(l, layers, activate_last);
+      // g becomes this layer's pre-activation gradient, with the bias's gradient its column sum.
+      at::Tensor bias_grad;
+      if (blas) {
+        bias_grad = at::empty({g.size(1)}, g.options());
+        if (activate && relu) {
+          at::Tensor masked = at::empty_like(g);
+          relu_backward_rows(g.data_ptr<float>(), output.data_ptr<float>(), masked.data_ptr<float>(),
+                             bias_grad.data_ptr<float>(), g.size(0), g.size(1));
+          g = masked;
+        } else {
+          if (activate) g = at::tanh_backward(g, output);
+          row_sum(g.data_ptr<float>(), bias_grad.data_ptr<float>(), g.size(0), g.size(1));
+        }
+      } else {
+        if (activate) g = relu ? at::threshold_backward(g, output, 0) : at::tanh_backward(g, output);
+        if (ctx->needs_input_grad(weight_index + 1)) bias_grad = g.sum(0);
+      }
+      if (ctx->needs_input_grad(weight_index)) {
+        grads[weight_index] = blas ? blas_weight_gradient(g, input) : at::mm(g.t(), input);
+      }
+      if (ctx->needs_input_grad(weight_index + 1)) grads[weight_index + 1] = bias_grad;
+      if (l > 0 || ctx->needs_input_grad(0)) g = blas ? blas_input_gradient(g, weight) : at::mm(g, weight);
     }
     if (ctx->needs_input_grad(0)) grads[0] = g;
     return grads;
