@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace concord::algos {
@@ -120,6 +122,43 @@ TEST(FusedTdLoss, RefusesBadInputsWithOneLine) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "fused_td_loss: actions must lie in [0, 3), got 3 at 0");
   }
+}
+
+// max_q_targets against returns + discounts * max_a q_next, on the float32 loop and on double
+// (LibTorch's operations), with ties, a terminal discount of 0 and a single action.
+TEST(MaxQTargets, MatchesTheComposedTargets) {
+  for (const torch::Dtype dtype : {torch::kFloat, torch::kDouble}) {
+    for (const int64_t actions : {1, 2, 6}) {
+      torch::manual_seed(actions);
+      const at::Tensor q_next = torch::randn({128, actions}, dtype);
+      q_next[5].fill_(0.25);  // a tie across every action
+      const at::Tensor returns = torch::randn({128}, dtype);
+      at::Tensor discounts = torch::full({128}, 0.99, dtype);
+      discounts[7] = 0.0;
+      const at::Tensor expected = returns + discounts * std::get<0>(q_next.max(1));
+      EXPECT_TRUE(torch::equal(max_q_targets(returns, discounts, q_next), expected))
+          << dtype << " with " << actions << " actions";
+    }
+  }
+}
+
+// NaN in a row wins the max, as LibTorch's max gives it, wherever it lies.
+TEST(MaxQTargets, NanWinsTheMax) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor q_next = torch::tensor({{nan, 1.0f}, {1.0f, nan}, {2.0f, 3.0f}});
+  const at::Tensor y = max_q_targets(torch::zeros({3}), torch::ones({3}), q_next);
+  EXPECT_TRUE(std::isnan(y[0].item<float>()));
+  EXPECT_TRUE(std::isnan(y[1].item<float>()));
+  EXPECT_EQ(y[2].item<float>(), 3.0f);
+  EXPECT_TRUE(std::isnan(std::get<0>(q_next.max(1))[1].item<float>()));
+}
+
+TEST(MaxQTargets, RefusesBadShapesWithOneLine) {
+  const at::Tensor q_next = torch::randn({4, 2});
+  EXPECT_THROW(max_q_targets(torch::zeros({4}), torch::ones({4}), q_next.flatten()), std::invalid_argument);
+  EXPECT_THROW(max_q_targets(torch::zeros({4}), torch::ones({4}), torch::randn({4, 0})), std::invalid_argument);
+  EXPECT_THROW(max_q_targets(torch::zeros({3}), torch::ones({4}), q_next), std::invalid_argument);
+  EXPECT_THROW(max_q_targets(torch::zeros({4}), torch::ones({4, 1}), q_next), std::invalid_argument);
 }
 
 }  // namespace

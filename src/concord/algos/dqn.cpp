@@ -546,16 +546,15 @@ at::Tensor Dqn::td_targets(const TensorMap& batch) {
   c10::InferenceMode inference;
   const at::Tensor next = on_device(batch.at(dqn_replay::kBootstrapObservation), device_);
   const at::Tensor q_next = target_->forward(next);
-  at::Tensor q_next_best;
+  const at::Tensor returns = on_device(batch.at(dqn_replay::kReturn), device_);
+  const at::Tensor discounts = on_device(batch.at(dqn_replay::kDiscount), device_);
   if (config_.double_dqn) {
     // Double DQN: the online network chooses a*, the target network evaluates it.
     const at::Tensor best = online_->forward(next).argmax(/*dim=*/1, /*keepdim=*/true);
-    q_next_best = q_next.gather(1, best).squeeze(1);
-  } else {
-    q_next_best = std::get<0>(q_next.max(/*dim=*/1));
+    return returns + discounts * q_next.gather(1, best).squeeze(1);
   }
-  return on_device(batch.at(dqn_replay::kReturn), device_) +
-         on_device(batch.at(dqn_replay::kDiscount), device_) * q_next_best;
+  // a* = argmax_a Q_target(o', a): returns + discounts * max_a Q_target(o', a), in one pass.
+  return max_q_targets(returns, discounts, q_next);
 }
 
 Metrics Dqn::update(int64_t global_step, double progress) {

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "concord/algos/tensor_checks.h"
@@ -143,6 +144,37 @@ TdLoss fused_td_loss(const at::Tensor& q_values, const at::Tensor& actions, cons
       TdLossFunction::apply(q_values, actions, targets,
                             weights.defined() ? c10::optional<at::Tensor>(weights) : c10::nullopt, loss == "huber");
   return {out[0], out[1]};
+}
+
+at::Tensor max_q_targets(const at::Tensor& returns, const at::Tensor& discounts, const at::Tensor& q_next) {
+  constexpr const char* kFn = "max_q_targets";
+  if (q_next.dim() != 2 || q_next.size(0) == 0 || q_next.size(1) == 0 || !at::isFloatingType(q_next.scalar_type())) {
+    tensor_checks::fail(kFn, "q_next must be a non-empty floating [N, A], got " + tensor_checks::describe(q_next));
+  }
+  const int64_t n = q_next.size(0), width = q_next.size(1);
+  tensor_checks::check_1d(kFn, "returns", returns, n);
+  tensor_checks::check_1d(kFn, "discounts", discounts, n);
+  const auto fits = [](const at::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+  };
+  if (!fits(q_next) || !fits(returns) || !fits(discounts)) {
+    return returns + discounts * std::get<0>(q_next.max(/*dim=*/1));
+  }
+  at::Tensor targets = at::empty({n}, q_next.options());
+  const float* q = q_next.data_ptr<float>();
+  const float* g = returns.data_ptr<float>();
+  const float* discount = discounts.data_ptr<float>();
+  float* y = targets.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = q + i * width;
+    // max as LibTorch's: NaN wins.
+    float best = row[0];
+    for (int64_t a = 1; a < width && !std::isnan(best); ++a) {
+      if (row[a] > best || std::isnan(row[a])) best = row[a];
+    }
+    y[i] = g[i] + discount[i] * best;
+  }
+  return targets;
 }
 
 }  // namespace concord::algos

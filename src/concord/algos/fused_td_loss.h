@@ -36,4 +36,12 @@ struct TdLoss {
 TdLoss fused_td_loss(const at::Tensor& q_values, const at::Tensor& actions, const at::Tensor& targets,
                      const at::Tensor& weights, const std::string& loss);
 
+// Q-learning's targets, y_n = returns_n + discounts_n * max_a q_next[n, a]: what
+// returns + discounts * q_next.max(1).values computes, in one loop over the batch for float32
+// contiguous CPU tensors (LibTorch's operations otherwise; about six of them, each costing more
+// than the arithmetic at a CartPole batch). q_next is [N, A] with A >= 1; returns and discounts
+// [N] of its dtype and device. No gradient: call it under no-grad or inference mode. Throws
+// std::invalid_argument on other shapes.
+at::Tensor max_q_targets(const at::Tensor& returns, const at::Tensor& discounts, const at::Tensor& q_next);
+
 }  // namespace concord::algos
