@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "concord/core/tensor_map.h"
+
 namespace concord::algos {
 
 // Named tensors: Experience as an algorithm declares it, a batch of transitions, the fields of
-// a replay sample, a buffer's saved state (the tensors of a core::Checkpoint have the same type).
-using TensorMap = std::map<std::string, at::Tensor>;
+// a replay sample, a buffer's saved state (the tensors of a core::Checkpoint are the same type;
+// core/tensor_map.h says why its lookups take literals as they are).
+using TensorMap = core::TensorMap;
 
 // The fields of one environment step of B environments, as every collecting policy hands it to
 // an off-policy learner (OffPolicyLearner::observe), each with leading dimension B:

@@ -340,7 +340,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
               "corrupt: payload CRC-32C is " + hex32(actual_crc) + " but the header says " + hex32(header.payload_crc));
   }
 
-  std::map<std::string, at::Tensor> stored;
+  TensorMap stored;
   try {
     stored = read_tensor_archive(payload.data(), payload.size());
   } catch (const std::exception& error) {

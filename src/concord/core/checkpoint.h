@@ -9,6 +9,8 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "concord/core/tensor_map.h"
+
 namespace concord::core {
 
 // A training snapshot: free-form metadata (global_step, algorithm, env id, config, ...) and named
@@ -16,7 +18,7 @@ namespace concord::core {
 // string, dots included. at::Tensor is torch::Tensor.
 struct Checkpoint {
   nlohmann::json metadata;
-  std::map<std::string, at::Tensor> tensors;
+  TensorMap tensors;
 };
 
 // The on-disk format this build writes, and the newest it reads (it reads every older one too).

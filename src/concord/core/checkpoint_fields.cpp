@@ -57,8 +57,8 @@ const at::Tensor& checkpoint_tensor(const Checkpoint& checkpoint, const std::str
   return found->second;
 }
 
-std::map<std::string, at::Tensor> tensors_under(const Checkpoint& checkpoint, const std::string& prefix) {
-  std::map<std::string, at::Tensor> found;
+TensorMap tensors_under(const Checkpoint& checkpoint, const std::string& prefix) {
+  TensorMap found;
   for (const auto& [name, tensor] : checkpoint.tensors) {
     if (name.rfind(prefix, 0) == 0) found[name.substr(prefix.size())] = tensor;
   }

@@ -26,7 +26,7 @@ const at::Tensor& checkpoint_tensor(const Checkpoint& checkpoint, const std::str
 // The tensor `name`, whatever its shape.
 const at::Tensor& checkpoint_tensor(const Checkpoint& checkpoint, const std::string& name);
 // The tensors whose names start with `prefix`, by the rest of their names (empty if none).
-std::map<std::string, at::Tensor> tensors_under(const Checkpoint& checkpoint, const std::string& prefix);
+TensorMap tensors_under(const Checkpoint& checkpoint, const std::string& prefix);
 
 // Throws CheckpointError kCorrupt with `problem` (and an empty path).
 [[noreturn]] void checkpoint_corrupt(const std::string& problem);

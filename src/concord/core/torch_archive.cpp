@@ -526,12 +526,12 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 
 }  // namespace
 
-std::map<std::string, at::Tensor> read_tensor_archive(const char* data, std::size_t size) {
+TensorMap read_tensor_archive(const char* data, std::size_t size) {
   check_record_sizes(data, size);
   caffe2::serialize::PyTorchStreamReader zip(std::make_shared<BytesReader>(data, size));
   const Unpickled unpickled = unpickle(zip, "data");
   if (!unpickled.root.isObject() || unpickled.objects != 1) refuse("its root is not one module of tensors");
-  std::map<std::string, at::Tensor> tensors;
+  TensorMap tensors;
   for (const auto& item : unpickled.root_state.toGenericDict()) {
     if (item.value().isTensor()) tensors.emplace(item.key().toStringRef(), item.value().toTensor());
   }

@@ -7,6 +7,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "concord/core/tensor_map.h"
+
 namespace torch::serialize {
 class InputArchive;
 }
@@ -27,7 +29,7 @@ namespace concord::core {
 
 // The tensors of an archive of one module whose attributes are tensors, by attribute name. Throws
 // std::exception, with one line naming the problem, for anything else.
-std::map<std::string, at::Tensor> read_tensor_archive(const char* data, std::size_t size);
+TensorMap read_tensor_archive(const char* data, std::size_t size);
 
 // Loads an archive of nested modules and values (an optimiser's state, written by its save()) into
 // `archive`, after the checks above and after checking that every source file in it only declares
