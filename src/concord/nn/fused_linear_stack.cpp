@@ -99,16 +99,23 @@ CONCORD_VECTOR_CLONES void row_sum(const float* g, float* sum, int64_t n, int64_
   }
 }
 
+// op(a) op(b) as a new row-major tensor, op transposing where asked: a one-call cblas_sgemm.
+at::Tensor blas_product(const at::Tensor& a, bool transpose_a, const at::Tensor& b, bool transpose_b) {
+  const int m = to_int(a.size(transpose_a ? 1 : 0)), k = to_int(a.size(transpose_a ? 0 : 1));
+  const int n = to_int(b.size(transpose_b ? 0 : 1));
+  at::Tensor c = at::empty({m, n}, a.options());
+  core::cblas_sgemm()(core::kCblasRowMajor, transpose_a ? core::kCblasTrans : core::kCblasNoTrans,
+                      transpose_b ? core::kCblasTrans : core::kCblasNoTrans, m, n, k, 1.0F, a.data_ptr<float>(),
+                      to_int(a.size(1)), b.data_ptr<float>(), to_int(b.size(1)), 0.0F, c.data_ptr<float>(), n);
+  return c;
+}
+
 // h W^T + b, then the activation, for h [n, in] and W [out, in].
 at::Tensor blas_layer(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool activate,
                       Activation activation) {
-  const int n = to_int(h.size(0)), in = to_int(h.size(1)), out = to_int(weight.size(0));
-  at::Tensor y = at::empty({n, out}, h.options());
-  float* py = y.data_ptr<float>();
-  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasNoTrans, core::kCblasTrans, n, out, in, 1.0F,
-                      h.data_ptr<float>(), in, weight.data_ptr<float>(), in, 0.0F, py, out);
+  at::Tensor y = blas_product(h, /*transpose_a=*/false, weight, /*transpose_b=*/true);
   const bool relu = activate && activation == Activation::kRelu;
-  add_bias_rows(py, bias.data_ptr<float>(), n, out, relu);
+  add_bias_rows(y.data_ptr<float>(), bias.data_ptr<float>(), y.size(0), y.size(1), relu);
   if (activate && !relu) y.tanh_();
   return y;
 }
@@ -136,24 +143,6 @@ at::Tensor forward_products(const at::Tensor& x, at::TensorList parameters, Acti
     if (outputs) outputs->push_back(h);
   }
   return h;
-}
-
-// g^T h for g [n, out] and h [n, in]: [out, in].
-at::Tensor blas_weight_gradient(const at::Tensor& g, const at::Tensor& h) {
-  const int n = to_int(g.size(0)), out = to_int(g.size(1)), in = to_int(h.size(1));
-  at::Tensor grad = at::empty({out, in}, g.options());
-  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasTrans, core::kCblasNoTrans, out, in, n, 1.0F,
-                      g.data_ptr<float>(), out, h.data_ptr<float>(), in, 0.0F, grad.data_ptr<float>(), in);
-  return grad;
-}
-
-// g W for g [n, out] and W [out, in]: [n, in].
-at::Tensor blas_input_gradient(const at::Tensor& g, const at::Tensor& weight) {
-  const int n = to_int(g.size(0)), out = to_int(g.size(1)), in = to_int(weight.size(1));
-  at::Tensor grad = at::empty({n, in}, g.options());
-  core::cblas_sgemm()(core::kCblasRowMajor, core::kCblasNoTrans, core::kCblasNoTrans, n, in, out, 1.0F,
-                      g.data_ptr<float>(), out, weight.data_ptr<float>(), in, 0.0F, grad.data_ptr<float>(), in);
-  return grad;
 }
 
 struct LinearStackFunction : public torch::autograd::Function<LinearStackFunction> {
@@ -209,10 +198,12 @@ struct LinearStackFunction : public torch::autograd::Function<LinearStackFunctio
         if (ctx->needs_input_grad(weight_index + 1)) bias_grad = g.sum(0);
       }
       if (ctx->needs_input_grad(weight_index)) {
-        grads[weight_index] = blas ? blas_weight_gradient(g, input) : at::mm(g.t(), input);
+        // dW = g^T h_{l-1}
+        grads[weight_index] = blas ? blas_product(g, true, input, false) : at::mm(g.t(), input);
       }
       if (ctx->needs_input_grad(weight_index + 1)) grads[weight_index + 1] = bias_grad;
-      if (l > 0 || ctx->needs_input_grad(0)) g = blas ? blas_input_gradient(g, weight) : at::mm(g, weight);
+      // g_{l-1} = g W
+      if (l > 0 || ctx->needs_input_grad(0)) g = blas ? blas_product(g, false, weight, false) : at::mm(g, weight);
     }
     if (ctx->needs_input_grad(0)) grads[0] = g;
     return grads;
