@@ -29,8 +29,9 @@ bool activated(int64_t l, int64_t layers, bool activate_last) { return l + 1 < l
 // The CPU path: each product one CBLAS call on the tensors' memory, and the bias, relu and their
 // gradients plain loops, so that a layer costs LibTorch only the allocation of its result. Taken
 // for non-empty float32 contiguous CPU tensors when the process's BLAS exports CBLAS. LibTorch's
-// addmm and mm reach the same BLAS routine; what differs is the order of the bias sum's terms,
-// and nothing when the activation is relu (tanh stays LibTorch's own, vectorised differently).
+// addmm and mm reach the same BLAS routine; what differs is rounding: the bias is added to the
+// finished product (addmm accumulates the product onto it), and the bias's gradient sums the
+// rows in order. tanh and its gradient stay LibTorch's own.
 bool blas_path(const at::Tensor& x, at::TensorList parameters) {
   if (core::cblas_sgemm() == nullptr) return false;
   const auto fits = [](const at::Tensor& t) {
