@@ -22,13 +22,15 @@ constexpr const char* kLossFn = "fused_td_loss";
 
 // The CPU path: one loop over the batch instead of about fifteen LibTorch operations, taken when
 // every tensor is a contiguous CPU tensor of the usual dtypes (float32 values, int64 actions).
+// Whether a loop can read `t` where it lies, as `type`.
+bool contiguous_on_cpu(const at::Tensor& t, at::ScalarType type) {
+  return t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous();
+}
+
 bool loop_path(const at::Tensor& q_values, const at::Tensor& actions, const at::Tensor& targets,
                const c10::optional<at::Tensor>& weights) {
-  const auto fits = [](const at::Tensor& t, at::ScalarType type) {
-    return t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous();
-  };
-  return fits(q_values, at::kFloat) && fits(actions, at::kLong) && fits(targets, at::kFloat) &&
-         (!weights || fits(*weights, at::kFloat));
+  return contiguous_on_cpu(q_values, at::kFloat) && contiguous_on_cpu(actions, at::kLong) &&
+         contiguous_on_cpu(targets, at::kFloat) && (!weights || contiguous_on_cpu(*weights, at::kFloat));
 }
 
 // loss, q_taken and d loss / d q_values, computed as the operations below compute them (w / N as
@@ -154,10 +156,8 @@ at::Tensor max_q_targets(const at::Tensor& returns, const at::Tensor& discounts,
   const int64_t n = q_next.size(0), width = q_next.size(1);
   tensor_checks::check_1d(kFn, "returns", returns, n);
   tensor_checks::check_1d(kFn, "discounts", discounts, n);
-  const auto fits = [](const at::Tensor& t) {
-    return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
-  };
-  if (!fits(q_next) || !fits(returns) || !fits(discounts)) {
+  if (!contiguous_on_cpu(q_next, at::kFloat) || !contiguous_on_cpu(returns, at::kFloat) ||
+      !contiguous_on_cpu(discounts, at::kFloat)) {
     return returns + discounts * std::get<0>(q_next.max(/*dim=*/1));
   }
   at::Tensor targets = at::empty({n}, q_next.options());

@@ -121,11 +121,11 @@ at::Tensor blas_layer(const at::Tensor& h, const at::Tensor& weight, const at::T
   return y;
 }
 
-// The forward products: every layer's output, h_1..h_L, in `outputs` when it is given.
+// The forward products, on the CPU path when `blas` (blas_path's answer): every layer's output,
+// h_1..h_L, in `outputs` when it is given.
 at::Tensor forward_products(const at::Tensor& x, at::TensorList parameters, Activation activation, bool activate_last,
-                            std::vector<at::Tensor>* outputs) {
+                            bool blas, std::vector<at::Tensor>* outputs) {
   const auto layers = static_cast<int64_t>(parameters.size() / 2);
-  const bool blas = blas_path(x, parameters);
   at::Tensor h = x;
   for (int64_t l = 0; l < layers; ++l) {
     const bool activate = activated(l, layers, activate_last);
@@ -153,13 +153,14 @@ struct LinearStackFunction : public torch::autograd::Function<LinearStackFunctio
     std::vector<at::Tensor> saved;
     saved.reserve(inputs.size());
     saved.push_back(inputs[0]);
-    const at::Tensor out =
-        forward_products(inputs[0], parameters, relu ? Activation::kRelu : Activation::kTanh, activate_last, &saved);
+    const bool blas = blas_path(inputs[0], parameters);
+    const at::Tensor out = forward_products(inputs[0], parameters, relu ? Activation::kRelu : Activation::kTanh,
+                                            activate_last, blas, &saved);
     for (size_t l = 0; l < parameters.size() / 2; ++l) saved.push_back(parameters[2 * l]);
     ctx->save_for_backward(saved);
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["activate_last"] = activate_last;
-    ctx->saved_data["blas"] = blas_path(inputs[0], parameters);
+    ctx->saved_data["blas"] = blas;
     return {out};
   }
 
@@ -254,7 +255,8 @@ at::Tensor fused_linear_stack(const at::Tensor& x, const std::vector<at::Tensor>
     requires_grad = requires_grad || weights[l].requires_grad() || biases[l].requires_grad();
   }
   if (!c10::GradMode::is_enabled() || !requires_grad) {
-    return forward_products(x, at::TensorList(inputs).slice(1), activation, activate_last, nullptr);
+    const at::TensorList parameters = at::TensorList(inputs).slice(1);
+    return forward_products(x, parameters, activation, activate_last, blas_path(x, parameters), nullptr);
   }
   return LinearStackFunction::apply(at::TensorList(inputs), activation == Activation::kRelu, activate_last)[0];
 }
