@@ -540,9 +540,9 @@ void Dqn::observe(const TensorMap& step, int stream) {
 }
 
 at::Tensor Dqn::td_targets(const TensorMap& batch) {
-  // Inference mode, not only no-grad: its operations skip autograd's dispatch entirely (45 of
-  // a CartPole update's 273 operations are here). The targets are inference tensors: the loss
-  // reads them without saving them for backward.
+  // Inference mode, not only no-grad: its operations skip autograd's dispatch entirely (a good
+  // share of a CartPole update's operations are here). The targets are inference tensors: the
+  // loss reads them without saving them for backward.
   c10::InferenceMode inference;
   const at::Tensor next = on_device(batch.at(dqn_replay::kBootstrapObservation), device_);
   const at::Tensor q_next = target_->forward(next);

@@ -21,7 +21,8 @@ struct AdamScalars {
 
 // The elementwise update, in the order of Adam::step()'s operations. Four distinct buffers:
 // restrict lets the loop vectorise without runtime overlap checks. Inlined into its caller, g++ 12
-// leaves the loop scalar (4x slower); sqrt vectorises only under -fno-math-errno (CMakeLists.txt).
+// leaves the loop scalar (several times slower); sqrt vectorises only under -fno-math-errno
+// (CMakeLists.txt).
 template <bool kDecay>
 __attribute__((noinline)) void update(float* __restrict theta, const float* __restrict g, float* __restrict m,
                                       float* __restrict v, int64_t n, const AdamScalars s) {

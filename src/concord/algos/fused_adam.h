@@ -15,16 +15,17 @@ namespace concord::algos {
 // Adam creates it), so checkpoints and a later Adam::step() carry on from it unchanged.
 //
 // Why by hand: LibTorch 1.13's fused Adam is CUDA-only, and a CartPole-sized update is bound by
-// per-operation cost; Adam's operations were a sixth of a DQN update's. The arithmetic is
-// Adam's, in float; ATen's vectorised kernels may contract a multiply and an add where this loop
-// does not, so results agree to rounding, not to the bit (tests/algos/fused_adam_test.cpp).
+// per-operation cost, of which Adam's operations were a large share (bench/RESULTS.md, "Learner
+// micro-benchmarks"). The arithmetic is Adam's, in float; ATen's vectorised kernels may contract
+// a multiply and an add where this loop does not, so results agree to rounding, not to the bit
+// (tests/algos/fused_adam_test.cpp).
 //
 // Returns false, having done nothing, for any other optimiser or parameter (the caller then runs
 // optimizer.step()), for a parameter without a gradient, and on a thread that does not flush
 // denormals (core::set_flush_denormals, run.flush_denormals): there LibTorch's wider kernels
-// meet denormal moments faster than this loop did: 148 against 383 us per step unflushed, 25
-// against 9 us flushed (`micro_dqn_step --benchmark_filter=Adam`, measured before this check;
-// its flush:0/fused:1 case now times the fallback).
+// meet denormal moments faster than this loop did (`micro_dqn_step --benchmark_filter=Adam`,
+// measured before this check; its flush:0/fused:1 case now times the fallback; bench/RESULTS.md,
+// "Learner micro-benchmarks").
 bool fused_adam_step(torch::optim::Optimizer& optimizer);
 
 }  // namespace concord::algos

@@ -103,8 +103,8 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   if (rank() > 0) seed = core::derive_seed(seed, kRankSeedStream + static_cast<uint64_t>(rank()));
   // A resumed run's envs and samples continue on streams of their own, derived from the
   // checkpoint's step: with the run's seed they would replay the episodes of its first steps.
-  // (The envs' generators and episodes in progress are not in checkpoints: docs/architecture.md,
-  // "What a resume restores".)
+  // (The envs' generators and episodes in progress are not in checkpoints:
+  // docs/checkpoints-and-logs.md, "What a resume restores".)
   if (resume_from != nullptr) {
     const auto step = resume_from->metadata.find("global_step");
     if (step != resume_from->metadata.end() && step->is_number_integer()) {

@@ -8,10 +8,11 @@ namespace concord::core {
 // above the mmap threshold (128 KiB, raised as big buffers are freed) gets fresh pages from the
 // kernel, and a freed heap top above the trim threshold is handed back to it: the next update's
 // activations, gradients and optimiser temporaries then page-fault again, page by page. On the
-// pixel workloads (PPO on MinAtar: 0.8M to 1.3M page faults in 100k steps) that costs 7 % to 20 %
-// of the wall time (bench/allocator.sh). When this library is loaded, before main(), Concord keeps freed memory for
-// reuse instead (kMmapThresholdBytes, kTrimThresholdBytes), for every program it links: the CLI, the benchmarks, the
-// tests and Python's training module (the torch-free concord._envs does not link this object).
+// pixel workloads (PPO on MinAtar) that costs a noticeable share of the wall time
+// (bench/allocator.sh; bench/RESULTS.md, "Memory"). When this library is loaded, before main(),
+// Concord keeps freed memory for reuse instead (kMmapThresholdBytes, kTrimThresholdBytes), for
+// every program it links: the CLI, the benchmarks, the tests and Python's training module (the
+// torch-free concord._envs does not link this object).
 //
 // Left alone when the user chose malloc settings: GLIBC_TUNABLES naming glibc.malloc, or
 // MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ set. CONCORD_MALLOC=default also keeps glibc's

@@ -13,8 +13,8 @@ namespace concord::core {
 // Starts a thread that runs LibTorch operators with the process's intra-op thread count
 // (torch::set_num_threads, run.torch_threads). Debian's LibTorch is built with OpenMP, which keeps
 // that count per thread: a plain std::thread would run every convolution on all cores, so N
-// agent or worker threads would start N x cores OpenMP threads and fight over the cores (measured
-// with MinAtar's network: per-thread act() rates scattered over 9x). Every thread of ours that
+// agent or worker threads would start N x cores OpenMP threads and fight over the cores (with
+// MinAtar's network, per-thread act() rates then scattered widely). Every thread of ours that
 // runs LibTorch starts here.
 std::thread torch_thread(std::function<void()> body);
 
@@ -23,9 +23,10 @@ std::thread torch_thread(std::function<void()> body);
 // set_flush_denormal, which holds per thread. Why: Adam's moments of a parameter whose gradient
 // stays 0 (a dead ReLU unit's weights) decay into denormals and stay there, as 0.9 times the
 // smallest denormal rounds back to it, and the CPU takes a slow path on every operation that
-// meets one (Adam's step over a CartPole Q-network's 11k parameters: about 145 us with them, 24 us
-// flushed, in `micro_dqn_step --benchmark_filter=Adam`). Nothing else changes: values that small are zero to any
-// network. Off by default, as in LibTorch; run.flush_denormals (on by default) sets it for training.
+// meets one (Adam's step over a CartPole Q-network, `micro_dqn_step --benchmark_filter=Adam`:
+// bench/RESULTS.md, "Learner micro-benchmarks"). Nothing else changes: values that small are zero
+// to any network. Off by default, as in LibTorch; run.flush_denormals (on by default) sets it for
+// training.
 void set_flush_denormals(bool flush);
 
 // Whether the calling thread flushes denormals (false where the CPU has no such mode).

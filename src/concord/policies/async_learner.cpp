@@ -361,8 +361,8 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
       const int64_t needed = std::max<int64_t>(0, due - lag);
       if (needed != acting) {
         // The wait is about one update long: spin through it for up to kSpinSeconds before
-        // sleeping, since waking a sleeping thread costs the learner a system call and, on a
-        // virtual machine, tens of microseconds per update.
+        // sleeping, since waking a sleeping thread costs the learner a system call per update
+        // (bench/RESULTS.md, "DQN on CartPole").
         const auto published_or_stopping = [&] { return stopping.load() || latest_version.load() >= needed; };
         core::Stopwatch spin;
         while (!published_or_stopping() && spin.elapsed_seconds() < kSpinSeconds) relax();

@@ -67,9 +67,9 @@ struct AsyncLearnerConfig {
 // need no correction for). With max_policy_lag = 0 the loop is `single`'s, acted on another
 // thread with that thread's own generator.
 // The collector hands over one segment per update (the steps up to one after which updates are
-// due), and waits for a version by spinning for up to 2 ms before it sleeps: the wait is about
-// one update long, and waking a sleeping thread cost the learner about 25 us per update on the
-// 2-core VM of bench/RESULTS.md.
+// due), and waits for a version by spinning for a short while (kSpinSeconds) before it sleeps:
+// the wait is about one update long, and waking a sleeping thread costs the learner a system
+// call per update, a measurable share of a small update (bench/RESULTS.md, "DQN on CartPole").
 //
 // Both: charts/policy_lag reports the lag of the experience an update is triggered by,
 // time/learner_wait_seconds how long the learner waited for experience. The version that acts

@@ -67,12 +67,11 @@ struct CentralInferenceConfig {
 // the newest parameters. With max_policy_lag = 0 (the default) collection and learning take turns
 // and every segment is on-policy (lag exactly 0); with L, about L updates' worth of segments are
 // collected while the learner trains, which only an algorithm that corrects the lag may take (PPO,
-// A2C with V-trace; the others are refused in one line). Unbounded, a full training queue made the
-// lag 8 updates with 8 agents and 12 to 18 with one agent, where A2C + V-trace failed 5 CartPole
-// runs in 20. Even at lag 1 and corrected, A2C + V-trace failed about 1 CartPole run in 20 and
-// PPO 6 in 40 where lag 0 failed none (bench/RESULTS.md), hence the default; a lag buys
-// throughput, since agents then keep collecting while the learner trains (bench/policies' tuned
-// row, 2-segment batches: 30k steps/s at 0, 44k at 1, 60k at 2, 64k at 4, 68k unbounded).
+// A2C with V-trace; the others are refused in one line). Unbounded, a full training queue let the
+// lag grow to many updates and CartPole runs failed; even a small, corrected lag failed more runs
+// than lag 0 (bench/RESULTS.md, "Policies"), hence the default. A lag buys throughput, since
+// agents then keep collecting while the learner trains (bench/RESULTS.md, "Central batched
+// inference").
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // taken as RolloutCollector takes it: an act() request per step, the final observations of

@@ -45,7 +45,7 @@ struct HogwildConfig {
 // n x T batch the algorithm's settings are tuned for, as under every other policy (A3C tunes its
 // settings per thread). The run steps W x n envs; worker w the run's [w x n, (w + 1) x n), seeded
 // as `single` seeds a run of W x n. (Splitting n among the workers halved A2C's batch on
-// CartPole and failed 3 seeds in 20 where `single` failed none: bench/RESULTS.md.)
+// CartPole and failed seeds that `single` did not: bench/RESULTS.md, "Policies".)
 //
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
 // whose optimiser state can be shared. With an exploration `bonus`, every worker adds it to its

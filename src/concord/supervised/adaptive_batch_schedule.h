@@ -22,8 +22,8 @@ namespace concord::supervised {
 //
 // A flat or falling-by-half curvature means the loss landscape has widened enough for a larger
 // batch (a larger step with less noise) to stay stable. The learning rate has its own cap because
-// plain SGD diverges once it passes 2 / lambda: on MNIST's MLP (lambda about 13) the linear
-// scaling rule's 16x overshoots where 4x does not (bench/RESULTS.md).
+// plain SGD diverges once it passes 2 / lambda: on MNIST's MLP the linear scaling rule's full
+// ratio overshoots where a smaller cap does not (bench/RESULTS.md, "Supervised training").
 struct AdaptiveBatchOptions {
   int64_t initial_batch = 32;  // rows per replica and step at the start
   double initial_learning_rate = 0.1;

@@ -20,7 +20,7 @@ struct GanConfig {
   int64_t latent_size = 64;    // noise dimensions fed to a generator
   int64_t hidden_units = 256;  // width of the MLP models' hidden layers
   // Adam step size of both networks. DCGAN's 2e-4 let the MLP discriminator win here (D loss near
-  // 0) and every generator collapse onto one digit within 1,500 updates; 1e-3 did not.
+  // 0) and every generator collapse onto one digit; 1e-3 did not.
   double learning_rate = 1e-3;
   double beta1 = 0.5;              // Adam's first-moment decay (DCGAN's 0.5: steadier adversarial training)
   int64_t eval_interval = 100;     // updates between logged records (losses, sample statistics)
