@@ -70,8 +70,7 @@ struct CentralInferenceConfig {
 // A2C with V-trace; the others are refused in one line). Unbounded, a full training queue let the
 // lag grow to many updates and CartPole runs failed; even a small, corrected lag failed more runs
 // than lag 0 (bench/RESULTS.md, "Policies"), hence the default. A lag buys throughput, since
-// agents then keep collecting while the learner trains (bench/RESULTS.md, "Central batched
-// inference").
+// agents then keep collecting while the learner trains (bench/RESULTS.md, "Policies").
 //
 // A segment holds exactly the Rollout layout of the `single` policy for num_envs / agents envs,
 // taken as RolloutCollector takes it: an act() request per step, the final observations of
