@@ -6,9 +6,11 @@ the `concord` command: train() is `concord train`, evaluate() is `concord eval`.
 """
 
 import os as _os
+import threading as _threading
+import warnings as _warnings
 
 from concord import _envs
-from concord._envs import Box, Discrete, MultiDiscrete, VectorEnv, list_envs, make
+from concord._envs import Box, Discrete, MultiDiscrete, VectorEnv, list_envs
 
 __all__ = [
     "Box",
@@ -48,7 +50,98 @@ batch; evaluate(run_dir_or_checkpoint, episodes=None, seed=None, stochastic=Fals
 `concord eval`'s numbers.
 """
 
-__doc__ = _envs.__doc__ + _TRAINING_DOC
+_GYMNASIUM_DOC = """
+Gymnasium: where Gymnasium 1.1 or later is importable, make() returns a gymnasium.vector.VectorEnv
+(concord._gymnasium.GymnasiumVectorEnv) over the same engine that behaves as
+gymnasium.vector.SyncVectorEnv(..., autoreset_mode=AutoresetMode.SAME_STEP): spaces are
+gymnasium.spaces.Box / Discrete (batched by gymnasium.vector.utils.batch_space),
+metadata["autoreset_mode"] is AutoresetMode.SAME_STEP, rewards are float64, info["final_obs"] is
+Gymnasium's object array (None where the mask is False), and info has no "episode": wrap the env
+in gymnasium.wrappers.vector.RecordEpisodeStatistics, as for SyncVectorEnv. Gymnasium's vector
+observation wrappers (NormalizeObservation, FlattenObservation, ...) accept only NEXT_STEP
+autoreset, so they refuse this env as they refuse SyncVectorEnv in SAME_STEP mode. make(...,
+gymnasium=False) returns Concord's own VectorEnv regardless; gymnasium=True requires Gymnasium.
+"""
+
+__doc__ = _envs.__doc__ + _GYMNASIUM_DOC + _TRAINING_DOC
+
+
+def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasium=None, **env_options):
+    """A vector environment of `num_envs` copies of the registered environment `env_id`.
+
+    Args:
+        env_id: a registered id, e.g. "CartPole-v1" or "MinAtar/Breakout-v1" (see list_envs();
+            register_env() adds Python environments).
+        num_envs: the number of environments stepped as one batch.
+        num_threads: the engine's threads that step them (the GIL is released meanwhile); a
+            trajectory does not depend on it.
+        seed: the seed of the first reset() without one (an int in [0, 2**64); None means 0).
+        batch_size: B < num_envs selects EnvPool-style async mode (async_reset / send / recv,
+            batches of B with info["env_id"]); None or num_envs steps all envs together.
+        gymnasium: None (default) returns a gymnasium.vector.VectorEnv where Gymnasium 1.1 or
+            later is importable and Concord's own VectorEnv where it is not; False always
+            Concord's own; True always Gymnasium's (ImportError without Gymnasium).
+        **env_options: sticky_action_probability (float) and difficulty_ramping (bool), MinAtar
+            only; None keeps the environment's default.
+
+    Returns:
+        gymnasium.vector.VectorEnv (concord._gymnasium.GymnasiumVectorEnv) or concord.VectorEnv,
+        both with Gymnasium 1.x's vector API and same-step autoreset:
+        reset(seed=None, options=None) -> (obs, info); step(actions) -> (obs, rewards,
+        terminations, truncations, info); close(); num_envs, single_observation_space,
+        single_action_space, observation_space, action_space, metadata["autoreset_mode"].
+        help(concord) describes how the two differ (spaces' classes, reward dtype,
+        info["final_obs"], info["episode"]).
+
+    Raises:
+        ValueError: an unknown env_id or env option, or a bad count, seed or batch_size.
+
+    Example:
+        envs = concord.make("CartPole-v1", num_envs=8, seed=0)
+        obs, info = envs.reset(seed=42)
+        obs, rewards, terminations, truncations, info = envs.step(envs.action_space.sample())
+    """
+    if gymnasium not in (None, True, False):
+        raise ValueError(f"make(): gymnasium must be None, True or False, got {gymnasium!r}")
+    envs = _envs.make(env_id, num_envs, num_threads, seed, batch_size, **env_options)
+    adapter = _gymnasium_adapter(required=gymnasium is True) if gymnasium is not False else None
+    if adapter is None:
+        return envs
+    make_kwargs = {"num_envs": num_envs, "num_threads": num_threads, "seed": seed}
+    if batch_size is not None:
+        make_kwargs["batch_size"] = batch_size
+    make_kwargs.update(env_options)
+    return adapter.GymnasiumVectorEnv(envs, make_kwargs)
+
+
+_gymnasium_warned = False
+# Threads may make envs at once; a failed import seen half-way by another thread would look like a
+# broken Gymnasium rather than a missing one.
+_gymnasium_lock = _threading.Lock()
+
+
+def _gymnasium_adapter(required):
+    """concord._gymnasium where Gymnasium (>= 1.1) imports, else None (or ImportError if required).
+
+    A missing Gymnasium is the ordinary case and passes silently; one that is installed but does
+    not import, or is too old, is named in a warning once."""
+    global _gymnasium_warned
+    with _gymnasium_lock:
+        try:
+            from concord import _gymnasium
+        except ImportError as error:
+            if required:
+                raise ImportError(f"make(gymnasium=True): {error}") from error
+            missing = isinstance(error, ModuleNotFoundError) and error.name == "gymnasium"
+            if not missing and not _gymnasium_warned:
+                _gymnasium_warned = True
+                _warnings.warn(
+                    f"concord.make() returns Concord's own VectorEnv, not Gymnasium's: {error}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return None
+    return _gymnasium
 
 # Python envs, replayed into concord._train's registry when it loads: each extension module holds
 # its own copy of the C++ registry.

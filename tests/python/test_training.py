@@ -105,7 +105,7 @@ def trained(tmp_path_factory):
 def test_python_env_is_a_vector_env():
     assert "test/Sign-v0" in concord.list_envs()
     for threads in (1, 2):
-        envs = concord.make("test/Sign-v0", num_envs=4, num_threads=threads)
+        envs = concord.make("test/Sign-v0", num_envs=4, num_threads=threads, gymnasium=False)
         obs, _ = envs.reset(seed=3)
         assert obs.shape == (4, 1) and obs.dtype == np.float32
         assert set(np.abs(obs).ravel()) == {1.0}

@@ -15,6 +15,12 @@ ALL_ENVS = concord.list_envs()
 MINATAR_ENVS = [env_id for env_id in ALL_ENVS if env_id.startswith("MinAtar/")]
 
 
+def make(*args, **kwargs):
+    """concord.make() returning Concord's own VectorEnv, the subject of these tests, also where
+    Gymnasium is importable (make() then returns Gymnasium's: test_gymnasium.py)."""
+    return concord.make(*args, gymnasium=False, **kwargs)
+
+
 def random_actions(envs, rng):
     space = envs.single_action_space
     if isinstance(space, concord.Discrete):
@@ -42,7 +48,7 @@ def test_list_envs_includes_classic_control_and_minatar():
 
 @pytest.mark.parametrize("env_id", ALL_ENVS)
 def test_shapes_and_dtypes(env_id):
-    with concord.make(env_id, num_envs=3, seed=1) as envs:
+    with make(env_id, num_envs=3, seed=1) as envs:
         single_obs = envs.single_observation_space
         assert isinstance(single_obs, concord.Box)
         assert envs.observation_space.shape == (3,) + single_obs.shape
@@ -68,7 +74,7 @@ def test_shapes_and_dtypes(env_id):
 
 @pytest.mark.parametrize("env_id", MINATAR_ENVS)
 def test_minatar_observations_stay_uint8(env_id):
-    envs = concord.make(env_id, num_envs=2)
+    envs = make(env_id, num_envs=2)
     assert envs.single_observation_space.dtype == np.uint8
     obs, _ = envs.reset(seed=0)
     assert obs.dtype == np.uint8 and set(np.unique(obs)) <= {0, 1}
@@ -79,7 +85,7 @@ def test_minatar_observations_stay_uint8(env_id):
 
 
 def test_space_objects():
-    envs = concord.make("CartPole-v1", num_envs=4)
+    envs = make("CartPole-v1", num_envs=4)
     assert repr(envs.single_action_space) == "Discrete(2)"
     assert envs.single_action_space.dtype == np.int64 and envs.single_action_space.shape == ()
     assert repr(envs.action_space) == "MultiDiscrete([2 2 2 2])"
@@ -88,8 +94,8 @@ def test_space_objects():
     low, high = envs.single_observation_space.low, envs.single_observation_space.high
     assert low.dtype == np.float32 and low.shape == (4,) and np.isinf(high[1])
     assert envs.observation_space.low.shape == (4, 4)
-    assert envs.single_action_space == concord.make("CartPoleSwingUp-v0").single_action_space
-    assert envs.single_action_space != concord.make("Acrobot-v1").single_action_space  # Discrete(2) vs (3)
+    assert envs.single_action_space == make("CartPoleSwingUp-v0").single_action_space
+    assert envs.single_action_space != make("Acrobot-v1").single_action_space  # Discrete(2) vs (3)
     assert 1 in envs.single_action_space and 2 not in envs.single_action_space
     envs.action_space.seed(7)
     first = envs.action_space.sample()
@@ -97,19 +103,19 @@ def test_space_objects():
     assert np.array_equal(first, envs.action_space.sample())
     assert envs.action_space.contains(first)
 
-    pendulum = concord.make("Pendulum-v1", num_envs=2)
+    pendulum = make("Pendulum-v1", num_envs=2)
     assert repr(pendulum.single_action_space) == "Box(-2.0, 2.0, (1,), float32)"
     sample = pendulum.action_space.sample()
     assert sample.shape == (2, 1) and sample.dtype == np.float32 and np.all(np.abs(sample) <= 2)
 
-    breakout = concord.make("MinAtar/Breakout-v1")
+    breakout = make("MinAtar/Breakout-v1")
     assert repr(breakout.single_observation_space) == "Box(0, 1, (10, 10, 4), uint8)"
     assert breakout.single_observation_space.low.dtype == np.uint8
     assert breakout.single_observation_space.sample().dtype == np.uint8
 
 
 def test_metadata_and_attributes():
-    envs = concord.make("CartPole-v1", num_envs=2, num_threads=2)
+    envs = make("CartPole-v1", num_envs=2, num_threads=2)
     assert str(envs.metadata["autoreset_mode"]) in ("SameStep", "AutoresetMode.SAME_STEP")
     assert envs.num_envs == 2 and envs.num_threads == 2 and not envs.is_async
     assert envs.max_episode_steps == 500 and envs.env_id == "CartPole-v1"
@@ -123,9 +129,9 @@ def test_metadata_and_attributes():
 
 
 def test_same_seed_same_trajectory_other_seed_other_trajectory():
-    a = rollout(concord.make("CartPole-v1", num_envs=4), 60, seed=3)
-    b = rollout(concord.make("CartPole-v1", num_envs=4), 60, seed=3)
-    c = rollout(concord.make("CartPole-v1", num_envs=4), 60, seed=4)
+    a = rollout(make("CartPole-v1", num_envs=4), 60, seed=3)
+    b = rollout(make("CartPole-v1", num_envs=4), 60, seed=3)
+    c = rollout(make("CartPole-v1", num_envs=4), 60, seed=4)
     assert np.array_equal(a, b)
     assert not np.array_equal(a[0], c[0])
     # Envs within one batch get different streams.
@@ -133,7 +139,7 @@ def test_same_seed_same_trajectory_other_seed_other_trajectory():
 
 
 def test_reset_seed_repeats_and_make_seed_is_the_first_reset():
-    envs = concord.make("CartPole-v1", num_envs=3, seed=11)
+    envs = make("CartPole-v1", num_envs=3, seed=11)
     first, _ = envs.reset()
     again, _ = envs.reset(seed=11)
     assert np.array_equal(first, again)
@@ -143,8 +149,8 @@ def test_reset_seed_repeats_and_make_seed_is_the_first_reset():
 
 
 def test_trajectory_does_not_depend_on_num_threads():
-    one = rollout(concord.make("MinAtar/Breakout-v1", num_envs=16, num_threads=1), 80, seed=5)
-    two = rollout(concord.make("MinAtar/Breakout-v1", num_envs=16, num_threads=2), 80, seed=5)
+    one = rollout(make("MinAtar/Breakout-v1", num_envs=16, num_threads=1), 80, seed=5)
+    two = rollout(make("MinAtar/Breakout-v1", num_envs=16, num_threads=2), 80, seed=5)
     assert np.array_equal(one, two)
 
 
@@ -152,7 +158,7 @@ def test_trajectory_does_not_depend_on_num_threads():
 
 
 def test_termination_final_observation_and_episode_statistics():
-    envs = concord.make("CartPole-v1", num_envs=2, seed=0)
+    envs = make("CartPole-v1", num_envs=2, seed=0)
     envs.reset()
     for step in range(1, 100):
         obs, rewards, terminated, truncated, info = envs.step(np.zeros(2, dtype=np.int64))
@@ -178,7 +184,7 @@ def test_termination_final_observation_and_episode_statistics():
 
 
 def test_truncation_at_the_time_limit():
-    envs = concord.make("MountainCar-v0", num_envs=3, seed=0)
+    envs = make("MountainCar-v0", num_envs=3, seed=0)
     envs.reset()
     noop = np.ones(3, dtype=np.int64)  # MountainCar's "don't accelerate" never reaches the flag
     for step in range(1, 201):
@@ -195,7 +201,7 @@ def test_truncation_at_the_time_limit():
 
 
 def test_box_actions_truncate_pendulum():
-    envs = concord.make("Pendulum-v1", num_envs=2)
+    envs = make("Pendulum-v1", num_envs=2)
     envs.reset(seed=1)
     for _ in range(200):
         _, rewards, terminated, truncated, info = envs.step(np.zeros((2, 1), dtype=np.float64))
@@ -203,7 +209,7 @@ def test_box_actions_truncate_pendulum():
 
 
 def test_returned_arrays_are_copies():
-    envs = concord.make("CartPole-v1", num_envs=2)
+    envs = make("CartPole-v1", num_envs=2)
     first, _ = envs.reset(seed=0)
     kept = first.copy()
     envs.step(np.zeros(2, dtype=np.int64))
@@ -217,22 +223,22 @@ def test_returned_arrays_are_copies():
 
 
 def test_minatar_options_are_accepted():
-    sticky = rollout(concord.make("MinAtar/Breakout-v1", num_envs=4, sticky_action_probability=0.0), 50, seed=2)
-    default = rollout(concord.make("MinAtar/Breakout-v1", num_envs=4), 50, seed=2)
+    sticky = rollout(make("MinAtar/Breakout-v1", num_envs=4, sticky_action_probability=0.0), 50, seed=2)
+    default = rollout(make("MinAtar/Breakout-v1", num_envs=4), 50, seed=2)
     assert sticky.shape == default.shape
-    envs = concord.make("MinAtar/Breakout-v1", difficulty_ramping=False, sticky_action_probability=None)
+    envs = make("MinAtar/Breakout-v1", difficulty_ramping=False, sticky_action_probability=None)
     envs.reset()
 
 
 def test_env_options_refused_with_the_engines_message():
     with pytest.raises(ValueError, match="env.sticky_action_probability is set, but CartPole-v1 has no such setting"):
-        concord.make("CartPole-v1", sticky_action_probability=0.1)
+        make("CartPole-v1", sticky_action_probability=0.1)
     with pytest.raises(ValueError, match="must lie in"):
-        concord.make("MinAtar/Breakout-v1", sticky_action_probability=1.5)
+        make("MinAtar/Breakout-v1", sticky_action_probability=1.5)
     with pytest.raises(ValueError, match="unknown env option 'frameskip'"):
-        concord.make("MinAtar/Breakout-v1", frameskip=4)
+        make("MinAtar/Breakout-v1", frameskip=4)
     with pytest.raises(ValueError, match="difficulty_ramping must be a bool"):
-        concord.make("MinAtar/Breakout-v1", difficulty_ramping="yes")
+        make("MinAtar/Breakout-v1", difficulty_ramping="yes")
 
 
 # --- Bad input ---------------------------------------------------------------------------------
@@ -240,7 +246,7 @@ def test_env_options_refused_with_the_engines_message():
 
 @pytest.fixture
 def cartpole():
-    envs = concord.make("CartPole-v1", num_envs=3)
+    envs = make("CartPole-v1", num_envs=3)
     envs.reset(seed=0)
     yield envs
     envs.close()
@@ -248,7 +254,7 @@ def cartpole():
 
 def test_unknown_env_id():
     with pytest.raises(ValueError, match=r"unknown environment 'Nope-v0' \(known: CartPole-v1, "):
-        concord.make("Nope-v0")
+        make("Nope-v0")
 
 
 @pytest.mark.parametrize(
@@ -262,7 +268,7 @@ def test_unknown_env_id():
 )
 def test_bad_config(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        concord.make("CartPole-v1", **kwargs)
+        make("CartPole-v1", **kwargs)
 
 
 def test_actions_of_the_wrong_shape(cartpole):
@@ -279,7 +285,7 @@ def test_actions_of_the_wrong_dtype(cartpole):
         cartpole.step(np.zeros(3, dtype=np.float32))
     with pytest.raises(ValueError, match="must be integers"):
         cartpole.step(["a", "b", "c"])
-    pendulum = concord.make("Pendulum-v1", num_envs=2)
+    pendulum = make("Pendulum-v1", num_envs=2)
     pendulum.reset()
     with pytest.raises(ValueError, match="must be floats, got dtype int64"):
         pendulum.step(np.zeros((2, 1), dtype=np.int64))
@@ -303,7 +309,7 @@ def test_lists_of_ints_are_actions(cartpole):
 
 
 def test_step_before_reset():
-    envs = concord.make("CartPole-v1", num_envs=2)
+    envs = make("CartPole-v1", num_envs=2)
     with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
         envs.step(np.zeros(2, dtype=np.int64))
 
@@ -341,7 +347,7 @@ def test_threads_can_step_their_own_envs_concurrently():
     results = {}
 
     def run(name):
-        results[name] = rollout(concord.make("MinAtar/Breakout-v1", num_envs=64), 100, seed=9)
+        results[name] = rollout(make("MinAtar/Breakout-v1", num_envs=64), 100, seed=9)
 
     threads = [threading.Thread(target=run, args=(name,)) for name in ("a", "b")]
     for thread in threads:
@@ -365,7 +371,7 @@ def test_async_matches_sync_per_env(num_threads):
     env_id = "MinAtar/Breakout-v1"
     n = 3
 
-    sync = concord.make(env_id, num_envs=num_envs, seed=4)
+    sync = make(env_id, num_envs=num_envs, seed=4)
     obs, _ = sync.reset()
     expected = {env: [obs[env]] for env in range(num_envs)}
     for t in range(steps):
@@ -373,7 +379,7 @@ def test_async_matches_sync_per_env(num_threads):
         for env in range(num_envs):
             expected[env].append(obs[env])
 
-    envs = concord.make(env_id, num_envs=num_envs, seed=4, batch_size=batch_size, num_threads=num_threads)
+    envs = make(env_id, num_envs=num_envs, seed=4, batch_size=batch_size, num_threads=num_threads)
     assert envs.is_async and envs.batch_size == batch_size
     assert repr(envs).endswith(f"batch_size={batch_size})")
     # Each env's observations in the order they arrive: its reset, then one per step it was sent.
@@ -398,7 +404,7 @@ def test_async_matches_sync_per_env(num_threads):
 
 
 def test_async_step_and_bad_input():
-    envs = concord.make("CartPole-v1", num_envs=4, batch_size=2)
+    envs = make("CartPole-v1", num_envs=4, batch_size=2)
     with pytest.raises(RuntimeError, match=r"call async_reset\(\) first"):
         envs.send(np.zeros(2, dtype=np.int64), np.array([0, 1]))
     obs, info = envs.reset(seed=1)
@@ -430,7 +436,7 @@ def test_async_step_and_bad_input():
 
 
 def test_async_final_observations():
-    envs = concord.make("CartPole-v1", num_envs=4, batch_size=2, seed=0)
+    envs = make("CartPole-v1", num_envs=4, batch_size=2, seed=0)
     obs, info = envs.reset()
     ends = 0
     for _ in range(200):
