@@ -3,8 +3,11 @@
 # than this machine's own. OpenBLAS picks its kernels by CPU, and kernels round differently, so a
 # learning test whose bar holds on one kernel only would pass here and fail on another machine;
 # OPENBLAS_CORETYPE forces a kernel set, and this script tries two that this CPU can run.
-# Usage: scripts/kernel_check.sh [KERNEL ...]   (default: the first two of SkylakeX, Haswell,
-# Sandybridge, Zen that differ from the machine's own and that the CPU supports)
+# Usage: scripts/kernel_check.sh [KERNEL ...]   (default: one of SkylakeX, Haswell, Sandybridge
+# and Zen that differs from the machine's own and that the CPU supports, chosen by the commit, so
+# that successive commits take turns through all of them: a rerun of one commit checks the same
+# kernel, and each kernel set costs the suite about five minutes on 2 cores.
+# CONCORD_KERNEL_CHECK=all checks every one of them.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_BUILD_DIR:-$root/build}"
@@ -27,8 +30,14 @@ else
   }
   kernels=()
   for kernel in SkylakeX Haswell Sandybridge Zen; do
-    if [ "${#kernels[@]}" -lt 2 ] && [ "$kernel" != "$native" ] && supports "$kernel"; then kernels+=("$kernel"); fi
+    if [ "$kernel" != "$native" ] && supports "$kernel"; then kernels+=("$kernel"); fi
   done
+  if [ "${#kernels[@]}" -gt 1 ] && [ "${CONCORD_KERNEL_CHECK:-}" != all ]; then
+    commit="$(git -C "$root" rev-parse --short=7 HEAD 2>/dev/null || echo 0)"
+    turn=$((16#${commit:0:7} % ${#kernels[@]}))
+    echo "kernel_check: commit $commit checks ${kernels[$turn]} of ${kernels[*]} (CONCORD_KERNEL_CHECK=all for every one)"
+    kernels=("${kernels[$turn]}")
+  fi
 fi
 if [ "${#kernels[@]}" -eq 0 ]; then
   echo "kernel_check: this CPU runs no OpenBLAS kernel set other than ${native:-its own}; nothing to check"

@@ -6,12 +6,17 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 # The main job needs the `concord` program alone; tests and benchmarks are built by scripts/test.sh.
-"$root/scripts/build.sh" --target concord
+build_dir="${CONCORD_BUILD_DIR:-$root/build}"
+if [ ! -x "$build_dir/concord" ]; then
+  echo "quickstart: building $build_dir/concord, the one program the main job needs: the first build takes"
+  echo "quickstart: about 12 minutes on 2 cores (less with more); later runs rebuild only what changed"
+fi
+CONCORD_BUILD_PROGRESS=line "$root/scripts/build.sh" --target concord
 cd "$root"
-concord="${CONCORD_BUILD_DIR:-$root/build}/concord"
+concord="$build_dir/concord"
 if [ $# -gt 0 ]; then
   exec "$concord" "$@"
 fi
-"$concord" train --config configs/ppo_cartpole.toml
+"$concord" train --config ppo_cartpole
 latest_run="$(ls -td runs/CartPole-v1__train__* | head -n 1)"
 "$concord" eval "$latest_run" --episodes 20

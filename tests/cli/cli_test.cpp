@@ -1,4 +1,5 @@
 // Runs the real `concord` binary as a user would and checks what it prints and leaves behind.
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "concord/cli/training_session.h"
 #include "concord/core/tensorboard_reader.h"
 
 #include "cli/concord_process.h"
@@ -88,7 +90,10 @@ TEST(Cli, AbsurdSizesAreRefusedUpFront) {
   expect_one_line_error("rollout --set env.num_envs=99999999999 " + root, "env.num_envs=99999999999 is too large", 1);
   expect_one_line_error("train --set env.num_envs=1000000000 " + root, "of memory available; lower env.num_envs", 1);
   expect_one_line_error("train --set env.num_envs=8 --set algo.ppo.num_steps=100000000000 " + root,
-                        "with algo.ppo.num_steps=100000000000 needs at least", 1);
+                        "with algo.ppo.num_steps=100000000000 needs about", 1);
+  // The envs themselves count, measured: a million CartPoles with their rollouts do not fit in the
+  // memory of a machine of this project's kind (they grew to 23 GB before the OOM killer came).
+  expect_one_line_error("train --algo dqn --set env.num_envs=100000000 " + root, "(envs ", 1);
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
@@ -182,6 +187,81 @@ TEST(Cli, AsyncRolloutOnContinuousEnv) {
   EXPECT_THAT(result.output, ::testing::HasSubstr("async batch 4"));
   // Pendulum never terminates: every episode is truncated at 200 steps.
   EXPECT_THAT(result.output, ::testing::HasSubstr("length         200.0"));
+}
+
+// A mistyped name gets the name it was nearly: commands, flags, config keys, env ids and presets;
+// a bad value names the flag or key the user wrote.
+TEST(Cli, MistypedNamesGetASuggestion) {
+  const std::string root = "--run-root " + fresh_dir("mistyped").string();
+  expect_one_line_error("trian", "did you mean train?", 2);
+  expect_one_line_error("train --totl-timesteps 5000 " + root, "did you mean --total-timesteps for --totl-timesteps?",
+                        2);
+  expect_one_line_error("train --set algo.ppo.learning_rte=0.1 " + root, "did you mean algo.ppo.learning_rate?", 1);
+  expect_one_line_error("rollout --env CartPol-v1 " + root, "did you mean CartPole-v1?", 1);
+  expect_one_line_error("train --config ppo_cartpol " + root, "did you mean ppo_cartpole?", 2);
+  expect_one_line_error("rollout --num-envs abc " + root, "--num-envs: expects a whole number from 1 to", 2);
+  expect_one_line_error("rollout --set env.num_envs=-4 " + root, "env.num_envs must be at least 1, got -4", 1);
+  expect_one_line_error("config polcy", "unknown config section 'polcy' (did you mean policy?", 1);
+  EXPECT_TRUE(std::filesystem::is_empty(fresh_dir("mistyped")));
+}
+
+// Shipped presets resolve by name from any working directory, and `concord config SECTION` prints
+// one section (and the sections below it).
+TEST(Cli, PresetsResolveByNameAndConfigPrintsOneSection) {
+  const CommandResult preset = concord::test::run_shell("cd / && " + std::string(CONCORD_BINARY) +
+                                                        " config --config ppo_minatar_breakout env 2>&1");
+  ASSERT_EQ(preset.exit_code, 0) << preset.output;
+  EXPECT_THAT(preset.output, ::testing::StartsWith("[env]\n"));
+  EXPECT_THAT(preset.output, ::testing::HasSubstr("id = 'MinAtar/Breakout-v1'"));
+  EXPECT_THAT(preset.output, ::testing::Not(::testing::HasSubstr("[train]")));
+  const CommandResult by_path = concord::test::run_shell("cd / && " + std::string(CONCORD_BINARY) +
+                                                         " config --config configs/ppo_minatar_breakout.toml env 2>&1");
+  EXPECT_EQ(by_path.output, preset.output);
+  const CommandResult policies = run_concord("config policy");
+  ASSERT_EQ(policies.exit_code, 0) << policies.output;
+  EXPECT_THAT(policies.output, ::testing::HasSubstr("[policy.central_inference]\n"));
+  EXPECT_THAT(policies.output, ::testing::HasSubstr("[policy.apex]\n"));
+  EXPECT_THAT(policies.output, ::testing::Not(::testing::HasSubstr("[algo.ppo]")));
+}
+
+// A run that will do nothing, or nearly nothing, says so.
+TEST(Cli, RunsThatDoNothingSaySo) {
+  const auto root = fresh_dir("no_op");
+  const CommandResult short_dqn = run_concord(
+      "train --algo dqn --total-timesteps 500 --num-envs 2 --progress off "
+      "--run-root " +
+      root.string());
+  ASSERT_EQ(short_dqn.exit_code, 0) << short_dqn.output;
+  EXPECT_THAT(short_dqn.output, ::testing::HasSubstr("the learner will make no update"));
+  EXPECT_THAT(short_dqn.output, ::testing::HasSubstr("(algo.dqn.learning_starts)"));
+  const auto runs = concord::test::run_directories(root);
+  ASSERT_EQ(runs.size(), 1u);
+  const CommandResult finished = run_concord("train --resume " + runs.front().string() + " --progress off");
+  ASSERT_EQ(finished.exit_code, 0) << finished.output;
+  EXPECT_THAT(finished.output, ::testing::HasSubstr("nothing to train: the run is at step 500"));
+  // The hint a run prints is a command that runs from here: the program's path, not a bare name.
+  EXPECT_THAT(finished.output, ::testing::HasSubstr("evaluate with"));
+  EXPECT_THAT(finished.output, ::testing::Not(::testing::HasSubstr(" concord eval")));
+  // A learner that its actors starved (apex) is named, with the share of the updates it made.
+  EXPECT_EQ(concord::cli::starved_learner_warning(34, 1000, 20000, 10, "policy.apex.max_env_steps_per_update"),
+            "the learner made 34 updates in 20000 env steps, 3% of the 1000 that train_frequency=10 asks for: the "
+            "actors outran it, and the agent learned from fewer samples per step than configured "
+            "(policy.apex.max_env_steps_per_update bounds env steps per update)");
+  EXPECT_EQ(concord::cli::starved_learner_warning(300, 1000, 20000, 10, ""), "");
+  EXPECT_EQ(concord::cli::starved_learner_warning(0, 30, 400, 10, ""), "");
+}
+
+// SIGTERM while a run sets up (here: 300,000 envs and their first rollout of 38 million steps)
+// ends it at once, in one line, with the status of the signal: there is nothing to save before
+// the first update. (Before, the flag it set was read only after the first update, minutes later.)
+TEST(Cli, SigtermDuringSetUpEndsTheRunAtOnce) {
+  const auto root = fresh_dir("sigterm_set_up");
+  const CommandResult result = concord::test::run_shell(
+      "timeout -s KILL 60 timeout --preserve-status -s TERM 4 " + std::string(CONCORD_BINARY) +
+      " train --set env.num_envs=300000 --total-timesteps 1000000000 --progress off --run-root " + root.string() +
+      " 2>&1");
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.output;
+  EXPECT_THAT(result.output, ::testing::HasSubstr("concord: stopped by a signal before the first update"));
 }
 
 }  // namespace

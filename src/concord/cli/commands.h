@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -23,6 +25,11 @@ void add_fit_command(CLI::App& app);
 struct ExitStatus {
   int status;
 };
+
+// How the user can run this program again from where they are, for the commands a run prints
+// ("evaluate with build/concord eval runs/..."): "concord" when that name on the PATH is this
+// program, else its path relative to the working directory when it lies below it, else its full path.
+std::string program_for_hints();
 
 // The exit status of a command that signal `signal_number` stopped.
 inline int signal_exit_status(int signal_number) { return 128 + signal_number; }

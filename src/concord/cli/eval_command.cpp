@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/run_config.h"
 #include "concord/cli/trained_agent.h"
 
 namespace concord::cli {
@@ -36,9 +37,9 @@ void add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<EvalFlags>();
   command->add_option("path", flags->path, "A run directory or a checkpoint file")->required();
   command->add_option("--episodes", flags->episodes, "Episodes to run (eval.episodes)")
-      ->check(CLI::Range(int64_t{1}, int64_t{10000}));
+      ->transform(count_between(1, 10000));
   command->add_option("--seed", flags->seed, "Seed of the evaluation environments")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+      ->transform(count_between(0, int64_t{1} << 62));
   command->add_flag("--stochastic", flags->stochastic, "Sample actions instead of taking the mode");
   command->callback([flags] { run_eval(*flags); });
 }

@@ -220,7 +220,8 @@ void run_fit(const FitFlags& flags) {
   std::printf("%-20s %.1f s\n", "wall time", last.seconds);
   std::printf("%-20s %s\n", "run directory", run->run_dir.string().c_str());
   if (stop_signal != 0) {
-    std::printf("%-20s concord fit --resume %s\n", "continue with", run->run_dir.string().c_str());
+    std::printf("%-20s %s fit --resume %s\n", "continue with", program_for_hints().c_str(),
+                run->run_dir.string().c_str());
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(stop_signal)};
   }
@@ -236,7 +237,7 @@ void add_fit_command(CLI::App& app) {
   command->add_option("-c,--config", flags->run.config_files, "TOML config file(s), merged in order")
       ->check(CLI::ExistingFile);
   command->add_option("--set", flags->run.overrides, "Override a config key: --set fit.batch_size=64 (repeatable)");
-  command->add_option("--seed", flags->run.seed, "Seed (run.seed)")->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+  command->add_option("--seed", flags->run.seed, "Seed (run.seed)")->transform(count_between(0, int64_t{1} << 62));
   command->add_option("--run-root", flags->run.run_root, "Directory for run directories (run.root)");
   command->add_option("--progress", flags->run.progress, "auto, bar, plain or off (run.progress)")
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
@@ -247,23 +248,22 @@ void add_fit_command(CLI::App& app) {
                       "Classifier (fit.model): mlp, cnn, fedavg_cnn or resnet20; --task gan: gan.model, mlp or conv");
   command->add_option("--strategy", flags->strategy,
                       "Sync strategy (fit.strategy): sync, local_sgd, easgd, gossip, fedavg or fedsgd");
-  command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  command->add_option("--workers", flags->workers, "Worker threads (fit.workers)")->transform(count_between(1, 1024));
   command->add_option("--resume", flags->resume, "Continue the fit in this run directory from its last checkpoint");
   command->add_option("--steps", flags->steps, "Optimiser steps per worker (fit.steps; --task gan: gan.steps)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+      ->transform(count_between(1, int64_t{1} << 40));
   command->add_option("--rounds", flags->rounds, "Federated rounds (fit.fedavg.rounds)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+      ->transform(count_between(1, int64_t{1} << 40));
   command->add_option("--epochs", flags->epochs, "Epochs of the training set (fit.epochs; per-step strategies)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->transform(count_between(1, int64_t{1} << 30));
   command->add_option("--schedule", flags->schedule,
                       "Batch size schedule (fit.schedule): fixed, abs (Hessian-adaptive) or absa (abs + FGSM)");
   command->add_option("--gans", flags->gans, "--task gan: generator/discriminator pairs G (gan.pairs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+      ->transform(count_between(1, 1024));
   command
       ->add_option("--swap-every", flags->swap_every,
                    "--task gan: updates S between discriminator swaps (gan.swap_every)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+      ->transform(count_between(1, int64_t{1} << 40));
   command->callback([flags] { run_fit(*flags); });
 }
 

@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/run_config.h"
 #include "concord/core/logging.h"
 #include "concord/launch/free_port.h"
 #include "concord/launch/launch_control.h"
@@ -177,13 +178,13 @@ void add_launch_command(CLI::App& app) {
       "SIGINT/SIGTERM/SIGHUP/SIGQUIT to the launcher are forwarded to every process; when each then\n"
       "exits with 0 or 128 + the signal's number, the launcher exits with 128 + that number.");
   command->add_option("-n,--nproc-per-node", flags->topology.nproc_per_node, "Processes to start on this node")
-      ->check(CLI::Range(1, 4096))
+      ->transform(count_between(1, 4096))
       ->capture_default_str();
   command->add_option("--nnodes", flags->topology.nnodes, "Nodes (machines) in the run")
-      ->check(CLI::Range(1, 1 << 16))
+      ->transform(count_between(1, 1 << 16))
       ->capture_default_str();
   command->add_option("--node-rank", flags->topology.node_rank, "This node's index, below --nnodes")
-      ->check(CLI::Range(0, 1 << 16))
+      ->transform(count_between(0, 1 << 16))
       ->capture_default_str();
   command->add_option("--master-addr", flags->topology.master_addr, "Address of the node that hosts rank 0")
       ->capture_default_str();
@@ -191,7 +192,7 @@ void add_launch_command(CLI::App& app) {
       ->add_option("--master-port", flags->master_port,
                    "Port of rank 0's rendezvous store; default: with --nnodes 1, a port free on this machine "
                    "(found by binding port 0), otherwise 29500")
-      ->check(CLI::Range(1, 65535));
+      ->transform(count_between(1, 65535));
   command
       ->add_option("--grace-seconds", flags->grace_seconds, "Time processes have to exit after SIGTERM before SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
@@ -200,7 +201,7 @@ void add_launch_command(CLI::App& app) {
       ->add_option("--max-restarts", flags->max_restarts,
                    "Times a failed group of processes is stopped and started again, continuing from rank 0's "
                    "last checkpoint (torchrun's --max-restarts)")
-      ->check(CLI::Range(0, 1000))
+      ->transform(count_between(0, 1000))
       ->capture_default_str();
   command->add_flag("--raw-output", flags->raw_output,
                     "Let processes write straight to this terminal, without the '[rank i] ' prefix");

@@ -1,17 +1,59 @@
 // concord: the command-line front end. Every failure ends in one line on stderr,
 // "concord: error: <what went wrong>", and a non-zero exit status (2 for bad usage).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
 
+#include <new>
+#include <vector>
+
+#include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
 #include "concord/core/allocator.h"
 #include "concord/core/blas.h"
+#include "concord/core/did_you_mean.h"
+
+namespace {
+
+// The long options of the command a mistyped flag was given to, for "did you mean".
+std::vector<std::string> long_options(CLI::App& app, const std::string& command) {
+  std::vector<std::string> names;
+  CLI::App* target = &app;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == command) target = sub;
+  }
+  for (const CLI::Option* option : target->get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+// CLI11's "The following arguments were not expected: --totl-timesteps 5" with a suggestion for
+// each flag that is nearly one the command has.
+std::string unexpected_arguments(const CLI::ExtrasError& error, CLI::App& app, int argc, char** argv) {
+  std::string message = error.what();
+  const std::vector<std::string> known = long_options(app, argc > 1 ? argv[1] : "");
+  for (int i = 2; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word == "--") break;
+    if (word.rfind("--", 0) != 0) continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(known.begin(), known.end(), word) != known.end()) continue;
+    const std::vector<std::string> close = concord::core::similar_names(word, known, 1);
+    if (!close.empty()) message += "; did you mean " + close.front() + " for " + word + "?";
+  }
+  return message;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  // On a CPU OpenBLAS does not know, run again with the kernel set the CPU can use (core/blas.h).
+  concord::core::reexec_with_faster_blas_kernel(argv);
   // Past a file-size limit (ulimit -f) a write must fail with EFBIG, which the writer reports in
   // one line and cleans up after, instead of SIGXFSZ ending the process silently mid-checkpoint.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -23,7 +65,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", []() -> std::string {
     // scripts/test.sh reads the advice from here: one place decides it (core::faster_blas_kernel).
     const std::string faster = concord::core::faster_blas_kernel();
-    const std::string faster_kernel = faster.empty() ? "" : " (OPENBLAS_CORETYPE=" + faster + " runs faster)";
+    const std::string chosen = concord::core::blas_kernel_chosen_by_concord();
+    const std::string faster_kernel = !faster.empty()   ? " (OPENBLAS_CORETYPE=" + faster + " runs faster)"
+                                      : !chosen.empty() ? " (OPENBLAS_CORETYPE=" + chosen + ", set by concord)"
+                                                        : "";
     return std::string("concord " CONCORD_VERSION ", LibTorch " CONCORD_TORCH_VERSION ", BLAS ") +
            concord::core::loaded_blas() + ", kernel " + concord::core::blas_kernel() + faster_kernel + ", " +
            concord::core::allocator_settings();
@@ -43,10 +88,12 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    const std::vector<std::string> commands{"train", "eval", "envs", "config", "rollout", "launch", "fit"};
+    const std::string hint = concord::core::did_you_mean(argv[1], commands);
     std::fprintf(stderr,
-                 "concord: error: unknown command '%s' (commands: train, eval, envs, config, rollout, launch, fit; see "
-                 "--help)\n",
-                 argv[1]);
+                 "concord: error: unknown command '%s'%s (commands: train, eval, envs, config, rollout, launch, fit; "
+                 "see --help)\n",
+                 argv[1], hint.c_str());
     return 2;
   }
   try {
@@ -59,9 +106,23 @@ int main(int argc, char** argv) {
     return app.exit(version);
   } catch (const concord::cli::ExitStatus& stopped) {
     return stopped.status;
+  } catch (const CLI::ExtrasError& error) {
+    std::fprintf(stderr, "concord: error: %s (see --help)\n", unexpected_arguments(error, app, argc, argv).c_str());
+    return 2;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "concord: error: %s (see --help)\n", error.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "concord: error: out of memory (lower env.num_envs or the buffer sizes)\n");
+    return 1;
+  } catch (const c10::Error& error) {
+    // LibTorch's own errors carry a C++ stack trace after the message: one line is what a user needs.
+    std::string message = error.what_without_backtrace();
+    if (message.find("can't allocate memory") != std::string::npos) {
+      message = "out of memory: " + message.substr(0, message.find('\n'));
+    }
+    std::fprintf(stderr, "concord: error: %s\n", message.substr(0, message.find('\n')).c_str());
+    return 1;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "concord: error: %s\n", error.what());
     return 1;

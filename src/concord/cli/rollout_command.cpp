@@ -162,7 +162,7 @@ void add_rollout_command(CLI::App& app) {
   auto flags = std::make_shared<RolloutFlags>();
   add_run_flags(*command, flags->run);
   command->add_option("--steps", flags->steps, "Environment steps in total (rollout.steps)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+      ->transform(count_between(1, int64_t{1} << 50));
   command->callback([flags] { run_rollout(*flags); });
 }
 

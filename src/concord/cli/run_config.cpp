@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/cli/config_presets.h"
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/supervised/fit_config.h"
@@ -89,16 +90,42 @@ core::ConfigSchema concord_schema() {
   return schema;
 }
 
+CLI::Validator config_file_or_preset() {
+  return CLI::Validator(
+      [](std::string& text) {
+        std::string error;
+        const std::string resolved = resolve_config_file(text, error);
+        if (!resolved.empty()) text = resolved;
+        return error;
+      },
+      "FILE or PRESET");
+}
+
+CLI::Validator count_between(int64_t lowest, int64_t highest) {
+  return CLI::Validator(
+      [lowest, highest](std::string& text) -> std::string {
+        int64_t value = 0;
+        const bool whole = CLI::detail::lexical_cast(text, value);
+        if (whole && value >= lowest && value <= highest) return "";
+        return "expects a whole number from " + std::to_string(lowest) + " to " + std::to_string(highest) + ", got '" +
+               text + "'";
+      },
+      "INT in [" + std::to_string(lowest) + " - " + std::to_string(highest) + "]");
+}
+
 void add_run_flags(CLI::App& command, RunFlags& flags) {
-  command.add_option("-c,--config", flags.config_files, "TOML config file(s), merged in order")
-      ->check(CLI::ExistingFile);
+  command
+      .add_option("-c,--config", flags.config_files,
+                  "TOML config file(s), merged in order, or shipped presets by name (configs/NAME.toml)")
+      ->transform(config_file_or_preset())
+      ->allow_extra_args(false);  // one file per --config, so that `concord config --config X SECTION` works
   command.add_option("--set", flags.overrides, "Override a config key: --set env.num_envs=32 (repeatable)");
   command.add_option("--env", flags.env_id, "Environment id (env.id)");
-  command.add_option("--seed", flags.seed, "Seed (run.seed)")->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+  command.add_option("--seed", flags.seed, "Seed (run.seed)")->transform(count_between(0, int64_t{1} << 62));
   command.add_option("--num-envs", flags.num_envs, "Number of environments (env.num_envs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->transform(count_between(1, int64_t{1} << 20));
   command.add_option("--threads", flags.num_threads, "Environment threads (env.num_threads)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->transform(count_between(1, int64_t{1} << 20));
   command.add_option("--run-root", flags.run_root, "Directory for run directories (run.root)");
   command.add_option("--progress", flags.progress, "auto, bar, plain or off (run.progress)")
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
@@ -106,7 +133,13 @@ void add_run_flags(CLI::App& command, RunFlags& flags) {
 
 core::Config resolve_config(const RunFlags& flags) {
   core::Config config(concord_schema());
-  for (const std::string& file : flags.config_files) config.merge_file(file);
+  // The CLI's --config resolved presets already; callers such as Python's concord.train did not.
+  for (const std::string& file : flags.config_files) {
+    std::string error;
+    const std::string resolved = resolve_config_file(file, error);
+    if (resolved.empty()) throw core::ConfigError("config: " + error);
+    config.merge_file(resolved);
+  }
   for (const std::string& assignment : flags.overrides) config.apply_override(assignment);
   if (!flags.env_id.empty()) config.set("env.id", flags.env_id, "--env");
   if (flags.seed >= 0) config.set("run.seed", flags.seed, "--seed");

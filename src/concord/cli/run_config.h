@@ -8,7 +8,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace concord::cli {
 
@@ -30,6 +31,10 @@ struct RunFlags {
 
 // Adds --config, --set, --env, --seed, --num-envs, --threads, --run-root and --progress.
 void add_run_flags(CLI::App& command, RunFlags& flags);
+
+// A validator for a whole-number flag: "--num-envs: expects a whole number from 1 to 1048576, got
+// 'abc'" rather than CLI11's own text.
+CLI::Validator count_between(int64_t lowest, int64_t highest);
 
 // defaults <- config files (in order) <- --set overrides <- shorthand flags.
 core::Config resolve_config(const RunFlags& flags);

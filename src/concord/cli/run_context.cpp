@@ -1,5 +1,7 @@
 #include "concord/cli/run_context.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -93,9 +95,12 @@ std::unique_ptr<core::ProgressBar> RunContext::make_progress_bar(int64_t total_s
 
 namespace {
 
-// An [env] count the engine holds in an int; the engine itself checks the lower bounds.
-int engine_count(const core::Config& config, const std::string& key) {
+// An [env] count the engine holds in an int, checked here so that the error names the key.
+int engine_count(const core::Config& config, const std::string& key, int64_t lowest) {
   const int64_t value = config.get_int(key);
+  if (value < lowest) {
+    throw core::ConfigError(key + " must be at least " + std::to_string(lowest) + ", got " + std::to_string(value));
+  }
   if (value > std::numeric_limits<int>::max()) {
     throw core::ConfigError(key + "=" + std::to_string(value) + " is too large (at most " +
                             std::to_string(std::numeric_limits<int>::max()) + ")");
@@ -123,32 +128,81 @@ std::string gigabytes(double bytes) {
 
 }  // namespace
 
+namespace {
+
+// Heap bytes in use, from glibc's allocator (small blocks and mmapped ones).
+double heap_bytes_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
+
+// What one env of the engine really costs (the env object, its generator, the engine's per-env
+// buffers), measured on a small engine of the same env: sizes differ by env and by build, and an
+// estimate from the observation alone missed most of it (a million CartPoles took 23 GB).
+double engine_bytes_per_env(const envs::VectorEnvConfig& config) {
+  envs::VectorEnvConfig small = config;
+  small.num_envs = static_cast<int>(std::min<int64_t>(config.num_envs, 64));
+  small.num_threads = 1;
+  small.batch_size = 0;
+  const double before = heap_bytes_in_use();
+  double measured = 0.0;
+  {
+    envs::VectorEnv engine(small);
+    engine.reset();
+    measured = heap_bytes_in_use() - before;
+  }
+  return std::max(measured, 0.0) / static_cast<double>(small.num_envs);
+}
+
+}  // namespace
+
 void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec, int64_t rollout_steps,
                            const std::string& rollout_key) {
   const double available = available_memory_bytes();
   if (available <= 0.0) return;
   const auto num_envs = static_cast<double>(config.get_int("env.num_envs"));
-  // Rollouts store observations and actions as float32, plus about eight per-step scalars (reward,
-  // value, log-prob, done flags, advantage, return); the engine keeps two observations per env.
   const double observation = static_cast<double>(spec.observation_space.flat_size()) * 4.0;
   const double action = static_cast<double>(spec.action_space.flat_size()) * 4.0;
-  const double per_env = static_cast<double>(rollout_steps) * (observation + action + 64.0) + 2.0 * observation;
-  const double needed = num_envs * per_env;
+  // The engine's envs, measured; the observations the policy holds beside them (two per env).
+  const double engines = num_envs * (engine_bytes_per_env(vector_env_config(config)) + 2.0 * observation);
+  // A rollout stores observations and actions as float32 plus about eight per-step scalars
+  // (reward, value, log-prob, done flags, advantage, return); the update holds a second copy as it
+  // flattens and gathers minibatches, and a policy that collects while it learns keeps up to
+  // max_policy_lag + 1 more rollouts in flight.
+  double rollout_copies = 2.0;
+  const std::string lag_key = "policy." + config.get_string("train.policy") + ".max_policy_lag";
+  if (config.schema().contains(lag_key)) {
+    rollout_copies += static_cast<double>(std::max<int64_t>(config.get_int(lag_key), 0) + 1);
+  }
+  const double rollouts = rollout_key.empty() ? 0.0
+                                              : rollout_copies * num_envs * static_cast<double>(rollout_steps) *
+                                                    (observation + action + 64.0);
+  // An off-policy learner's replay: both observations of a transition, its action and scalars.
+  const std::string replay_key = "algo." + config.get_string("train.algo") + ".buffer_size";
+  const double replay = rollout_key.empty() && config.schema().contains(replay_key)
+                            ? static_cast<double>(config.get_int(replay_key)) * (2.0 * observation + action + 16.0)
+                            : 0.0;
+  const double needed = engines + rollouts + replay;
   if (needed > available) {
+    std::string parts = "envs " + gigabytes(engines);
+    if (rollouts > 0.0) parts += ", rollouts " + gigabytes(rollouts);
+    if (replay > 0.0) parts += ", replay " + gigabytes(replay);
     const std::string rollout = rollout_key.empty() ? "" : " with " + rollout_key + "=" + std::to_string(rollout_steps);
+    std::string lower = "env.num_envs";
+    if (!rollout_key.empty()) lower += " or " + rollout_key;
+    if (replay > 0.0) lower += " or " + replay_key;
     throw core::ConfigError("env.num_envs=" + std::to_string(config.get_int("env.num_envs")) + rollout +
-                            " needs at least " + gigabytes(needed) + " for its buffers, more than the " +
-                            gigabytes(available) + " of memory available; lower env.num_envs" +
-                            (rollout_key.empty() ? "" : " or " + rollout_key));
+                            " needs about " + gigabytes(needed) + " (" + parts + "), more than the " +
+                            gigabytes(available) + " of memory available; lower " + lower);
   }
 }
 
 envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   envs::VectorEnvConfig result;
   result.env_id = config.get_string("env.id");
-  result.num_envs = engine_count(config, "env.num_envs");
-  result.num_threads = engine_count(config, "env.num_threads");
-  result.batch_size = engine_count(config, "env.batch_size");
+  result.num_envs = engine_count(config, "env.num_envs", 1);
+  result.num_threads = engine_count(config, "env.num_threads", 1);
+  result.batch_size = engine_count(config, "env.batch_size", 0);
   result.seed = static_cast<uint64_t>(config.get_int("run.seed"));
   result.recv_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.get_double("env.recv_timeout_seconds") * 1000.0));

@@ -54,10 +54,11 @@ void set_torch_threads(const core::Config& config);
 // for an env.num_envs, env.num_threads or env.batch_size beyond what the engine can index.
 envs::VectorEnvConfig vector_env_config(const core::Config& config);
 
-// Refuses, in one line, a run whose env.num_envs envs with rollouts of `rollout_steps` steps each
-// would need more memory for their buffers alone than this machine has available (MemAvailable),
-// before anything is allocated: a typo'd size must not grow the process into the OOM killer.
-// The estimate is a lower bound (observations, actions and the rollout's per-step scalars).
+// Refuses, in one line, a run that would need more memory than this machine has available
+// (MemAvailable), before anything large is allocated: a typo'd size must not grow the process
+// into the OOM killer. It counts the envs (their cost per env measured on a small engine of the
+// same env), rollouts of `rollout_steps` steps per env with the copies the update and the policy
+// keep, and an off-policy learner's replay (algo.<algo>.buffer_size) where there are no rollouts.
 // `rollout_key` names the setting behind `rollout_steps` ("" where nothing is stored per step).
 void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec, int64_t rollout_steps,
                            const std::string& rollout_key);

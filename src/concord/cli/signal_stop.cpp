@@ -1,14 +1,26 @@
 #include "concord/cli/signal_stop.h"
 
+#include <unistd.h>
+
 #include <atomic>
 
 namespace concord::cli {
 namespace {
 
-// A handler may only touch a lock-free atomic.
+// A handler may only touch lock-free atomics (and call async-signal-safe functions).
 std::atomic<int> caught_signal{0};
+std::atomic<bool> exit_before_update{false};
+std::atomic<bool> updated{false};
 
-void record_signal(int signal_number) { caught_signal = signal_number; }
+void record_signal(int signal_number) {
+  if (exit_before_update.load() && !updated.load()) {
+    static const char message[] = "concord: stopped by a signal before the first update: nothing to save\n";
+    const ssize_t written = write(STDERR_FILENO, message, sizeof(message) - 1);
+    (void)written;
+    _exit(128 + signal_number);
+  }
+  caught_signal = signal_number;
+}
 
 }  // namespace
 
@@ -29,5 +41,9 @@ SignalStop::~SignalStop() {
 }
 
 int SignalStop::signal() const { return caught_signal.load(); }
+
+void SignalStop::exit_at_once_before_first_update() { exit_before_update = true; }
+
+void SignalStop::first_update_done() { updated = true; }
 
 }  // namespace concord::cli

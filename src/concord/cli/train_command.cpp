@@ -7,6 +7,8 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/cli/commands.h"
+#include "concord/cli/run_config.h"
+#include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_session.h"
 #include "concord/core/progress_bar.h"
@@ -17,6 +19,10 @@ namespace concord::cli {
 namespace {
 
 void run_train(const TrainFlags& flags) {
+  // From here on SIGINT and SIGTERM end the command at once until the first update, through the
+  // set-up of the envs and the first rollout, which can take minutes at sizes nobody meant.
+  SignalStop::exit_at_once_before_first_update();
+  SignalStop signals_during_set_up;
   const TrainingOutcome outcome = run_training_session(flags);
   // A rank other than 0 writes nothing.
   if (outcome.run_dir.empty()) {
@@ -28,9 +34,10 @@ void run_train(const TrainFlags& flags) {
               static_cast<long long>(outcome.state.updates));
   std::printf("%-16s %.1f s\n", "wall time", outcome.wall_seconds);
   std::printf("%-16s %s\n", "checkpoint", checkpoint_path(outcome.run_dir).string().c_str());
-  std::printf("%-16s concord eval %s\n", "evaluate with", outcome.run_dir.string().c_str());
+  const std::string program = program_for_hints();
+  std::printf("%-16s %s eval %s\n", "evaluate with", program.c_str(), outcome.run_dir.string().c_str());
   if (outcome.stop_signal != 0) {
-    std::printf("%-16s concord train --resume %s\n", "continue with", outcome.run_dir.string().c_str());
+    std::printf("%-16s %s train --resume %s\n", "continue with", program.c_str(), outcome.run_dir.string().c_str());
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(outcome.stop_signal)};
   }
@@ -49,7 +56,7 @@ void add_train_command(CLI::App& app) {
   command
       ->add_option("--total-timesteps", flags->total_timesteps,
                    "Environment steps to train for (train.total_timesteps)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+      ->transform(count_between(1, int64_t{1} << 50));
   command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");
   command->callback([flags] { run_train(*flags); });
 }

@@ -93,9 +93,8 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
       env_spec_(envs::make_env(env_config_.env_id, env_config_.options)->spec()) {
   check_keep_checkpoints(config);
   const std::string rollout_key = "algo." + algo_ + ".num_steps";
-  if (config.schema().contains(rollout_key)) {
-    check_memory_estimate(config, env_spec_, config.get_int(rollout_key), rollout_key);
-  }
+  const bool rollouts = config.schema().contains(rollout_key);
+  check_memory_estimate(config, env_spec_, rollouts ? config.get_int(rollout_key) : 0, rollouts ? rollout_key : "");
   communicator_ = join_ranks(config, policy_name_);
   // Rank 0 keeps the run's seed, so one rank reproduces a single-process run; the others draw
   // their envs and samples from streams of their own.

@@ -1,5 +1,7 @@
 #include "concord/cli/training_session.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -7,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/algos/off_policy_learner.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
@@ -53,13 +56,20 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
   TrainingOutcome outcome{{}, training.algo(), training.env_spec().id, state, 0.0, 0};
   core::Stopwatch clock;
   {
+    // These ranks stop when rank 0 does, at an update, whether or not they have made one.
+    SignalStop::first_update_done();
     SignalStop signals;
     policies::TrainingCallbacks callbacks;
     callbacks.should_stop = stop_condition(signals, hooks);
     training.train(state, callbacks);
     outcome.stop_signal = signals.signal();
   }
-  spdlog::info("rank {} done at step {}", training.rank(), state.global_step);
+  // An actor rank keeps no step count of its own: rank 0 counts the steps it sends.
+  if (state.global_step > 0) {
+    spdlog::info("rank {} done at step {}", training.rank(), state.global_step);
+  } else {
+    spdlog::info("rank {} done", training.rank());
+  }
   outcome.state = state;
   outcome.wall_seconds = clock.elapsed_seconds();
   return outcome;
@@ -94,7 +104,51 @@ void save_checkpoint_after_error(const std::filesystem::path& run_dir, algos::Le
   }
 }
 
+// A run that will do nothing, or nearly nothing, says so before it starts.
+void warn_if_little_to_do(TrainingRun& training, const policies::TrainingState& state) {
+  if (state.global_step >= training.total_steps()) {
+    spdlog::warn(
+        "nothing to train: the run is at step {} and train.total_timesteps is {}; resume with --total-timesteps "
+        "above {} to train on",
+        state.global_step, training.total_steps(), state.global_step);
+    return;
+  }
+  const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner());
+  if (off_policy != nullptr && training.total_steps() <= off_policy->learning_starts()) {
+    spdlog::warn(
+        "train.total_timesteps={} is not above the {} steps of random acting before the first update "
+        "(algo.{}.learning_starts): the learner will make no update; train for more steps or lower it",
+        training.total_steps(), off_policy->learning_starts(), training.algo());
+  }
+}
+
+// An off-policy learner that made far fewer updates than its train_frequency asks for was starved:
+// actors on other threads or processes stepped the envs faster than it learned.
+void warn_if_learner_starved(TrainingRun& training, const core::Config& config, const policies::TrainingState& start,
+                             const policies::TrainingState& end) {
+  const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner());
+  if (off_policy == nullptr) return;
+  const int64_t from = std::max(start.global_step, off_policy->learning_starts());
+  const int64_t due = std::max<int64_t>(0, (end.global_step - from) / off_policy->train_frequency());
+  const std::string bound = "policy." + training.policy_name() + ".max_env_steps_per_update";
+  const std::string warning =
+      starved_learner_warning(end.updates - start.updates, due, end.global_step - start.global_step,
+                              off_policy->train_frequency(), config.schema().contains(bound) ? bound : "");
+  if (!warning.empty()) spdlog::warn("{}", warning);
+}
+
 }  // namespace
+
+std::string starved_learner_warning(int64_t made, int64_t due, int64_t steps, int64_t train_frequency,
+                                    const std::string& bound) {
+  if (due < 40 || made * 4 >= due) return "";
+  char share[32];
+  std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(made) / static_cast<double>(due));
+  return "the learner made " + std::to_string(made) + " updates in " + std::to_string(steps) + " env steps, " + share +
+         " of the " + std::to_string(due) + " that train_frequency=" + std::to_string(train_frequency) +
+         " asks for: the actors outran it, and the agent learned from fewer samples per step than configured" +
+         (bound.empty() ? "" : " (" + bound + " bounds env steps per update)");
+}
 
 TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHooks& hooks) {
   if (!flags.resume.empty() && !std::filesystem::is_directory(flags.resume)) {
@@ -138,6 +192,9 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
                training.world_size() > 1 ? " in all, " + std::to_string(training.world_size()) + " ranks" : "",
                training.policy_name(), training.device().str());
 
+  warn_if_little_to_do(training, state);
+  const policies::TrainingState start_state = state;
+
   auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo, state.global_step);
   TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0};
   core::Stopwatch clock;
@@ -155,6 +212,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
                               const core::EpisodeStats& episodes) {
       last_update = now;
+      SignalStop::first_update_done();
       parameters_then.copy_(learner.flat_parameters().values().detach());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
       if (now.global_step >= next_record_step) {
@@ -192,6 +250,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     outcome.stop_signal = signals.signal();
   }
   if (outcome.stop_signal != 0) spdlog::warn("stopped by signal at step {}; checkpoint saved", state.global_step);
+  if (outcome.stop_signal == 0) warn_if_learner_starved(training, run.config, start_state, state);
   outcome.state = state;
   outcome.wall_seconds = clock.elapsed_seconds();
   return outcome;

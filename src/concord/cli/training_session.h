@@ -53,4 +53,11 @@ struct TrainingOutcome {
 // whatever a hook throws (after the policy has stopped, without a final checkpoint).
 TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHooks& hooks = {});
 
+// The warning for an off-policy learner that made `made` updates in `steps` env steps where its
+// train_frequency asked for `due` (counted from learning_starts): "" unless it made fewer than a
+// quarter of them (and at least 40 were due). `bound` names a config key that bounds env steps
+// per update, or is "".
+std::string starved_learner_warning(int64_t made, int64_t due, int64_t steps, int64_t train_frequency,
+                                    const std::string& bound);
+
 }  // namespace concord::cli

@@ -1,6 +1,7 @@
 #include "concord/core/blas.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -81,6 +82,25 @@ std::string faster_blas_kernel() {
 #else
   return "";
 #endif
+}
+
+void reexec_with_faster_blas_kernel(char** argv) {
+  const std::string faster = faster_blas_kernel();
+  if (faster.empty()) return;
+  setenv("OPENBLAS_CORETYPE", faster.c_str(), 1);
+  setenv("CONCORD_BLAS_KERNEL_CHOSEN", faster.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  // The exec failed: run on with the kernels OpenBLAS chose, and do not pretend otherwise.
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("CONCORD_BLAS_KERNEL_CHOSEN");
+}
+
+std::string blas_kernel_chosen_by_concord() {
+  const char* chosen = std::getenv("CONCORD_BLAS_KERNEL_CHOSEN");
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  // Only while the variable still holds what Concord set (a user may set another below it).
+  if (chosen == nullptr || forced == nullptr || std::string(chosen) != forced) return "";
+  return chosen;
 }
 
 bool blas_is_thread_safe() {

@@ -29,6 +29,16 @@ std::string faster_blas_kernel(const std::string& chosen, bool forced, bool avx5
 // The same for this process and CPU.
 std::string faster_blas_kernel();
 
+// Where faster_blas_kernel() names a kernel set, a program can still get it: OpenBLAS reads
+// OPENBLAS_CORETYPE when it is loaded, before main(), so this sets the variable (and
+// CONCORD_BLAS_KERNEL_CHOSEN, which blas_kernel_chosen_by_concord() reads) and re-executes the
+// program with the same arguments. A user's own OPENBLAS_CORETYPE wins: nothing is done then. Returns
+// only when nothing was done or the exec failed; call it first thing in main().
+void reexec_with_faster_blas_kernel(char** argv);
+
+// The kernel set reexec_with_faster_blas_kernel() chose for this process (or its parent), or "".
+std::string blas_kernel_chosen_by_concord();
+
 // Whether several threads may call the loaded BLAS at once. True for BLAS other than OpenBLAS
 // (the reference BLAS and MKL are reentrant).
 bool blas_is_thread_safe();
