@@ -28,6 +28,7 @@ namespace {
 
 struct Options {
   int max_actors = 4;
+  std::vector<int> actors;  // --actors: the counts to measure instead of 1..max_actors
   int runs = 3;
   int64_t envs_per_actor = 8;
   int64_t num_steps = 128;
@@ -79,9 +80,13 @@ int launch_sweep(const Options& options, const std::vector<std::string>& argumen
               "steps/s of each run");
   std::fflush(stdout);
 
+  std::vector<int> actor_counts = options.actors;
+  if (actor_counts.empty()) {
+    for (int actors = 1; actors <= options.max_actors; ++actors) actor_counts.push_back(actors);
+  }
   double baseline = 0.0;
   bool all_ran = true;
-  for (int actors = 1; actors <= options.max_actors; ++actors) {
+  for (const int actors : actor_counts) {
     std::vector<double> rates, cores;
     std::string per_run;
     int64_t steps = 0;
@@ -120,6 +125,8 @@ int main(int argc, char** argv) {
   CLI::App app{"actor_processes: actor-learner PPO throughput at 1 to N actor processes"};
   Options options;
   app.add_option("--max-actors", options.max_actors, "Largest number of actor processes (the sweep runs 1..N)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--actors", options.actors, "Actor counts to measure instead of 1..--max-actors, e.g. 1 2 4 8")
       ->check(CLI::Range(1, 1024));
   app.add_option("--runs", options.runs, "Runs per actor count (the median is reported)")->check(CLI::Range(1, 100));
   app.add_option("--envs-per-actor", options.envs_per_actor, "Environments each actor steps")

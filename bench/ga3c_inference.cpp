@@ -1,6 +1,10 @@
 // ga3c_inference: predictions per second (PPS) of central batched inference (GA3C) against every
 // agent running its own batch-1 inference (the A3C way), one env per agent: on CartPole-v1 with
-// MLPs, or with --minatar on MinAtar Breakout with MinAtar's convolutional network.
+// MLPs, with --minatar on MinAtar Breakout with MinAtar's convolutional network, or with --large on
+// MinAtar Breakout drawn as 4x84x84 frames with GA3C's larger network (the Nature-DQN CNN: conv 32
+// 8x8 stride 4, conv 64 4x4 stride 2, conv 64 3x3, FC 512). --device puts both columns' networks
+// on a GPU (the predictor's batch, or every agent's copy); --own-device moves the per-agent column
+// alone (e.g. GA3C on the GPU against A3C on the CPU's cores).
 //
 //   central  the `central_inference` policy itself, with 1 predictor (prediction_batch 128) and a
 //            learner that does nothing, so only stepping and inference cost time; PPS is the
@@ -15,10 +19,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -28,7 +34,9 @@
 #include <torch/torch.h>
 
 #include "concord/algos/a2c.h"
+#include "concord/core/device.h"
 #include "concord/core/torch_thread.h"
+#include "concord/envs/registry.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/policies/central_inference.h"
@@ -52,8 +60,9 @@ concord::nn::ActorCriticConfig cartpole_network(int64_t width) {
 // A learner that learns nothing: central_inference's trainers cost (almost) no time.
 class NullLearner final : public concord::algos::OnPolicyLearner {
  public:
-  NullLearner(int64_t rollout_length, const concord::nn::ActorCriticConfig& network, int64_t sleep_us)
-      : rollout_length_(rollout_length), sleep_us_(sleep_us), model_(network) {}
+  NullLearner(int64_t rollout_length, const concord::nn::ActorCriticConfig& network, int64_t sleep_us,
+              torch::Device device = torch::kCPU)
+      : rollout_length_(rollout_length), sleep_us_(sleep_us), model_(on_device(network, device)) {}
   concord::algos::Metrics update(const concord::algos::Rollout&, double) override {
     if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
     return {};
@@ -69,6 +78,12 @@ class NullLearner final : public concord::algos::OnPolicyLearner {
   void load(const concord::core::Checkpoint&) override {}
 
  private:
+  static concord::nn::ActorCritic on_device(const concord::nn::ActorCriticConfig& network, torch::Device device) {
+    concord::nn::ActorCritic model(network);
+    model->to(device);
+    return model;
+  }
+
   int64_t rollout_length_;
   int64_t sleep_us_;
   concord::nn::ActorCritic model_;
@@ -98,6 +113,80 @@ Workload minatar_workload() {
   return {"grid CNN, MinAtar/Breakout-v1", "MinAtar/Breakout-v1", network};
 }
 
+// MinAtar Breakout drawn as Atari-sized frames, for a network of GA3C's size: each grid cell of
+// the [10, 10, 4] observation becomes an 8x8 block (0 or 255) of a [4, 84, 84] uint8 frame, with
+// a 2-pixel border. The game and its costs are Breakout's; the frame is what the network sees.
+class Breakout84 final : public concord::envs::ByteEnv {
+ public:
+  static constexpr char kId[] = "bench/MinAtarBreakout84-v0";
+  static constexpr int64_t kSize = 84;
+  static constexpr int64_t kCell = 8;
+  static constexpr int64_t kBorder = 2;
+
+  Breakout84() : Breakout84(concord::envs::make_env("MinAtar/Breakout-v1")) {}
+
+ private:
+  explicit Breakout84(std::unique_ptr<concord::envs::Env> inner)
+      : concord::envs::ByteEnv(spec_of(*inner)),
+        inner_(std::move(inner)),
+        grid_(inner_->spec().observation_space.byte_size()) {}
+
+  static concord::envs::EnvSpec spec_of(const concord::envs::Env& inner) {
+    const concord::envs::Space& grid = inner.spec().observation_space;
+    // No time limit of its own: the inner env truncates its episodes.
+    return concord::envs::EnvSpec{
+        kId,
+        concord::envs::Space::box({grid.shape().at(2), kSize, kSize}, 0.0f, 255.0f, concord::envs::Dtype::kUInt8),
+        inner.spec().action_space,
+        0,
+        std::nullopt,
+        false};
+  }
+
+  void reset_state(uint8_t* observation) override {
+    inner_->reset(reset_seed(), grid_.data());
+    draw(observation);
+  }
+  concord::envs::StepResult step_state(const concord::envs::Action& action, uint8_t* observation) override {
+    const concord::envs::StepResult result = inner_->step(action, grid_.data());
+    draw(observation);
+    return result;
+  }
+  // grid_ is [H, W, C] (channel last); the frame is [C, 84, 84].
+  void draw(uint8_t* frame) const {
+    const std::vector<int64_t>& shape = inner_->spec().observation_space.shape();
+    const int64_t height = shape[0], width = shape[1], channels = shape[2];
+    std::fill(frame, frame + channels * kSize * kSize, uint8_t{0});
+    for (int64_t y = 0; y < height; ++y) {
+      for (int64_t x = 0; x < width; ++x) {
+        for (int64_t c = 0; c < channels; ++c) {
+          if (grid_[static_cast<size_t>((y * width + x) * channels + c)] == 0) continue;
+          for (int64_t dy = 0; dy < kCell; ++dy) {
+            uint8_t* row = frame + (c * kSize + kBorder + y * kCell + dy) * kSize + kBorder + x * kCell;
+            std::fill(row, row + kCell, uint8_t{255});
+          }
+        }
+      }
+    }
+  }
+
+  std::unique_ptr<concord::envs::Env> inner_;
+  std::vector<uint8_t> grid_;
+};
+
+// GA3C's larger network (the Nature-DQN CNN, as one shared torso) on Breakout84's frames.
+Workload large_workload() {
+  if (!concord::envs::Registry::global().contains(Breakout84::kId)) {
+    concord::envs::Registry::global().add(Breakout84::kId, [] { return std::make_unique<Breakout84>(); });
+  }
+  concord::nn::ActorCriticConfig network;
+  network.obs_shape = {4, Breakout84::kSize, Breakout84::kSize};
+  network.action_dim = 3;
+  network.torso = "cnn";
+  network.shared_torso = true;
+  return {"Nature CNN, Breakout 4x84x84", Breakout84::kId, network};
+}
+
 concord::envs::VectorEnvConfig workload_envs(const Workload& workload, int num_envs) {
   concord::envs::VectorEnvConfig config;
   config.env_id = workload.env_id;
@@ -108,8 +197,9 @@ concord::envs::VectorEnvConfig workload_envs(const Workload& workload, int num_e
 
 // Runs the policy for `seconds` and returns the last update's metrics.
 concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord::algos::OnPolicyLearner& learner,
-                                   const concord::envs::VectorEnvConfig& envs, double seconds) {
-  CentralInferencePolicy policy(config, envs, learner, torch::kCPU);
+                                   const concord::envs::VectorEnvConfig& envs, double seconds,
+                                   torch::Device device = torch::kCPU) {
+  CentralInferencePolicy policy(config, envs, learner, device);
   concord::policies::TrainingState state;
   concord::algos::Metrics last;
   concord::policies::TrainingCallbacks callbacks;
@@ -121,39 +211,66 @@ concord::algos::Metrics run_policy(const CentralInferenceConfig& config, concord
   return last;
 }
 
-concord::algos::Metrics central_metrics(const Workload& workload, int agents, double seconds) {
-  NullLearner learner(5, workload.network, 0);
+concord::algos::Metrics central_metrics(const Workload& workload, int agents, double seconds, torch::Device device) {
+  NullLearner learner(5, workload.network, 0, device);
   CentralInferenceConfig config;
   config.agents = agents;
   config.training_batch = 1;
   config.max_policy_lag = 1;  // GA3C's arrangement: agents collect while the learner trains
   config.queue_capacity = 2 * agents;
-  return run_policy(config, learner, workload_envs(workload, agents), seconds);
+  return run_policy(config, learner, workload_envs(workload, agents), seconds, device);
 }
 
-double own_inference_pps(const Workload& workload, int agents, double seconds) {
+// One act() at batch 1 and at `rows` on `device`, on a thread that then ends: a GPU's lazily
+// loaded kernels and its library handles (which a finished thread returns to LibTorch's pools), and
+// the CPU's convolution kernels, are ready before any clock starts.
+void warm_up(const Workload& workload, int rows, torch::Device device) {
+  concord::core::torch_thread([&] {
+    concord::nn::ActorCritic model(workload.network);
+    model->to(device);
+    c10::InferenceMode inference;
+    for (const int64_t batch : {int64_t{1}, static_cast<int64_t>(rows)}) {
+      std::vector<int64_t> shape = {batch};
+      shape.insert(shape.end(), workload.network.obs_shape.begin(), workload.network.obs_shape.end());
+      model->act(torch::zeros(shape, torch::kUInt8).to(device)).action.to(torch::kCPU);
+    }
+  }).join();
+}
+
+double own_inference_pps(const Workload& workload, int agents, double seconds, torch::Device device) {
   const concord::nn::ActorCritic reference(workload.network);
   std::atomic<int64_t> predictions{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (int a = 0; a < agents; ++a) {
     auto model = std::dynamic_pointer_cast<concord::nn::ActorCriticImpl>(reference->clone());
+    model->to(device);
     threads.push_back(concord::core::torch_thread([&, model, a] {
       concord::envs::VectorEnvConfig config = workload_envs(workload, 1);
       config.seed = static_cast<uint64_t>(a);
       concord::envs::VectorEnv env(config);
       concord::envs::Batch batch = env.reset();
-      int64_t count = 0;
       c10::InferenceMode inference;
-      while (!stop.load(std::memory_order_relaxed)) {
-        const torch::Tensor observation = concord::policies::observation_view(env, batch.observations, 1);
-        const torch::Tensor action = model->act(observation).action.contiguous();
+      auto predict_and_step = [&] {
+        const torch::Tensor observation = concord::policies::observation_view(env, batch.observations, 1).to(device);
+        const torch::Tensor action = model->act(observation).action.to(torch::kCPU).contiguous();
         batch = env.step(action.data_ptr<int64_t>());
+      };
+      predict_and_step();  // this thread's first call (a GPU's per-thread set-up) is not timed
+      ++ready;
+      while (!go.load()) std::this_thread::yield();
+      int64_t count = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        predict_and_step();
         ++count;
       }
       predictions += count;
     }));
   }
+  while (ready.load() < agents) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  go = true;
   const auto start = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
@@ -203,32 +320,54 @@ int main(int argc, char** argv) {
   double seconds = 3.0;
   bool with_sweep = false;
   bool minatar = false;
+  bool large = false;
+  std::string device_name = "cpu";
+  std::string own_device_name;
   app.add_option("--agents", agent_counts, "Agent counts to measure");
   app.add_option("--widths", widths, "Hidden width of the 2-layer MLPs");
   app.add_option("--seconds", seconds, "Wall time per cell");
   app.add_flag("--minatar", minatar, "Measure MinAtar Breakout with the grid CNN instead of CartPole's MLPs");
+  app.add_flag("--large", large,
+               "Measure GA3C's larger network (Nature CNN) on MinAtar Breakout drawn as 4x84x84 frames "
+               "instead of CartPole's MLPs (with --minatar: both)");
+  app.add_option("--device", device_name, "Device of both columns' networks: cpu, cuda, cuda:N")->capture_default_str();
+  app.add_option("--own-device", own_device_name, "Device of the per-agent column alone (default: --device)");
   app.add_flag("--sweep", with_sweep, "Also compare static thread configurations with dynamic adjustment (TPS)");
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
+  torch::Device device = torch::kCPU;
+  torch::Device own_device = torch::kCPU;
+  try {
+    device = concord::core::resolve_device(device_name);
+    own_device = own_device_name.empty() ? device : concord::core::resolve_device(own_device_name);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ga3c_inference: error: %s\n", error.what());
+    return 1;
+  }
 
   std::vector<Workload> workloads;
-  if (minatar) {
-    workloads.push_back(minatar_workload());
-  } else {
+  if (minatar) workloads.push_back(minatar_workload());
+  if (large) workloads.push_back(large_workload());
+  if (!minatar && !large) {
     for (int64_t width : widths) workloads.push_back(cartpole_workload(width));
   }
-  std::printf("PPS, one env per agent, %.1f s per cell; machine: %u hardware threads, load average at start %s\n\n",
+  std::printf("PPS, one env per agent, %.1f s per cell; machine: %u hardware threads, load average at start %s\n",
               seconds, std::thread::hardware_concurrency(), concord::bench::load_average().c_str());
+  std::printf("devices: central batched on %s, own batch-1 on %s\n\n", device.str().c_str(), own_device.str().c_str());
   std::printf(
       "| workload | agents | central batched PPS | mean prediction batch | own batch-1 PPS (A3C) | ratio |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Workload& workload : workloads) {
+    const int most_agents = agent_counts.empty() ? 1 : *std::max_element(agent_counts.begin(), agent_counts.end());
+    warm_up(workload, most_agents, device);
+    if (own_device != device) warm_up(workload, 1, own_device);
     for (int agents : agent_counts) {
-      const concord::algos::Metrics metrics = central_metrics(workload, agents, seconds);
-      const double central = metrics.at("charts/PPS");
-      const double own = own_inference_pps(workload, agents, seconds);
+      concord::algos::Metrics metrics = central_metrics(workload, agents, seconds, device);
+      // No update finished within the time (a slow network, a very short cell): no central figure.
+      const double central = metrics.count("charts/PPS") ? metrics.at("charts/PPS") : 0.0;
+      const double own = own_inference_pps(workload, agents, seconds, own_device);
       std::printf("| %s | %d | %.0f | %.1f | %.0f | %.2fx |\n", workload.label.c_str(), agents, central,
-                  metrics.at("charts/prediction_batch_size"), own, central / own);
+                  metrics["charts/prediction_batch_size"], own, central / own);
       std::fflush(stdout);
     }
   }

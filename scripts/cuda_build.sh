@@ -7,7 +7,8 @@
 #
 # Environment: PYTHON (default python3) names the interpreter whose torch is used;
 # CONCORD_EXTRA_PREFIX adds a prefix (e.g. an unpacked toml++ or gloo-headers package) to
-# CMake's search path and its include/ to the compiler's; PROTOC names a protoc binary.
+# CMake's search path and its include/ to the compiler's; PROTOC names a protoc binary;
+# CONCORD_BUILD_BENCH=ON adds the benchmark programs (bench/device_suite.sh builds some).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build-cuda}"
@@ -53,7 +54,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$cmake_prefix" -DCMAKE_CXX_FLAGS="$cxx_flags" \
   -DCMAKE_SKIP_BUILD_RPATH=ON -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,$run_path" \
   -DCUDAToolkit_ROOT="$cuda_root" -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc" \
-  -DCONCORD_BUILD_PYTHON=OFF -DCONCORD_BUILD_BENCH=OFF "${protoc_flag[@]}"
+  -DCONCORD_BUILD_PYTHON=OFF -DCONCORD_BUILD_BENCH="${CONCORD_BUILD_BENCH:-OFF}" "${protoc_flag[@]}"
 cmake --build "$build" -- -k 0 "$@"
 # The programs must bind std::filesystem in libstdc++, not in libtorch.so's copy (CMakeLists.txt).
 if [ -f "$build/concord" ] && ! readelf -d "$build/concord" | awk '/NEEDED/ {print; exit}' | grep -q 'libstdc++'; then
