@@ -251,15 +251,16 @@ TEST(Cli, RunsThatDoNothingSaySo) {
   EXPECT_EQ(concord::cli::starved_learner_warning(0, 30, 400, 10, ""), "");
 }
 
-// SIGTERM while a run sets up (here: 300,000 envs and their first rollout of 38 million steps)
+// SIGTERM while a run sets up (here: 300,000 envs, their first rollout and the first update)
 // ends it at once, in one line, with the status of the signal: there is nothing to save before
 // the first update. (Before, the flag it set was read only after the first update, minutes later.)
 TEST(Cli, SigtermDuringSetUpEndsTheRunAtOnce) {
   const auto root = fresh_dir("sigterm_set_up");
   const CommandResult result = concord::test::run_shell(
       "timeout -s KILL 60 timeout --preserve-status -s TERM 4 " + std::string(CONCORD_BINARY) +
-      " train --set env.num_envs=300000 --total-timesteps 1000000000 --progress off --run-root " + root.string() +
-      " 2>&1");
+      " train --set env.num_envs=300000 --set algo.ppo.num_steps=16 --total-timesteps 1000000000 --progress off "
+      "--run-root " +
+      root.string() + " 2>&1");
   EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.output;
   EXPECT_THAT(result.output, ::testing::HasSubstr("concord: stopped by a signal before the first update"));
 }

@@ -157,7 +157,7 @@ double engine_bytes_per_env(const envs::VectorEnvConfig& config) {
 }  // namespace
 
 void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec, int64_t rollout_steps,
-                           const std::string& rollout_key) {
+                           const std::string& rollout_key, double activation_bytes_per_sample) {
   const double available = available_memory_bytes();
   if (available <= 0.0) return;
   const auto num_envs = static_cast<double>(config.get_int("env.num_envs"));
@@ -177,15 +177,24 @@ void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec
   const double rollouts = rollout_key.empty() ? 0.0
                                               : rollout_copies * num_envs * static_cast<double>(rollout_steps) *
                                                     (observation + action + 64.0);
+  // The update's forward and backward passes over one minibatch keep every layer's activations.
+  const std::string minibatches_key = "algo." + config.get_string("train.algo") + ".num_minibatches";
+  const double minibatches = config.schema().contains(minibatches_key)
+                                 ? static_cast<double>(std::max<int64_t>(config.get_int(minibatches_key), 1))
+                                 : 1.0;
+  const double activations =
+      rollout_key.empty() ? 0.0
+                          : activation_bytes_per_sample * num_envs * static_cast<double>(rollout_steps) / minibatches;
   // An off-policy learner's replay: both observations of a transition, its action and scalars.
   const std::string replay_key = "algo." + config.get_string("train.algo") + ".buffer_size";
   const double replay = rollout_key.empty() && config.schema().contains(replay_key)
                             ? static_cast<double>(config.get_int(replay_key)) * (2.0 * observation + action + 16.0)
                             : 0.0;
-  const double needed = engines + rollouts + replay;
+  const double needed = engines + rollouts + activations + replay;
   if (needed > available) {
     std::string parts = "envs " + gigabytes(engines);
     if (rollouts > 0.0) parts += ", rollouts " + gigabytes(rollouts);
+    if (activations > 0.0) parts += ", update " + gigabytes(activations);
     if (replay > 0.0) parts += ", replay " + gigabytes(replay);
     const std::string rollout = rollout_key.empty() ? "" : " with " + rollout_key + "=" + std::to_string(rollout_steps);
     std::string lower = "env.num_envs";

@@ -58,9 +58,11 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config);
 // (MemAvailable), before anything large is allocated: a typo'd size must not grow the process
 // into the OOM killer. It counts the envs (their cost per env measured on a small engine of the
 // same env), rollouts of `rollout_steps` steps per env with the copies the update and the policy
-// keep, and an off-policy learner's replay (algo.<algo>.buffer_size) where there are no rollouts.
-// `rollout_key` names the setting behind `rollout_steps` ("" where nothing is stored per step).
+// keep, the update's activations (`activation_bytes_per_sample` for each sample of a minibatch:
+// the whole rollout, or algo.<algo>.num_minibatches-th of it), and an off-policy learner's replay
+// (algo.<algo>.buffer_size) where there are no rollouts. `rollout_key` names the setting behind
+// `rollout_steps` ("" where nothing is stored per step).
 void check_memory_estimate(const core::Config& config, const envs::EnvSpec& spec, int64_t rollout_steps,
-                           const std::string& rollout_key);
+                           const std::string& rollout_key, double activation_bytes_per_sample = 0.0);
 
 }  // namespace concord::cli

@@ -78,6 +78,21 @@ std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const
   return comm::connect(launch, options);
 }
 
+// What the update keeps per sample of a minibatch: about two floats per layer output (before and
+// after its activation; backward's gradients reuse what it frees), checked against a run's peak in
+// bench/RESULTS.md, "Memory"; a convolution's outputs are counted over the observation's grid,
+// the size of MinAtar's first feature map.
+double activation_bytes_per_sample(torch::nn::Module& network, const envs::Space& observation_space) {
+  const std::vector<int64_t>& shape = observation_space.shape();
+  const double grid = shape.size() == 3 ? static_cast<double>(shape[0] * shape[1]) : 1.0;
+  double outputs = 0.0;
+  for (const torch::Tensor& parameter : network.parameters()) {
+    if (parameter.dim() == 2) outputs += static_cast<double>(parameter.size(0));
+    if (parameter.dim() == 4) outputs += static_cast<double>(parameter.size(0)) * grid;
+  }
+  return 2.0 * 4.0 * outputs;
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* resume_from)
@@ -92,9 +107,6 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
       env_config_(vector_env_config(config)),
       env_spec_(envs::make_env(env_config_.env_id, env_config_.options)->spec()) {
   check_keep_checkpoints(config);
-  const std::string rollout_key = "algo." + algo_ + ".num_steps";
-  const bool rollouts = config.schema().contains(rollout_key);
-  check_memory_estimate(config, env_spec_, rollouts ? config.get_int(rollout_key) : 0, rollouts ? rollout_key : "");
   communicator_ = join_ranks(config, policy_name_);
   // Rank 0 keeps the run's seed, so one rank reproduces a single-process run; the others draw
   // their envs and samples from streams of their own.
@@ -114,6 +126,11 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   torch::manual_seed(seed);
   set_torch_threads(config);
   learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
+  // Before the envs and the policy's buffers exist: a size that cannot fit is refused here.
+  const std::string rollout_key = "algo." + algo_ + ".num_steps";
+  const bool rollouts = config.schema().contains(rollout_key);
+  check_memory_estimate(config, env_spec_, rollouts ? config.get_int(rollout_key) : 0, rollouts ? rollout_key : "",
+                        activation_bytes_per_sample(learner_->network(), env_spec_.observation_space));
   bonus_ = explore::make_bonus(config, env_spec_.observation_space);
   if (resume_from != nullptr) {
     learner_->load(*resume_from);
