@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The contributor's quick loop: builds the test programs of the named layers (tests/<layer>/) and
-# runs their tests without the learning tests (ctest names 'Learning.'), which train for seconds
+# runs their tests without the learning tests (gtest suites named *Learning), which train for seconds
 # each and are what scripts/test.sh reruns under other BLAS kernels. With no layer, every unit
 # test of every layer. scripts/test.sh stays the full suite: learning tests, kernels, fuzzers.
-# Usage: scripts/dev_test.sh [LAYER ...] [-- CTEST ARGS]    e.g. scripts/dev_test.sh core envs -- -R Config
+# Usage: scripts/dev_test.sh [LAYER ...] [-- CTEST ARGS]    e.g. scripts/dev_test.sh core envs -- -R config
+# (ctest runs one test per program; GTEST_FILTER=Config* narrows the programs to some tests.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_BUILD_DIR:-$root/build}"
@@ -33,7 +34,10 @@ fi
 # falls back to generic kernels; the test programs are told.
 faster="$("$build_dir/concord" --version | sed -n 's/.*OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')"
 if [ -n "$faster" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE="$faster"; fi
-label=()
-if [ ${#layers[@]} -gt 0 ]; then label=(-L "^($(IFS='|'; echo "${layers[*]}"))\$"); fi
+if [ ${#layers[@]} -eq 0 ]; then
+  mapfile -t layers < <(cd "$root/tests" && ls -d */ | tr -d / | grep -vx -e fuzz -e python)
+fi
 cd "$build_dir"
-exec ctest --output-on-failure --timeout 300 -j "$(nproc)" "${label[@]}" -E 'Learning\.|_quick$|_dry_run$' "$@"
+# Every test program of the layers, each without its learning tests (suites named *Learning).
+GTEST_FILTER="${GTEST_FILTER:--*Learning.*}" exec ctest --output-on-failure --timeout 900 -j "$(nproc)" \
+  -L "^($(IFS='|'; echo "${layers[*]}"))\$" "$@"

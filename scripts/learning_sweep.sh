@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The measurement behind the learning tests' bars: every learning test (ctest names matching
-# 'Learning\.') over many seeds and several OpenBLAS kernel sets, one line per run collected into
+# The measurement behind the learning tests' bars: every learning test (gtest suites named
+# *Learning, in the programs ctest labels `learning`) over many seeds and several OpenBLAS kernel sets, one line per run collected into
 # a table (min, median, max and the share above each test's bar). Slow: minutes per kernel.
 # Usage: scripts/learning_sweep.sh [SEEDS [KERNEL ...]]   e.g. scripts/learning_sweep.sh 1,2,3,4,5,6 Haswell Zen
-# Environment: CONCORD_SWEEP_FILTER, a ctest regex narrowing the tests (default 'Learning\.').
+# Environment: CONCORD_SWEEP_FILTER, a gtest filter narrowing the tests (default '*Learning.*').
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_BUILD_DIR:-$root/build}"
@@ -11,12 +11,12 @@ seeds="${1:-1,2,3,4,5,6}"
 shift || true
 kernels=("$@")
 if [ "${#kernels[@]}" -eq 0 ]; then kernels=(Haswell Zen SkylakeX Sandybridge); fi
-filter="${CONCORD_SWEEP_FILTER:-Learning\\.}"
+filter="${CONCORD_SWEEP_FILTER:-*Learning.*}"
 out="$(mktemp -t learning_sweep.XXXXXX)"
 for kernel in "${kernels[@]}"; do
   echo "learning_sweep: OPENBLAS_CORETYPE=$kernel, seeds $seeds" >&2
-  (cd "$build_dir" && OPENBLAS_CORETYPE="$kernel" CONCORD_LEARNING_SEEDS="$seeds" \
-    ctest -j "$(nproc)" --timeout 3000 -R "$filter" -V 2>&1 || true) | grep -o '\[learning\] .*' >>"$out" || true
+  (cd "$build_dir" && OPENBLAS_CORETYPE="$kernel" CONCORD_LEARNING_SEEDS="$seeds" GTEST_FILTER="$filter" \
+    ctest -j "$(nproc)" --timeout 6000 -L '^learning$' -V 2>&1 || true) | grep -o '\[learning\] .*' >>"$out" || true
 done
 echo "# learning sweep: seeds $seeds; kernels ${kernels[*]}; $(date -u +%Y-%m-%d); load $(cut -d' ' -f1-3 /proc/loadavg)"
 awk '

@@ -5,7 +5,8 @@ its entries, so that the runs/ a command writes stay out of the tree), at a smal
 
 Sizes shrink where a command takes one: --total-timesteps (added to `train` commands that have
 none), --episodes, --steps, --rounds and --epochs. Everything else runs as the reader would type
-it. A block fails on the first command that exits non-zero or runs past the time limit.
+it, each block in one shell (`set -e`, as a reader pastes it), which fails on the first command that exits
+non-zero or runs past the time limit.
 
 Usage: scripts/run_doc_commands.py [--build DIR] [--list] [FILE ...]
 """
@@ -22,7 +23,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```sh runnable\s*\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 SHRINK = [
-    (re.compile(r"--total-timesteps[ =]\S+"), "--total-timesteps 4096"),
+    (re.compile(r"--total-timesteps[ =]\S+"), "--total-timesteps 2048"),
     (re.compile(r"--episodes[ =]\S+"), "--episodes 2"),
     (re.compile(r"--steps[ =]\S+"), "--steps 20"),
     (re.compile(r"--rounds[ =]\S+"), "--rounds 2"),
@@ -53,7 +54,7 @@ def shrunk(command):
     for pattern, replacement in SHRINK:
         command = pattern.sub(replacement, command)
     if re.search(r"\bconcord train\b", command) and "--total-timesteps" not in command and "--resume" not in command:
-        command += " --total-timesteps 4096"
+        command += " --total-timesteps 2048"
     return command
 
 
@@ -85,31 +86,36 @@ def main():
     try:
         for path, line, block in found:
             where = f"{path.relative_to(ROOT)}:{line}"
+            script = []
             for command in commands(block):
                 if SKIP.search(command):
                     print(f"run_doc_commands: {where}: skipped (the quick start itself): {command}")
                     continue
-                command = shrunk(command)
-                if args.list:
-                    print(f"{where}: {command}")
-                    continue
-                start = time.monotonic()
-                try:
-                    result = subprocess.run(["bash", "-c", command], cwd=folder, stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, text=True, timeout=args.timeout)
-                    status = result.returncode
-                    output = result.stdout
-                except subprocess.TimeoutExpired as expired:
-                    status = "timeout"
-                    output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-                seconds = time.monotonic() - start
-                if status == 0:
-                    print(f"run_doc_commands: {where}: ok in {seconds:.1f} s: {command}")
-                    continue
-                failures += 1
-                print(f"run_doc_commands: {where}: FAILED ({status}) after {seconds:.1f} s: {command}", file=sys.stderr)
-                print("\n".join(output.splitlines()[-15:]), file=sys.stderr)
-                break  # the block's later commands may depend on this one
+                script.append(shrunk(command))
+            if args.list:
+                print("\n".join(f"{where}: {command}" for command in script))
+                continue
+            if not script:
+                continue
+            # One shell per block, as a reader pastes it: a variable one line sets, the next reads.
+            start = time.monotonic()
+            try:
+                result = subprocess.run(["bash", "-c", "set -e\n" + "\n".join(script)], cwd=folder,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        timeout=args.timeout * len(script))
+                status = result.returncode
+                output = result.stdout
+            except subprocess.TimeoutExpired as expired:
+                status = "timeout"
+                output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+            seconds = time.monotonic() - start
+            if status == 0:
+                print(f"run_doc_commands: {where}: {len(script)} commands ok in {seconds:.1f} s")
+                continue
+            failures += 1
+            print(f"run_doc_commands: {where}: FAILED ({status}) after {seconds:.1f} s:", file=sys.stderr)
+            print("\n".join(f"    {command}" for command in script), file=sys.stderr)
+            print("\n".join(output.splitlines()[-15:]), file=sys.stderr)
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

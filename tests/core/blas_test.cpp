@@ -76,7 +76,11 @@ TEST(Blas, FasterKernelOnlyReplacesTheGenericFallback) {
   EXPECT_EQ(faster_blas_kernel("Prescott", false, false, false, false), "");
   EXPECT_EQ(faster_blas_kernel("Prescott", true, true, true, true), "");
   EXPECT_EQ(faster_blas_kernel("SkylakeX", false, true, true, true), "");
-  EXPECT_EQ(faster_blas_kernel("Haswell", false, true, true, true), "");
+  // An AVX-512 CPU that OpenBLAS took for an AVX2 one (AMD's Zen 4 and 5).
+  EXPECT_EQ(faster_blas_kernel("Haswell", false, true, true, true), "SkylakeX");
+  EXPECT_EQ(faster_blas_kernel("Zen", false, true, true, true), "SkylakeX");
+  EXPECT_EQ(faster_blas_kernel("Haswell", true, true, true, true), "");
+  EXPECT_EQ(faster_blas_kernel("Haswell", false, false, true, true), "");
   EXPECT_EQ(faster_blas_kernel("unknown", false, true, true, true), "");
 }
 

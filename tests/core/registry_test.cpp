@@ -45,7 +45,8 @@ TEST(Registry, AnUnknownNameIsOneErrorListingTheKnownOnes) {
     bonuses.at("simhas");
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_STREQ(error.what(), "unknown exploration bonus 'simhas' for explore.bonus (known: none, simhash)");
+    EXPECT_STREQ(error.what(),
+                 "unknown exploration bonus 'simhas' for explore.bonus: did you mean simhash? (known: none, simhash)");
   }
 
   const Registry<int> empty("environment");

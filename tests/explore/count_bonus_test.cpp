@@ -88,7 +88,8 @@ TEST(BonusRegistry, AnUnknownBonusOrCounterIsOneClearError) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     EXPECT_STREQ(error.what(),
-                 "unknown exploration bonus 'simhas' for explore.bonus (known: none, simhash, ae_simhash)");
+                 "unknown exploration bonus 'simhas' for explore.bonus: did you mean simhash? (known: none, simhash, "
+                 "ae_simhash)");
   }
   config.set("explore.bonus", std::string("simhash"), "test");
   config.set("explore.counter", std::string("bloom"), "test");

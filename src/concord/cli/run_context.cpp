@@ -44,10 +44,13 @@ RunContext start_run(core::Config config, const std::string& command_name,
                                                           /*append=*/!existing_run_dir.empty());
   spdlog::info("run directory {}", context.run_dir.string());
   if (const std::string faster = core::faster_blas_kernel(); !faster.empty()) {
+    // Only where the program could not re-execute itself (Python): concord did (core/blas.h).
     spdlog::warn(
-        "OpenBLAS does not know this CPU and chose its generic Prescott kernels, several times slower in "
-        "matrix products; set OPENBLAS_CORETYPE={} to use the ones this CPU can run",
-        faster);
+        "OpenBLAS does not know this CPU and chose its {} kernels, slower in matrix products than the ones it "
+        "can run; set OPENBLAS_CORETYPE={} before starting",
+        core::blas_kernel(), faster);
+  } else if (const std::string chosen = core::blas_kernel_chosen_by_concord(); !chosen.empty()) {
+    spdlog::debug("OpenBLAS did not know this CPU: concord chose its {} kernels (OPENBLAS_CORETYPE)", chosen);
   }
   launch::declare_run_dir(context.run_dir);  // for `concord launch --max-restarts`
   return context;

@@ -66,10 +66,14 @@ std::string blas_kernel() {
 }
 
 std::string faster_blas_kernel(const std::string& chosen, bool forced, bool avx512f, bool avx2, bool avx) {
-  if (chosen != "Prescott" || forced) return "";
-  if (avx512f) return "SkylakeX";
-  if (avx2) return "Haswell";
-  if (avx) return "Sandybridge";
+  if (forced) return "";
+  if (chosen == "Prescott") {
+    if (avx512f) return "SkylakeX";
+    if (avx2) return "Haswell";
+    if (avx) return "Sandybridge";
+    return "";
+  }
+  if (avx512f && (chosen == "Haswell" || chosen == "Zen")) return "SkylakeX";
   return "";
 }
 
