@@ -20,10 +20,10 @@ std::string blas_kernel();
 
 // OpenBLAS falls back to its generic kernel set, "Prescott" (SSE3), on a CPU its release does not
 // know (0.3.21, Debian 12's, does not know Intel's 2023 Xeons), and matrix products then run
-// several times slower than the CPU allows. It takes AMD's AVX-512 CPUs (Zen 4 and later) for
-// AVX2 ones ("Haswell" or "Zen"), whose kernels there are slower than SkylakeX's and, on the one
-// measured, did not give the same products from one run to the next (bench/RESULTS.md, "Learner
-// micro-benchmarks"). Given the chosen kernel set, whether the user forced one
+// several times slower than the CPU allows. Where it runs an AVX2 kernel set ("Haswell" or "Zen")
+// on a CPU with AVX-512, SkylakeX's are faster, and on the AMD CPU measured the AVX2 ones also
+// rounded a row by the size of its batch (bench/RESULTS.md, "Learner micro-benchmarks"). Given
+// the chosen kernel set, whether the user forced one
 // (OPENBLAS_CORETYPE), and the CPU's vector extensions: the kernel set to force instead
 // ("SkylakeX" for AVX-512, "Haswell" for AVX2, "Sandybridge" for AVX), or "" when nothing is
 // gained.
