@@ -119,13 +119,6 @@ std::string format_value(const ConfigValue& value) {
   return out.str();
 }
 
-// "a, b or c".
-std::string joined_similar(const std::vector<std::string>& names) {
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i) text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  return text;
-}
-
 }  // namespace
 
 std::string config_type_name(const ConfigValue& value) {
@@ -171,14 +164,13 @@ const ConfigSchema::Entry& Config::entry_for(const std::string& key, const std::
       const std::string known_leaf = known.substr(known.rfind('.') == std::string::npos ? 0 : known.rfind('.') + 1);
       if (known_leaf == leaf) hint += (hint.empty() ? "" : ", ") + known;
     }
-    // Otherwise a key spelt nearly right: algo.ppo.learning_rte.
-    if (hint.empty()) {
-      std::vector<std::string> keys;
-      for (const auto& [known, entry] : schema_.entries()) keys.push_back(known);
-      hint = joined_similar(similar_names(key, keys));
+    if (!hint.empty()) {
+      throw ConfigError("unknown config key '" + key + "' in " + source + " (did you mean " + hint + "?)");
     }
-    throw ConfigError("unknown config key '" + key + "' in " + source +
-                      (hint.empty() ? "" : " (did you mean " + hint + "?)"));
+    // Otherwise a key spelt nearly right: algo.ppo.learning_rte.
+    std::vector<std::string> keys;
+    for (const auto& [known, entry] : schema_.entries()) keys.push_back(known);
+    throw ConfigError("unknown config key '" + key + "' in " + source + did_you_mean(key, keys));
   }
   return schema_.at(key);
 }
