@@ -6,6 +6,14 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_BUILD_DIR:-$root/build}"
+# Clang, where installed (scripts/setup.sh installs it), unless CXX names a compiler: it builds
+# Concord in about a third of GCC's CPU time, chiefly because Clang instantiates LibTorch's header
+# templates once in the precompiled header where GCC does it again in every translation unit
+# (bench/RESULTS.md, "Build and CI times"). GCC builds the same code: CXX=g++ scripts/build.sh.
+# The choice is made when the build directory is configured and kept in its cache afterwards.
+if [ -z "${CXX:-}" ] && command -v clang++ >/dev/null && command -v clang >/dev/null; then
+  export CC=clang CXX=clang++
+fi
 if [ ! -f "$build_dir/build.ninja" ]; then
   if [ "${CONCORD_BUILD_PROGRESS:-}" = line ]; then
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${CONCORD_BUILD_TYPE:-Release}" >/dev/null

@@ -116,7 +116,7 @@ TEST(CategoricalTest, LogProbGradientIsOneHotMinusProbs) {
 TEST(CategoricalTest, RejectsLogitsWithoutCategories) {
   EXPECT_THROW(Categorical(at::zeros({3, 0})), std::invalid_argument);
   EXPECT_THROW(Categorical(at::scalar_tensor(1.0)), std::invalid_argument);
-  EXPECT_THROW(Categorical(at::Tensor()), std::invalid_argument);
+  EXPECT_THROW(Categorical{at::Tensor()}, std::invalid_argument);
   try {
     Categorical bad(at::zeros({3, 0}));
     FAIL() << "expected std::invalid_argument";

@@ -55,7 +55,7 @@ class FitStrategyLearning : public ::testing::TestWithParam<StrategyCase> {};
 
 TEST_P(FitStrategyLearning, LearnsWellAboveChance) {
   torch::set_num_threads(1);
-  const auto fit_and_test = [this](uint64_t seed) {
+  const auto fit_and_test = [](uint64_t seed) {
     core::Config config = fit_test_config();
     config.set("run.seed", static_cast<int64_t>(seed), "test");
     config.set("fit.strategy", GetParam().strategy, "test");

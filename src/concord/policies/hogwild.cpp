@@ -32,7 +32,7 @@ const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
 
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
                              algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus)
-    : learner_(learner), device_(device), bonus_(bonus), seed_(env_config.seed) {
+    : device_(device), bonus_(bonus), seed_(env_config.seed) {
   config.validate();
   const int workers = config.workers;
   if (env_config.num_threads != 1 || env_config.batch_size != 0) {

@@ -59,7 +59,6 @@ class HogwildPolicy : public Policy {
              const TrainingCallbacks& callbacks) override;
 
  private:
-  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
   uint64_t seed_;          // the run's, for the workers' generators
