@@ -7,7 +7,7 @@
 # Usage: scripts/kernel_check.sh [KERNEL ...]   (default: one of SkylakeX, Haswell, Sandybridge
 # and Zen that differs from the machine's own and that the CPU supports, chosen by the commit, so
 # that successive commits take turns through all of them: a rerun of one commit checks the same
-# kernel, and each kernel set costs the suite about five minutes on 2 cores.
+# kernel, and each kernel set costs the suite about four minutes on 2 cores.
 # CONCORD_KERNEL_CHECK=all checks every one of them.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
