@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_BUILD_DIR:-$root/build}"
 if [ ! -x "$build_dir/concord" ]; then
   echo "quickstart: building $build_dir/concord, the one program the main job needs: the first build takes"
-  echo "quickstart: 10 to 20 minutes on 2 cores (less with more); later runs rebuild only what changed"
+  echo "quickstart: 5 to 10 minutes on 2 cores (less with more); later runs rebuild only what changed"
 fi
 CONCORD_BUILD_PROGRESS=line "$root/scripts/build.sh" --target concord
 cd "$root"
