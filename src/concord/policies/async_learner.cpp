@@ -1,26 +1,24 @@
 #include "concord/policies/async_learner.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <torch/torch.h>
 
-#include "concord/core/bounded_queue.h"
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/channel.h"
+#include "concord/policies/runtime/checkpoint_gate.h"
+#include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/workers.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
@@ -33,51 +31,6 @@ struct Collected {
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
   int64_t env_steps = 0;
   double seconds = 0.0;  // collecting it
-};
-
-// Lets a checkpoint wait until the collector is between rollouts, and keeps it there until the
-// checkpoint is written: one mutex and a condition variable, each wait bounded. (A timed_mutex
-// did this before; its try_lock_for goes through pthread_mutex_clocklock, which ThreadSanitizer
-// does not intercept, so every checkpoint read as an unlock of an unlocked mutex.)
-class RolloutGate {
- public:
-  // The collector, around each rollout. false: a checkpoint held the gate longer than `timeout`.
-  bool enter(std::chrono::steady_clock::duration timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return !paused_; })) return false;
-    collecting_ = true;
-    return true;
-  }
-  void leave() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      collecting_ = false;
-    }
-    changed_.notify_all();
-  }
-  // The learner, around a checkpoint. false: the rollout in progress outlasted `timeout`.
-  bool pause(std::chrono::steady_clock::duration timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    paused_ = true;
-    if (changed_.wait_for(lock, timeout, [&] { return !collecting_; })) return true;
-    paused_ = false;
-    lock.unlock();
-    changed_.notify_all();
-    return false;
-  }
-  void resume() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      paused_ = false;
-    }
-    changed_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool collecting_ = false;
-  bool paused_ = false;
 };
 
 // Steps of every env on their way from the collector to the learner (off-policy learners): the
@@ -95,12 +48,8 @@ constexpr int64_t kMaxSegmentSteps = 64;
 // How long an off-policy collector spins for the next version before it sleeps.
 constexpr double kSpinSeconds = 0.002;
 
-// A pause in a spin loop: lets the other hyperthread of the core run.
-inline void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+// The setting that raises every wait's timeout, for the errors that name it.
+constexpr const char* kTimeoutKey = "policy.async_learner.wait_timeout_seconds";
 
 }  // namespace
 
@@ -164,56 +113,28 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
   const int64_t steps_per_rollout = learner.rollout_length() * env_->num_envs();
   const int64_t rollouts_wanted = (total_steps - state.global_step + steps_per_rollout - 1) / steps_per_rollout;
   const int64_t first_version = state.updates;
-  const auto timeout = core::steady_duration(config_.wait_timeout_seconds);
-  const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
-
+  const int64_t lag = config_.max_policy_lag;
+  runtime::Workers workers("async_learner", config_.wait_timeout_seconds, kTimeoutKey);
   // Rollout k acts with exactly version first + k - lag (or first, while k < lag), so that which
-  // parameters act never depends on how fast the learner is. The learner can be up to `lag`
-  // versions past that one when the collector looks (it has taken at most k rollouts), so the last
-  // lag + 1 versions are kept, version v in slot v % (lag + 1).
-  const int64_t slots = config_.max_policy_lag + 1;
-  std::vector<std::unique_ptr<ActorCopy>> published;
-  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(std::make_unique<ActorCopy>(learner));
-  const auto slot_of = [&](int64_t version) -> ActorCopy& { return *published[static_cast<size_t>(version % slots)]; };
-  slot_of(first_version).publish(learner, first_version);
-  int64_t latest_version = first_version;  // guarded by version_mutex
-  core::BoundedQueue<Collected> rollouts(static_cast<size_t>(config_.max_policy_lag) + 1, "async_learner rollouts");
-  std::mutex version_mutex;
-  std::condition_variable version_published;
-  std::atomic<bool> stopping{false};
-  RolloutGate gate;  // a checkpoint waits for the rollout in progress, and holds off the next
-  std::exception_ptr collector_error;
+  // parameters act never depends on how fast the learner is; the learner is then at most `lag`
+  // versions past the one the collector reads.
+  auto& versions = workers.make<runtime::ParameterVersions<ActorCopy>>(
+      lag + 1, [&]() -> ActorCopy { return ActorCopy(learner); }, "the collector");
+  versions.publish(first_version, [&](ActorCopy& copy) { copy.publish(learner, first_version); });
+  auto& rollouts = workers.make<runtime::Channel<Collected>>("rollouts", lag + 1, "the collector", "the learner");
+  // A checkpoint waits for the rollout in progress and holds off the next.
+  auto& gate = workers.make<runtime::CheckpointGate>("the collector", "a rollout");
 
-  const auto collect_loop = [&] {
+  workers.start("the collector", core::thread_seed(seed_, 0), [&] {
     ActorCopy acting(learner);  // the collector's own network, refreshed between rollouts
     RolloutCollector collector(*env_, learner.rollout_length(), device_);
     for (int64_t k = 0; k < rollouts_wanted; ++k) {
-      const int64_t needed = std::max(first_version, first_version + k - config_.max_policy_lag);
-      {
-        std::unique_lock<std::mutex> lock(version_mutex);
-        if (!version_published.wait_for(lock, timeout, [&] { return stopping.load() || latest_version >= needed; })) {
-          throw std::runtime_error("async_learner: the learner published no parameters of update " +
-                                   std::to_string(needed) + " within " + timeout_text);
-        }
-      }
-      if (stopping.load()) return;
-      Collected item;
-      {
-        if (!gate.enter(timeout)) {
-          throw std::runtime_error("async_learner: a checkpoint kept the collector waiting longer than " +
-                                   timeout_text);
-        }
-        struct Leave {
-          RolloutGate& gate;
-          ~Leave() { gate.leave(); }
-        } leave{gate};
+      const int64_t needed = std::max(first_version, first_version + k - lag);
+      versions.read(needed, [&](ActorCopy& published) { published.copy_to(acting); });
+      rollouts.push(gate.unit([&] {
+        Collected item;
         core::Stopwatch clock;
-        slot_of(needed).copy_to(acting);
-        item.version = acting.version();
-        if (item.version != needed) {
-          throw std::logic_error("async_learner: version " + std::to_string(needed) + " was overwritten by " +
-                                 std::to_string(item.version) + " before rollout " + std::to_string(k) + " acted");
-        }
+        item.version = needed;
         acting.read([&](nn::ActorCritic& model, int64_t) {
           item.rollout = collector
                              .collect(model,
@@ -224,61 +145,24 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
         });
         item.env_steps = collector.env_steps_per_rollout();
         item.seconds = clock.elapsed_seconds();
-      }
-      const core::QueueStatus status = rollouts.push(std::move(item), timeout);
-      if (status == core::QueueStatus::kClosed) return;
-      if (status == core::QueueStatus::kTimedOut) {
-        throw std::runtime_error("async_learner: the learner took no rollout within " + timeout_text);
-      }
+        return item;
+      }));
     }
-  };
-  std::thread collector_thread = core::torch_thread(core::thread_seed(seed_, 0), [&] {
-    try {
-      collect_loop();
-    } catch (...) {
-      collector_error = std::current_exception();
-    }
-    rollouts.close();
   });
-  // Stops and joins the collector however the learner's loop ends.
-  const auto stop_collector = [&] {
-    {
-      std::lock_guard<std::mutex> lock(version_mutex);
-      stopping.store(true);
-    }
-    version_published.notify_all();
-    rollouts.close();
-    if (collector_thread.joinable()) collector_thread.join();
-  };
 
   TrainingCallbacks pausing = callbacks;
   if (callbacks.on_checkpoint) {
-    pausing.on_checkpoint = [&](const TrainingState& at) {
-      if (!gate.pause(timeout)) {
-        throw std::runtime_error("async_learner: the collector did not pause for a checkpoint within " + timeout_text);
-      }
-      struct Resume {
-        RolloutGate& gate;
-        ~Resume() { gate.resume(); }
-      } resume{gate};
-      callbacks.on_checkpoint(at);
-    };
+    pausing.on_checkpoint = [&](const TrainingState& at) { gate.paused([&] { callbacks.on_checkpoint(at); }); };
   }
-
-  try {
+  workers.run([&] {
     UpdateReporter reporter(state, checkpoint_interval_steps);
     double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
     while (state.global_step < total_steps) {
       if (callbacks.should_stop && callbacks.should_stop()) break;
       Collected item;
       core::Stopwatch wait_clock;
-      const core::QueueStatus status = rollouts.pop(item, timeout);
+      if (!rollouts.pop(item)) break;  // the collector failed: rethrown after the join
       wait_seconds += wait_clock.elapsed_seconds();
-      if (status == core::QueueStatus::kTimedOut) {
-        throw std::runtime_error("async_learner: the collector delivered no rollout within " + timeout_text);
-      }
-      if (status == core::QueueStatus::kClosed) break;  // the collector failed: rethrown below
-
       for (const auto& [episode_return, episode_length] : item.episodes) {
         record_episode(episodes_, callbacks, episode_return, episode_length);
       }
@@ -290,30 +174,20 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, item.rollout, bonus_metrics) : item.rollout;
       const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
       algos::Metrics metrics = learner.update(rollout, progress);
-      const int64_t lag = state.updates - item.version;
-      ++state.updates;
-      slot_of(state.updates).publish(learner, state.updates);
-      {
-        std::lock_guard<std::mutex> lock(version_mutex);
-        latest_version = state.updates;
-      }
-      version_published.notify_all();
+      const int64_t policy_lag = state.updates - item.version;
+      const int64_t version = ++state.updates;
+      versions.publish(version, [&](ActorCopy& copy) { copy.publish(learner, version); });
       update_seconds += update_clock.elapsed_seconds();
       check_finite(metrics, state);
 
       metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-      metrics["charts/policy_lag"] = static_cast<double>(lag);
+      metrics["charts/policy_lag"] = static_cast<double>(policy_lag);
       metrics["time/rollout_seconds"] = rollout_seconds;
       metrics["time/update_seconds"] = update_seconds;
-      metrics["time/learnerwait_seconds"] = wait_seconds;
+      metrics["time/learner_wait_seconds"] = wait_seconds;
       reporter.report(state, metrics, episodes_, pausing);
     }
-  } catch (...) {
-    stop_collector();
-    throw;
-  }
-  stop_collector();
-  if (collector_error) std::rethrow_exception(collector_error);
+  });
 }
 
 void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
@@ -324,35 +198,26 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
   const int64_t train_frequency = learner.train_frequency();
   const int64_t lag = config_.max_policy_lag;
   const int64_t first_step = state.global_step;
-  const auto timeout = core::steady_duration(config_.wait_timeout_seconds);
-  const std::string timeout_text = std::to_string(config_.wait_timeout_seconds) + " s";
-
-  // Version v (the parameters after v update() calls of this run) is kept in slot v % (lag + 1):
-  // the step the collector acts needs version c - lag (c: updates due before it), and the learner
-  // can be at most c versions along, since its updates follow steps the collector has sent.
-  const int64_t slots = lag + 1;
-  const at::Tensor start_values = learner.flat_parameters().values().detach();
-  std::vector<at::Tensor> published;
-  std::vector<int64_t> slot_version(static_cast<size_t>(slots), -1);
-  for (int64_t slot = 0; slot < slots; ++slot) published.push_back(start_values.clone());
-  slot_version[0] = 0;
-  replica_->assign(published[0]);  // a resumed learner has moved since the replica was made
-  // Written under version_mutex; read without it by the collector's spin (below).
-  std::atomic<int64_t> latest_version{0};
-  bool collector_sleeps = false;  // guarded by version_mutex
-  std::mutex version_mutex;
-  std::condition_variable version_published;
-  std::atomic<bool> stopping{false};
-  // The collector runs at most lag + 1 segments ahead once learning (it waits for versions).
-  core::BoundedQueue<CollectedSegment> segments(static_cast<size_t>(lag) + 2, "async_learner transitions");
   // Segments the learner has observed go back to the collector, whose allocator made their
   // tensors: freed on the learner's thread, every free would take the lock of the collector's
   // malloc arena while the collector allocates from it.
   std::mutex spent_mutex;
   std::vector<CollectedSegment> spent;
-  std::exception_ptr collector_error;
+  runtime::Workers workers("async_learner", config_.wait_timeout_seconds, kTimeoutKey);
+  // Version v: the parameters after v update() calls of this run. The step the collector acts
+  // needs version c - lag (c: updates due before it), and the learner can be at most c versions
+  // along, since its updates follow steps the collector has sent. The collector spins through a
+  // wait of about one update before it sleeps (bench/RESULTS.md, "DQN on CartPole").
+  const at::Tensor start_values = learner.flat_parameters().values().detach();
+  auto& versions = workers.make<runtime::ParameterVersions<at::Tensor>>(
+      lag + 1, [&] { return start_values.clone(); }, "the collector", kSpinSeconds);
+  versions.publish(0, [](at::Tensor&) {});
+  replica_->assign(start_values);  // a resumed learner has moved since the replica was made
+  // The collector runs at most lag + 1 segments ahead once learning (it waits for versions).
+  auto& segments =
+      workers.make<runtime::Channel<CollectedSegment>>("transitions", lag + 2, "the collector", "the learner");
 
-  const auto collect_loop = [&] {
+  workers.start("the collector", core::thread_seed(seed_, 0), [&] {
     TransitionCollector collector(*env_, device_);
     int64_t step = first_step;
     int64_t due = 0;     // updates of this run due before `step`
@@ -360,28 +225,7 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
     while (step < total_steps) {
       const int64_t needed = std::max<int64_t>(0, due - lag);
       if (needed != acting) {
-        // The wait is about one update long: spin through it for up to kSpinSeconds before
-        // sleeping, since waking a sleeping thread costs the learner a system call per update
-        // (bench/RESULTS.md, "DQN on CartPole").
-        const auto published_or_stopping = [&] { return stopping.load() || latest_version.load() >= needed; };
-        core::Stopwatch spin;
-        while (!published_or_stopping() && spin.elapsed_seconds() < kSpinSeconds) relax();
-        std::unique_lock<std::mutex> lock(version_mutex);
-        collector_sleeps = true;
-        const bool arrived = version_published.wait_for(lock, timeout, published_or_stopping);
-        collector_sleeps = false;
-        if (!arrived) {
-          throw std::runtime_error("async_learner: the learner published no parameters of update " +
-                                   std::to_string(needed) + " within " + timeout_text);
-        }
-        if (stopping.load()) return;
-        const size_t slot = static_cast<size_t>(needed % slots);
-        if (slot_version[slot] != needed) {
-          throw std::logic_error("async_learner: version " + std::to_string(needed) + " was overwritten by " +
-                                 std::to_string(slot_version[slot]) + " before step " + std::to_string(step) +
-                                 " acted");
-        }
-        replica_->assign(published[slot]);
+        versions.read(needed, [&](at::Tensor& values) { replica_->assign(values); });
         acting = needed;
       }
       // Every step of a segment needs the same version: `due` grows only after its last step.
@@ -407,45 +251,17 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
         observed.swap(spent);
       }
       observed.clear();
-      const core::QueueStatus status = segments.push(std::move(segment), timeout);
-      if (status == core::QueueStatus::kClosed) return;
-      if (status == core::QueueStatus::kTimedOut) {
-        throw std::runtime_error("async_learner: the learner took no transitions within " + timeout_text);
-      }
+      segments.push(std::move(segment));
     }
-  };
-  std::thread collector_thread = core::torch_thread(core::thread_seed(seed_, 0), [&] {
-    try {
-      collect_loop();
-    } catch (...) {
-      collector_error = std::current_exception();
-    }
-    segments.close();
   });
-  const auto stop_collector = [&] {
-    {
-      std::lock_guard<std::mutex> lock(version_mutex);
-      stopping.store(true);
-    }
-    version_published.notify_all();
-    segments.close();
-    if (collector_thread.joinable()) collector_thread.join();
-  };
-  const auto publish = [&](int64_t version) {
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(version_mutex);
-      const size_t slot = static_cast<size_t>(version % slots);
-      c10::NoGradGuard no_grad;
-      published[slot].copy_(learner.flat_parameters().values().detach());
-      slot_version[slot] = version;
-      latest_version.store(version);
-      wake = collector_sleeps;
-    }
-    if (wake) version_published.notify_all();
-  };
 
-  try {
+  const auto publish = [&](int64_t version) {
+    versions.publish(version, [&](at::Tensor& slot) {
+      c10::NoGradGuard no_grad;
+      slot.copy_(learner.flat_parameters().values().detach());
+    });
+  };
+  workers.run([&] {
     UpdateReporter reporter(state, checkpoint_interval_steps);
     double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
     int64_t version = 0;
@@ -453,12 +269,8 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
       if (callbacks.should_stop && callbacks.should_stop()) break;
       CollectedSegment segment;
       core::Stopwatch wait_clock;
-      const core::QueueStatus status = segments.pop(segment, timeout);
+      if (!segments.pop(segment)) break;  // the collector failed: rethrown after the join
       wait_seconds += wait_clock.elapsed_seconds();
-      if (status == core::QueueStatus::kTimedOut) {
-        throw std::runtime_error("async_learner: the collector delivered no transitions within " + timeout_text);
-      }
-      if (status == core::QueueStatus::kClosed) break;  // the collector failed: rethrown below
       rollout_seconds += segment.seconds;
 
       for (size_t i = 0; i < segment.transitions.size(); ++i) {
@@ -485,12 +297,7 @@ void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, Trai
       std::lock_guard<std::mutex> lock(spent_mutex);
       spent.push_back(std::move(segment));
     }
-  } catch (...) {
-    stop_collector();
-    throw;
-  }
-  stop_collector();
-  if (collector_error) std::rethrow_exception(collector_error);
+  });
 }
 
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {

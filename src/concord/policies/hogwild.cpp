@@ -2,121 +2,100 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <mutex>
-#include <shared_mutex>
-#include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/checkpoint_gate.h"
+#include "concord/policies/runtime/env_shares.h"
+#include "concord/policies/runtime/workers.h"
 
 namespace concord::policies {
 
 void HogwildConfig::validate() const {
   core::ConfigProblems problems;
   problems.check(workers >= 1, "workers", workers, ">= 1");
+  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
   problems.throw_if_any("policy.hogwild config");
 }
 
 const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
   static const core::ConfigFields<HogwildConfig> kFields = {
       {"workers", &HogwildConfig::workers, "Actor-learner threads, each stepping env.num_envs envs"},
+      {"wait_timeout_seconds", &HogwildConfig::wait_timeout_seconds,
+       "A checkpoint waiting longer than this for the updates in progress is an error naming it"},
   };
   return kFields;
 }
 
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
                              algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus)
-    : device_(device), bonus_(bonus), seed_(env_config.seed) {
-  config.validate();
-  const int workers = config.workers;
-  if (env_config.num_threads != 1 || env_config.batch_size != 0) {
-    throw std::invalid_argument(
-        "policy 'hogwild' gives each worker thread its own synchronous envs: set env.num_threads = 1 and "
-        "env.batch_size = 0");
-  }
+    : config_(core::validated(config)), device_(device), bonus_(bonus), seed_(env_config.seed) {
+  runtime::require_thread_envs(env_config, "hogwild", "worker");
   // Every update is one worker's: for it to see the batch the algorithm is configured for
   // (env.num_envs x T, as under every other policy), each worker steps env.num_envs envs, A3C's
   // per-thread settings. The run's W x num_envs envs are seeded as `single` seeds that many.
   envs::VectorEnvConfig run_envs = env_config;
-  run_envs.num_envs = env_config.num_envs * workers;
-  for (int w = 0; w < workers; ++w) {
-    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(run_envs, w, workers)));
+  run_envs.num_envs = env_config.num_envs * config_.workers;
+  for (int w = 0; w < config_.workers; ++w) {
+    envs_.push_back(
+        std::make_unique<envs::VectorEnv>(runtime::env_share(run_envs, w, config_.workers, "hogwild", "workers")));
     replicas_.push_back(learner.make_shared_replica());
   }
 }
 
 void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                           const TrainingCallbacks& callbacks) {
-  const int workers = static_cast<int>(replicas_.size());
   std::atomic<int64_t> steps_claimed{state.global_step};
-  std::atomic<bool> stop{false};
-  std::shared_mutex pause;  // shared: a replica updating; exclusive: a checkpoint
-  std::mutex report;        // callbacks, episode statistics and `state`, one thread at a time
-  std::exception_ptr failure;
+  std::mutex report;  // callbacks, episode statistics and `state`, one thread at a time
   core::EpisodeStats episodes;
   UpdateReporter reporter(state, checkpoint_interval_steps);
+  runtime::Workers workers("hogwild", config_.wait_timeout_seconds, "policy.hogwild.wait_timeout_seconds");
+  auto& gate = workers.make<runtime::CheckpointGate>("a worker", "an update");
   TrainingCallbacks pausing = callbacks;
   if (callbacks.on_checkpoint) {
-    pausing.on_checkpoint = [&](const TrainingState& at) {
-      std::unique_lock<std::shared_mutex> paused(pause);  // no replica mid-update
-      callbacks.on_checkpoint(at);
-    };
+    pausing.on_checkpoint = [&](const TrainingState& at) { gate.paused([&] { callbacks.on_checkpoint(at); }); };
   }
 
-  auto worker = [&](int w) {
-    try {
-      RolloutCollector collector(*envs_[static_cast<size_t>(w)], replicas_[static_cast<size_t>(w)]->rollout_length(),
-                                 device_);
-      algos::OnPolicyLearner& replica = *replicas_[static_cast<size_t>(w)];
-      nn::ActorCritic model = replica.model();
-      const auto on_episode = [&](double episode_return, int64_t episode_length) {
-        std::lock_guard<std::mutex> lock(report);
-        record_episode(episodes, callbacks, episode_return, episode_length);
-      };
-      while (!stop.load(std::memory_order_relaxed)) {
-        const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
-        if (claimed >= total_steps) break;
-        const algos::Rollout& collected = collector.collect(model, on_episode);
-        algos::Metrics bonus_metrics;
-        const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
-        const int64_t steps = claimed + collector.env_steps_per_rollout();
-        const double progress = std::min(1.0, static_cast<double>(steps) / static_cast<double>(total_steps));
-        algos::Metrics metrics;
-        {
-          std::shared_lock<std::shared_mutex> updating(pause);
-          metrics = replica.update(rollout, progress);
-        }
-
-        std::lock_guard<std::mutex> lock(report);
-        state.global_step = std::max(state.global_step, steps);
-        ++state.updates;
-        check_finite(metrics, state);
-        metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-        metrics["charts/worker"] = w;
-        reporter.report(state, metrics, episodes, pausing);
-        if (callbacks.should_stop && callbacks.should_stop()) stop = true;
-      }
-    } catch (...) {
+  const auto worker = [&](int w) {
+    RolloutCollector collector(*envs_[static_cast<size_t>(w)], replicas_[static_cast<size_t>(w)]->rollout_length(),
+                               device_);
+    algos::OnPolicyLearner& replica = *replicas_[static_cast<size_t>(w)];
+    nn::ActorCritic model = replica.model();
+    const auto on_episode = [&](double episode_return, int64_t episode_length) {
       std::lock_guard<std::mutex> lock(report);
-      if (!failure) failure = std::current_exception();
-      stop = true;
+      record_episode(episodes, callbacks, episode_return, episode_length);
+    };
+    while (!workers.stopping()) {
+      const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
+      if (claimed >= total_steps) break;
+      const algos::Rollout& collected = collector.collect(model, on_episode);
+      algos::Metrics bonus_metrics;
+      const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
+      const int64_t steps = claimed + collector.env_steps_per_rollout();
+      const double progress = std::min(1.0, static_cast<double>(steps) / static_cast<double>(total_steps));
+      algos::Metrics metrics = gate.unit([&] { return replica.update(rollout, progress); });
+
+      std::lock_guard<std::mutex> lock(report);
+      state.global_step = std::max(state.global_step, steps);
+      ++state.updates;
+      check_finite(metrics, state);
+      metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
+      metrics["charts/worker"] = w;
+      reporter.report(state, metrics, episodes, pausing);
+      if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
     }
   };
-
-  std::vector<std::thread> threads;
   // Each worker samples actions and minibatches from its own generator.
-  for (int w = 0; w < workers; ++w) {
-    threads.push_back(
-        core::torch_thread(core::thread_seed(seed_, static_cast<uint64_t>(w)), [&worker, w] { worker(w); }));
+  for (int w = 0; w < config_.workers; ++w) {
+    workers.start("worker " + std::to_string(w), core::thread_seed(seed_, static_cast<uint64_t>(w)),
+                  [&worker, w] { worker(w); });
   }
-  for (std::thread& thread : threads) thread.join();
-  if (failure) std::rethrow_exception(failure);
+  workers.join();
 }
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config) {

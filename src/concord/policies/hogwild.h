@@ -16,7 +16,8 @@ namespace concord::policies {
 
 // How the `hogwild` policy is laid out (keys policy.hogwild.<field>).
 struct HogwildConfig {
-  int workers = 2;  // actor-learner threads, each stepping env.num_envs envs
+  int workers = 2;                     // actor-learner threads, each stepping env.num_envs envs
+  double wait_timeout_seconds = 60.0;  // a checkpoint's wait for the updates in progress
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
@@ -34,8 +35,9 @@ struct HogwildConfig {
 //                                on the shared parameters and statistics
 //
 // Parameter reads and writes race by design (Hogwild!, Niu et al., 2011); they are plain float
-// stores, never torn structures. The only lock is a pause for checkpoints: a thread holds it
-// shared while updating, a checkpoint holds it exclusively, so a saved state is consistent.
+// stores, never torn structures. The only lock is a pause for checkpoints (runtime::CheckpointGate):
+// a checkpoint waits for the updates in progress and holds new ones off, so a saved state is
+// consistent.
 //
 // While one worker takes its update's steps, the others' steps move the same parameters: PPO's
 // ratio is taken against the behaviour log-probabilities its rollout recorded, so its clipping
@@ -59,6 +61,7 @@ class HogwildPolicy : public Policy {
              const TrainingCallbacks& callbacks) override;
 
  private:
+  HogwildConfig config_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
   uint64_t seed_;          // the run's, for the workers' generators
