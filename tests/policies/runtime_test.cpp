@@ -103,6 +103,19 @@ TEST(Workers, RunRethrowsTheCallersErrorAsThrown) {
   EXPECT_THROW(workers.run([] { throw Custom("losses/fake became inf"); }), Custom);
 }
 
+TEST(Workers, ATimeoutReachesTheCallerAsThrown) {
+  Workers workers("apex", kShort, "policy.apex.wait_timeout_seconds");
+  auto& channel = workers.make<Channel<int>>("transitions", 1, "actor 0", "the learner");
+  workers.start("the learner", 0, [&] {
+    int item = 0;
+    channel.pop(item);
+  });
+  EXPECT_THAT([&] { workers.join(); },
+              ThrowsMessage<TimedOut>(StrEq("policy 'apex': the learner waited 0.05 s for actor 0 to fill the "
+                                            "transitions (raise policy.apex.wait_timeout_seconds if the machine is "
+                                            "just slow)")));
+}
+
 TEST(Workers, EachThreadDrawsFromItsOwnSeededGenerator) {
   std::vector<double> first(2), second(2);
   for (std::vector<double>* draws : {&first, &second}) {
@@ -170,7 +183,8 @@ TEST(Channel, AWaitThatRunsOutAfterTheStopIsNoError) {
 
 TEST(ParameterVersions, AReaderGetsExactlyTheVersionItAsksFor) {
   Workers workers("test", kLong, "key");
-  auto& versions = workers.make<ParameterVersions<int64_t>>(2, [] { return int64_t{-1}; }, "the collector");
+  auto& versions = workers.make<ParameterVersions<int64_t>>(
+      2, [] { return int64_t{-1}; }, "the collector");
   versions.publish(0, [](int64_t& slot) { slot = 100; });
   std::vector<int64_t> seen;
   workers.start("collector", 0, [&] {
@@ -186,9 +200,23 @@ TEST(ParameterVersions, AReaderGetsExactlyTheVersionItAsksFor) {
   EXPECT_EQ(versions.latest(), 4);
 }
 
+TEST(ParameterVersions, AReaderOfTheNewestTakesWhateverIsThere) {
+  Workers workers("test", kLong, "key");
+  auto& versions = workers.make<ParameterVersions<int>>(
+      1, [] { return 0; }, "an actor");
+  versions.publish(4, [](int& slot) { slot = 40; });
+  int seen = 0;
+  EXPECT_EQ(versions.read_newest([&](int& slot) { seen = slot; }), 4);
+  EXPECT_EQ(seen, 40);
+  versions.publish(5, [](int& slot) { slot = 50; });
+  EXPECT_EQ(versions.read_newest([&](int& slot) { seen = slot; }), 5);
+  EXPECT_EQ(seen, 50);
+}
+
 TEST(ParameterVersions, AReaderThatFellBehindIsAnError) {
   Workers workers("test", kLong, "key");
-  auto& versions = workers.make<ParameterVersions<int>>(2, [] { return 0; }, "the collector");
+  auto& versions = workers.make<ParameterVersions<int>>(
+      2, [] { return 0; }, "the collector");
   for (int64_t v = 0; v < 3; ++v) versions.publish(v, [](int&) {});
   EXPECT_THAT([&] { versions.read(0, [](int&) {}); },
               ThrowsMessage<std::logic_error>(
@@ -198,7 +226,8 @@ TEST(ParameterVersions, AReaderThatFellBehindIsAnError) {
 
 TEST(ParameterVersions, AVersionThatNeverComesTimesOut) {
   Workers workers("async_learner", kShort, "policy.async_learner.wait_timeout_seconds");
-  auto& versions = workers.make<ParameterVersions<int>>(1, [] { return 0; }, "the collector", /*spin_seconds=*/0.001);
+  auto& versions = workers.make<ParameterVersions<int>>(
+      1, [] { return 0; }, "the collector", /*spin_seconds=*/0.001);
   versions.publish(0, [](int&) {});
   EXPECT_THAT([&] { versions.read(1, [](int&) {}); },
               ThrowsMessage<std::runtime_error>(HasSubstr(
@@ -207,7 +236,8 @@ TEST(ParameterVersions, AVersionThatNeverComesTimesOut) {
 
 TEST(ParameterVersions, TheStopWakesAWaitingReader) {
   Workers workers("test", kLong, "key");
-  auto& versions = workers.make<ParameterVersions<int>>(1, [] { return 0; }, "the collector");
+  auto& versions = workers.make<ParameterVersions<int>>(
+      1, [] { return 0; }, "the collector");
   std::atomic<bool> stopped{false};
   workers.start("collector", 0, [&] {
     try {
@@ -253,8 +283,9 @@ TEST(CheckpointGate, AUnitThatOutlastsTheTimeoutFailsTheCheckpointNamingIt) {
     });
   });
   while (!entered.load()) std::this_thread::yield();
-  EXPECT_THAT([&] { gate.paused([] {}); },
-              ThrowsMessage<std::runtime_error>(HasSubstr("a checkpoint waited 0.05 s for an update in progress to end")));
+  EXPECT_THAT(
+      [&] { gate.paused([] {}); },
+      ThrowsMessage<std::runtime_error>(HasSubstr("a checkpoint waited 0.05 s for an update in progress to end")));
   release = true;
   workers.join();
 }

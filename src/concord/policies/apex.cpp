@@ -16,11 +16,13 @@
 #include <torch/torch.h>
 
 #include "concord/core/config_problems.h"
-#include "concord/core/first_failure.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/apex_learner.h"
 #include "concord/policies/apex_processes.h"
+#include "concord/policies/runtime/env_shares.h"
+#include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/workers.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
@@ -45,49 +47,40 @@ class Run final : public ApexStepSource {
         total_steps_(total_steps),
         checkpoint_interval_steps_(checkpoint_interval_steps),
         callbacks_(callbacks),
-        timeout_(core::steady_duration(config.wait_timeout_seconds)),
         timeout_text_(std::to_string(config.wait_timeout_seconds) + " s"),
         stored_(state.global_step),
         claimed_(state.global_step),
-        allowed_step_(initial_allowance(config, learner, state)) {}
+        allowed_step_(initial_allowance(config, learner, state)),
+        workers_("apex", config.wait_timeout_seconds, "policy.apex.wait_timeout_seconds") {}
 
   void run() {
-    {
+    versions_.publish(state_.updates, [&](at::Tensor& published) {
       c10::NoGradGuard no_grad;
-      published_ = learner_.flat_parameters().values().detach().clone();
+      published = learner_.flat_parameters().values().detach().clone();
+    });
+    workers_.on_stop([this] {
+      { std::lock_guard<std::mutex> lock(progress_mutex_); }
+      updated_.notify_all();
+      stored_.wake_all();
+    });
+    const int actors = static_cast<int>(envs_.size());
+    for (int a = 0; a < actors; ++a) {
+      workers_.start("actor " + std::to_string(a) + " of " + std::to_string(actors),
+                     core::thread_seed(seed_, static_cast<uint64_t>(a)), [this, a] { act(static_cast<size_t>(a)); });
     }
-    version_.store(state_.updates);
-    std::vector<std::thread> threads;
-    try {
-      for (size_t a = 0; a < envs_.size(); ++a) {
-        threads.push_back(core::torch_thread(core::thread_seed(seed_, a), [this, a] { guarded_actor(a); }));
-      }
-      learn();
-    } catch (...) {
-      stop_and_join(threads);
-      throw;
-    }
-    stop_and_join(threads);
+    // Updates start once some step of this run is observed: the happens-before that
+    // OffPolicyLearner::observes_while_updating asks for.
+    workers_.run([this] {
+      learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_,
+                         stored_.pausing(callbacks_, state_), episodes_, static_cast<int>(envs_.size()));
+    });
     // Everything the actors did is in: the final count and the episodes not yet handed over.
     state_.global_step = stored_.count();
     hand_over_episodes();
-    failure_.rethrow_if_any();
   }
 
  private:
   // ---- the actors ----
-
-  void guarded_actor(size_t a) {
-    try {
-      act(a);
-    } catch (const std::exception& error) {
-      fail(std::make_exception_ptr(std::runtime_error("policy 'apex': actor " + std::to_string(a) + " of " +
-                                                      std::to_string(envs_.size()) + " failed: " + error.what())));
-    } catch (...) {
-      fail(std::make_exception_ptr(std::runtime_error("policy 'apex': actor " + std::to_string(a) + " of " +
-                                                      std::to_string(envs_.size()) + " failed")));
-    }
-  }
 
   void act(size_t a) {
     algos::ActorReplica& replica = *replicas_[a];
@@ -102,18 +95,16 @@ class Run final : public ApexStepSource {
       finished.emplace_back(episode_return, episode_length);
     };
 
-    while (!stopping_.load()) {
+    while (!workers_.stopping()) {
       // Claim the steps first, so that the actors together take total_steps and no more.
       if (claimed_.fetch_add(steps) >= total_steps_) break;
       if (config_.max_env_steps_per_update > 0) wait_for_learner(a);
-      if (stopping_.load()) break;
+      if (workers_.stopping()) break;
 
       if (steps_since_refresh >= config_.refresh_every) {
         steps_since_refresh = 0;
-        if (version_.load() != acting_version) {
-          std::lock_guard<std::mutex> lock(publishing_);
-          replica.assign(published_);
-          acting_version = version_.load();
+        if (versions_.latest() != acting_version) {
+          acting_version = versions_.read_newest([&](at::Tensor& published) { replica.assign(published); });
         }
       }
       const algos::ActingContext context{false, stored_.count(), total_steps_, stream, num_actors};
@@ -138,37 +129,27 @@ class Run final : public ApexStepSource {
   // finds no batch in the replay, since only more steps can give it one). An actor that starts a
   // step below the allowance may end it past it, by its envs.
   void wait_for_learner(size_t a) {
-    const auto allowed = [&] { return stopping_.load() || stored_.count() < allowed_step_.load(); };
+    const auto allowed = [&] { return workers_.stopping() || stored_.count() < allowed_step_.load(); };
     if (allowed()) return;
     std::unique_lock<std::mutex> lock(progress_mutex_);
-    if (!updated_.wait_for(lock, timeout_, allowed)) {
-      throw std::runtime_error("waited " + timeout_text_ + " for a learner update (policy.apex." +
-                               "max_env_steps_per_update = " + std::to_string(config_.max_env_steps_per_update) +
-                               ", actor " + std::to_string(a) + ")");
+    if (!updated_.wait_for(lock, workers_.timeout(), allowed)) {
+      workers_.timed_out("actor " + std::to_string(a), "a learner update (policy.apex.max_env_steps_per_update = " +
+                                                           std::to_string(config_.max_env_steps_per_update) + ")");
     }
-  }
-
-  // ---- the learner ----
-
-  void learn() {
-    // Updates start once some step of this run is observed: the happens-before that
-    // OffPolicyLearner::observes_while_updating asks for.
-    learn_back_to_back(config_, learner_, *this, state_, total_steps_, checkpoint_interval_steps_,
-                       stored_.pausing(callbacks_, state_), episodes_, static_cast<int>(envs_.size()));
   }
 
   // ---- ApexStepSource, on the learner's thread ----
 
   int64_t take_steps() override { return stored_.count(); }
   int64_t steps_taken() const override { return stored_.count(); }
-  bool failed() const override { return failure_.failed(); }
+  bool failed() const override { return workers_.failed(); }
   void after_update() override { hand_over_episodes(); }
 
   // Waits until global_step exceeds `beyond` (or reaches total_steps), an actor fails or
   // should_stop says so; wait_timeout_seconds without any step is an error.
   void wait_for_steps(int64_t beyond) override {
     stored_.wait_beyond(
-        beyond, total_steps_, [this] { return failure_.failed(); }, callbacks_, timeout_,
+        beyond, total_steps_, [this] { return workers_.failed(); }, callbacks_, workers_.timeout(),
         "policy 'apex': the actors took no step within " + timeout_text_);
   }
 
@@ -182,38 +163,16 @@ class Run final : public ApexStepSource {
   }
 
   void publish(int64_t updates) override {
-    c10::NoGradGuard no_grad;
-    std::lock_guard<std::mutex> lock(publishing_);
-    published_.copy_(learner_.flat_parameters().values().detach());
-    version_.store(updates);
+    versions_.publish(updates, [&](at::Tensor& published) {
+      c10::NoGradGuard no_grad;
+      published.copy_(learner_.flat_parameters().values().detach());
+    });
   }
 
   // Calls on_episode, on this thread, for the episodes the actors finished since the last call.
   void hand_over_episodes() {
     for (const auto& [episode_return, episode_length] : stored_.take_finished()) {
       record_episode(episodes_, callbacks_, episode_return, episode_length);
-    }
-  }
-
-  // ---- stopping ----
-
-  void fail(std::exception_ptr error) {
-    failure_.record(std::move(error));
-    stop();
-  }
-
-  // Wakes every wait; the actors leave their loop at the next check.
-  void stop() {
-    stopping_.store(true);
-    { std::lock_guard<std::mutex> lock(progress_mutex_); }
-    updated_.notify_all();
-    stored_.wake_all();
-  }
-
-  void stop_and_join(std::vector<std::thread>& threads) {
-    stop();
-    for (std::thread& thread : threads) {
-      if (thread.joinable()) thread.join();
     }
   }
 
@@ -228,17 +187,11 @@ class Run final : public ApexStepSource {
   const int64_t total_steps_;
   const int64_t checkpoint_interval_steps_;
   const TrainingCallbacks& callbacks_;
-  const std::chrono::steady_clock::duration timeout_;
   const std::string timeout_text_;
 
   // observe(), global_step's increments and the episodes on their way to the learner.
   StoredSteps stored_;            // steps observed and the episodes they finished, under its mutex
   std::atomic<int64_t> claimed_;  // steps claimed by actors (>= stored_)
-
-  // The published parameters.
-  std::mutex publishing_;
-  at::Tensor published_;             // guarded by publishing_
-  std::atomic<int64_t> version_{0};  // the learner updates they are from; changes under publishing_
 
   // The learner's progress. The actors' allowance (max_env_steps_per_update) changes under
   // progress_mutex_.
@@ -246,8 +199,11 @@ class Run final : public ApexStepSource {
   std::condition_variable updated_;    // with progress_mutex_: the allowance moved, or a stop
   std::atomic<int64_t> allowed_step_;  // actors start a step only while global_step is below it
 
-  std::atomic<bool> stopping_{false};
-  core::FirstFailure failure_;  // the first thread's error; rethrown after the join
+  // Declared last: its threads are stopped and joined before anything above goes.
+  runtime::Workers workers_;
+  // The newest published parameters, read by the actors every refresh_every steps.
+  runtime::ParameterVersions<at::Tensor>& versions_ = workers_.make<runtime::ParameterVersions<at::Tensor>>(
+      1, [] { return at::Tensor(); }, "an actor");
 };
 
 }  // namespace
@@ -261,15 +217,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
         "train.policy single or sync_vector");
   }
   const int actors = config_.actors;
-  if (env_config.num_envs % actors != 0) {
-    throw std::invalid_argument("policy 'apex': env.num_envs = " + std::to_string(env_config.num_envs) +
-                                " must be divisible by its " + std::to_string(actors) + " actors (policy.apex.actors)");
-  }
-  if (env_config.num_threads != 1 || env_config.batch_size != 0) {
-    throw std::invalid_argument(
-        "policy 'apex' gives each actor thread its own synchronous envs: set env.num_threads = 1 and "
-        "env.batch_size = 0");
-  }
+  runtime::env_share(env_config, 0, actors, "apex", "actors (policy.apex.actors)");
+  runtime::require_thread_envs(env_config, "apex", "actor");
   for (int a = 0; a < actors; ++a) {
     std::unique_ptr<algos::ActorReplica> replica = learner_.make_actor_replica();
     if (replica == nullptr) {
@@ -278,7 +227,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
           "train.policy single or sync_vector");
     }
     replicas_.push_back(std::move(replica));
-    envs_.push_back(std::make_unique<envs::VectorEnv>(envs::env_slice(env_config, a, actors)));
+    envs_.push_back(std::make_unique<envs::VectorEnv>(
+        runtime::env_share(env_config, a, actors, "apex", "actors (policy.apex.actors)")));
   }
 }
 

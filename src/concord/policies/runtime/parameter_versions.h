@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -81,6 +82,17 @@ class ParameterVersions {
     std::forward<Read>(read)(slot.snapshot);
   }
 
+  // A reader that takes whatever is newest, without waiting: runs read(Snapshot&) on the latest
+  // version's slot (or a later one published meanwhile) and returns that slot's version.
+  template <typename Read>
+  int64_t read_newest(Read&& read) {
+    Slot& slot = slot_of(std::max<int64_t>(latest_.load(), 0));
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    std::forward<Read>(read)(slot.snapshot);
+    return slot.version;
+  }
+
+  // The newest version published (-1: none yet).
   int64_t latest() const { return latest_.load(); }
 
  private:

@@ -28,10 +28,13 @@ std::function<void()> Workers::guarded(std::string name, std::function<void()> b
     try {
       body();
     } catch (const Stopped&) {
+    } catch (const TimedOut&) {
+      fail(std::current_exception());
     } catch (const NonFiniteMetric&) {
       fail(std::current_exception());
     } catch (const std::exception& error) {
-      fail(std::make_exception_ptr(std::runtime_error("policy '" + policy_ + "': " + name + " failed: " + error.what())));
+      fail(std::make_exception_ptr(
+          std::runtime_error("policy '" + policy_ + "': " + name + " failed: " + error.what())));
     } catch (...) {
       fail(std::make_exception_ptr(std::runtime_error("policy '" + policy_ + "': " + name + " failed")));
     }
@@ -92,7 +95,7 @@ void Workers::timed_out(const std::string& waiter, const std::string& what) cons
   std::ostringstream text;
   text << "policy '" << policy_ << "': " << waiter << " waited " << timeout_seconds_ << " s for " << what << " (raise "
        << timeout_key_ << " if the machine is just slow)";
-  throw std::runtime_error(text.str());
+  throw TimedOut(text.str());
 }
 
 }  // namespace concord::policies::runtime

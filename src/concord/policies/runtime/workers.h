@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +18,12 @@
 #include "concord/core/first_failure.h"
 
 namespace concord::policies::runtime {
+
+// What a wait of the run's parts throws when it runs out (Workers::timed_out): its message names
+// the policy, the waiter and what it waited for, so it reaches the caller as thrown.
+struct TimedOut : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Thrown by a wait that ends because the run is stopping: the thread that waited just exits.
 // Workers' threads end quietly on it; nothing else should catch it.
@@ -37,8 +44,9 @@ struct Stopped {};
 // A thread that throws stops the run: every wake-up registered with on_stop() runs (channels
 // close, condition variables are notified), every wait returns or throws Stopped. After the join,
 // the first failure is rethrown on the calling thread, as "policy 'P': <thread> failed: <what>"
-// (a std::runtime_error); a NonFiniteMetric passes as thrown, since it names the update already
-// and the run's owner keys on its type (the learner's state is not worth saving). If the calling
+// (a std::runtime_error). Two pass as thrown: a TimedOut, which names its waiter already, and a
+// NonFiniteMetric, which names the update and on whose type the run's owner keys (the learner's
+// state is not worth saving). If the calling
 // thread's part throws, the destructor stops and joins the threads; its exception leaves.
 //
 // Every thread runs with its own random generator (core::torch_thread), so that what it draws
@@ -84,7 +92,7 @@ class Workers {
   void run(const std::function<void()>& here);
 
   // What a wait that ran out does: throws Stopped if the run is stopping (the wait ran out
-  // because its partner left), else std::runtime_error, in one line:
+  // because its partner left), else TimedOut, in one line:
   //   policy 'P': <waiter> waited <s> s for <what> (raise <key> if the machine is just slow)
   [[noreturn]] void timed_out(const std::string& waiter, const std::string& what) const;
 
