@@ -48,7 +48,7 @@ RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollo
   std::memcpy(host_observations_.data_ptr(), batch.observations, static_cast<size_t>(num_envs_ * env_.obs_bytes()));
 }
 
-const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
+const algos::Rollout& RolloutCollector::collect(runtime::ActingSource& source, const EpisodeCallback& on_episode) {
   auto* observations = static_cast<unsigned char*>(host_observations_.data_ptr());
   float* rewards = host_rewards_.data_ptr<float>();
   float* terminated = host_terminated_.data_ptr<float>();
@@ -65,7 +65,7 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
     c10::InferenceMode inference;
     host_final_observations_.zero_();
     for (int64_t t = 0; t < steps_; ++t) {
-      nn::ActResult act = model->act(observation_rows_[t].to(device_));
+      nn::ActResult act = source.act(observation_rows_[t].to(device_));
       action_rows_[t].copy_(act.action);
       log_prob_rows_[t].copy_(act.log_prob);
       value_rows_[t].copy_(act.value);
@@ -87,7 +87,7 @@ const algos::Rollout& RolloutCollector::collect(nn::ActorCritic& model, const Ep
       }
     }
     rollout_.next_observations = observation_rows_[steps_].to(device_, /*non_blocking=*/false, /*copy=*/true);
-    rollout_.bootstrap_value = model->value(rollout_.next_observations).clone();
+    rollout_.bootstrap_value = source.value(rollout_.next_observations).clone();
   }
   rollout_.observations = host_observations_.narrow(0, 0, steps_).to(device_);
   rollout_.final_observations = host_final_observations_.to(device_);

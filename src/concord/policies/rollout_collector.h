@@ -10,11 +10,12 @@
 #include "concord/envs/vector_env.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/policies/env_actions.h"
+#include "concord/policies/runtime/acting_source.h"
 
 namespace concord::policies {
 
-// Collects on-policy rollouts of T steps from a synchronous VectorEnv with an actor-critic
-// acting in-line: the collection half of the `single`, `sync_vector` and `hogwild` loops.
+// Collects on-policy rollouts of T steps from a synchronous VectorEnv with an actor-critic acting
+// in line or elsewhere (runtime::ActingSource): the collection half of every on-policy loop.
 //
 //   for t < T: a_t ~ pi(o_t); o_{t+1}, r_t, term_t, trunc_t = envs.step(a_t)
 //              final_observations_t = the ended episode's last o where truncated
@@ -34,9 +35,14 @@ class RolloutCollector {
   // std::invalid_argument if the env is asynchronous.
   RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollout, torch::Device device);
 
-  // Steps every env T times with `model` choosing actions (under InferenceMode) and returns the
+  // Steps every env T times with `source` choosing actions (under InferenceMode) and returns the
   // rollout; on_episode is called for every episode that ends.
-  const algos::Rollout& collect(nn::ActorCritic& model, const EpisodeCallback& on_episode);
+  const algos::Rollout& collect(runtime::ActingSource& source, const EpisodeCallback& on_episode);
+  // The same with `model` acting in line.
+  const algos::Rollout& collect(nn::ActorCritic& model, const EpisodeCallback& on_episode) {
+    runtime::InlineActing in_line(model);
+    return collect(in_line, on_episode);
+  }
 
   int64_t steps_per_rollout() const { return steps_; }
   // Environment steps one collect() takes: T x num_envs.

@@ -24,7 +24,21 @@ Workers::~Workers() {
 }
 
 std::function<void()> Workers::guarded(std::string name, std::function<void()> body) {
+  {
+    std::lock_guard<std::mutex> lock(running_mutex_);
+    ++running_;
+  }
   return [this, name = std::move(name), body = std::move(body)] {
+    struct Ended {
+      Workers& workers;
+      ~Ended() {
+        {
+          std::lock_guard<std::mutex> lock(workers.running_mutex_);
+          --workers.running_;
+        }
+        workers.ended_.notify_all();
+      }
+    } ended{*this};
     try {
       body();
     } catch (const Stopped&) {
@@ -71,6 +85,11 @@ void Workers::stop() {
 void Workers::fail(std::exception_ptr error) {
   failure_.record(std::move(error));
   stop();
+}
+
+bool Workers::wait_for_end(Duration slice) {
+  std::unique_lock<std::mutex> lock(running_mutex_);
+  return ended_.wait_for(lock, slice, [&] { return running_ == 0; });
 }
 
 void Workers::join() {

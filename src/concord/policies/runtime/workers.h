@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -79,6 +80,10 @@ class Workers {
   void fail(std::exception_ptr error);
   bool failed() const { return failure_.failed(); }
 
+  // Waits up to `slice` for every thread to end; true once they all have. For a calling thread
+  // that supervises the run (polls should_stop, adjusts thread counts) while the threads work.
+  bool wait_for_end(Duration slice);
+
   // Waits for every thread to end, then rethrows the first failure, if any.
   void join();
   void stop_and_join() {
@@ -119,6 +124,9 @@ class Workers {
   const std::string timeout_key_;
   std::vector<std::shared_ptr<void>> parts_;  // destroyed after the threads are joined
   std::vector<std::thread> threads_;
+  std::mutex running_mutex_;  // running_
+  std::condition_variable ended_;
+  int running_ = 0;
   std::mutex wake_mutex_;  // wakes_ and their one run
   std::vector<std::function<void()>> wakes_;
   bool woken_ = false;

@@ -1,0 +1,104 @@
+#include "concord/policies/runtime/batched_inference.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include "concord/core/torch_thread.h"
+
+namespace concord::policies::runtime {
+namespace {
+
+// Rows [offset, offset + count) of a batched forward pass.
+nn::PolicyOutput rows_of(const nn::PolicyOutput& out, int64_t offset, int64_t count) {
+  nn::PolicyOutput rows;
+  if (out.logits.defined()) rows.logits = out.logits.narrow(0, offset, count);
+  if (out.mean.defined()) rows.mean = out.mean.narrow(0, offset, count);
+  rows.log_std = out.log_std;
+  rows.value = out.value.narrow(0, offset, count);
+  return rows;
+}
+
+}  // namespace
+
+BatchedInference::BatchedInference(Workers& workers, ActorCopy& parameters, int clients, int64_t rows_per_request,
+                                   int max_rows, int queue_capacity, torch::Device device)
+    : parameters_(parameters),
+      device_(device),
+      // Requests are batched whole: as many clients as fit in max_rows observations.
+      max_requests_(static_cast<size_t>(std::max<int64_t>(1, max_rows / std::max<int64_t>(1, rows_per_request)))),
+      requests_(workers, "prediction queue", static_cast<size_t>(queue_capacity), "an agent", "the predictors") {
+  for (int c = 0; c < clients; ++c) {
+    const std::string name = "agent " + std::to_string(c);
+    replies_.push_back(std::make_unique<Channel<Reply>>(workers, name + " reply", 1, "the predictors", name));
+    clients_.push_back(std::unique_ptr<Client>(new Client(*this, c)));
+  }
+}
+
+BatchedInference::Client::Client(BatchedInference& service, int index) : service_(service), index_(index) {}
+
+Reply BatchedInference::Client::ask(const torch::Tensor& observations, bool values_only) {
+  service_.requests_.push(Request{index_, observations, values_only, *core::thread_generator(torch::kCPU)});
+  Reply reply;
+  if (!service_.replies_[static_cast<size_t>(index_)]->pop(reply)) throw Stopped{};
+  if (first_version_ < 0) first_version_ = reply.version;
+  return reply;
+}
+
+nn::ActResult BatchedInference::Client::act(const torch::Tensor& observations) {
+  Reply reply = ask(observations, /*values_only=*/false);
+  return nn::ActResult{std::move(reply.actions), std::move(reply.log_probs), std::move(reply.values)};
+}
+
+torch::Tensor BatchedInference::Client::value(const torch::Tensor& observations) {
+  return ask(observations, /*values_only=*/true).values;
+}
+
+int64_t BatchedInference::Client::take_first_version() { return std::exchange(first_version_, -1); }
+
+bool BatchedInference::serve_batch() {
+  std::vector<Request> requests;
+  const core::QueueStatus status = requests_.try_pop_batch(requests, max_requests_);
+  if (status == core::QueueStatus::kClosed) return false;
+  if (status == core::QueueStatus::kTimedOut) return true;
+  // One forward pass for the requests that need actions, one for those that need values.
+  std::vector<torch::Tensor> act_rows, value_rows;
+  for (const Request& request : requests) (request.values_only ? value_rows : act_rows).push_back(request.observations);
+  std::vector<Reply> answers(requests.size());
+  int64_t act_offset = 0, value_offset = 0;
+  parameters_.read([&](nn::ActorCritic& model, int64_t version) {
+    c10::InferenceMode inference;
+    nn::PolicyOutput acted;
+    torch::Tensor values;
+    if (!act_rows.empty()) acted = model->forward(torch::cat(act_rows).to(device_));
+    if (!value_rows.empty()) values = model->value(torch::cat(value_rows).to(device_)).to(torch::kCPU);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& request = requests[i];
+      const int64_t count = request.observations.size(0);
+      if (request.values_only) {
+        answers[i] = Reply{{}, {}, values.narrow(0, value_offset, count), version};
+        value_offset += count;
+        continue;
+      }
+      const nn::PolicyOutput rows = rows_of(acted, act_offset, count);
+      act_offset += count;
+      const core::ScopedThreadGenerator client_generator(request.generator);
+      const nn::ActionDistribution distribution = model->distribution(rows);
+      const torch::Tensor actions = distribution.sample();
+      answers[i] = Reply{actions.to(torch::kCPU), distribution.log_prob(actions).to(torch::kCPU),
+                         rows.value.to(torch::kCPU), version};
+    }
+  });
+  // Each client has one request in flight, so its reply slot is free.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    replies_[static_cast<size_t>(requests[i].client)]->push(std::move(answers[i]));
+  }
+  predicted_rows_ += act_offset + value_offset;
+  forward_passes_ += 1;
+  return true;
+}
+
+}  // namespace concord::policies::runtime

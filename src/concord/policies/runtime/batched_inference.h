@@ -1,0 +1,86 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Generator.h>
+#include <torch/types.h>
+
+#include "concord/policies/actor_copy.h"
+#include "concord/policies/runtime/acting_source.h"
+#include "concord/policies/runtime/channel.h"
+#include "concord/policies/runtime/workers.h"
+
+namespace concord::policies::runtime {
+
+// Inference as a service (GA3C's predictors, SEED RL's central inference): clients send their
+// observations, predictor threads take as many requests as fit in `max_rows` rows and run one
+// forward pass over them with the published parameters (an ActorCopy), then answer each client.
+//
+//   client c:     client(c).act(observations)  -> request queue -> one reply slot per client
+//   predictor:    while (serve_batch()) {}        one batched forward pass per call
+//
+// Actions are drawn per request with the asking client's own generator, so what a client draws
+// never depends on which other requests shared its forward pass: one client answered by one
+// predictor draws exactly what its model would draw in line. A client has one request in flight.
+// An answer: on the CPU, row for row (values only: actions and log_probs undefined).
+struct Reply {
+  torch::Tensor actions, log_probs, values;
+  int64_t version = 0;  // the parameters' version that answered
+};
+
+class BatchedInference {
+ public:
+  BatchedInference(Workers& workers, ActorCopy& parameters, int clients, int64_t rows_per_request, int max_rows,
+                   int queue_capacity, torch::Device device);
+
+  // Client c's acting source (one thread per client). Its act() blocks until answered; throws
+  // Stopped once the service is closed.
+  class Client final : public ActingSource {
+   public:
+    nn::ActResult act(const torch::Tensor& observations) override;
+    torch::Tensor value(const torch::Tensor& observations) override;
+    // The parameter version of the first answer since the last call (-1: none): a segment's.
+    int64_t take_first_version();
+
+   private:
+    friend class BatchedInference;
+    Client(BatchedInference& service, int index);
+    Reply ask(const torch::Tensor& observations, bool values_only);
+    BatchedInference& service_;
+    int index_;
+    int64_t first_version_ = -1;
+  };
+  Client& client(int c) { return *clients_[static_cast<size_t>(c)]; }
+
+  // One predictor's turn: waits for requests, answers a batch of them. false once the requests
+  // are closed and drained; true after an idle wait (a spare predictor is no error).
+  bool serve_batch();
+
+  // No more requests: predictors answer what is queued, then serve_batch() returns false.
+  void close() { requests_.close(); }
+
+  int64_t predicted_rows() const { return predicted_rows_.load(); }
+  int64_t forward_passes() const { return forward_passes_.load(); }
+  size_t queue_length() const { return requests_.size(); }
+
+ private:
+  struct Request {
+    int client = 0;
+    torch::Tensor observations;  // [rows, *obs_shape] on the CPU
+    bool values_only = false;
+    at::Generator generator;  // the client's
+  };
+
+  ActorCopy& parameters_;
+  torch::Device device_;
+  size_t max_requests_;
+  Channel<Request> requests_;
+  std::vector<std::unique_ptr<Channel<Reply>>> replies_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::atomic<int64_t> predicted_rows_{0}, forward_passes_{0};
+};
+
+}  // namespace concord::policies::runtime
