@@ -56,6 +56,13 @@ TEST(Workers, AThreadsErrorStopsTheOthersAndIsRethrownNamingIt) {
   EXPECT_TRUE(workers.stopping());
 }
 
+TEST(Workers, AnUnnamedThreadsErrorNamesOnlyThePolicy) {
+  Workers workers("apex", kLong, "key");
+  workers.start("", 0, [] { throw std::runtime_error("actor rank 2 failed: connection closed"); });
+  EXPECT_THAT([&] { workers.join(); },
+              ThrowsMessage<std::runtime_error>(StrEq("policy 'apex': actor rank 2 failed: connection closed")));
+}
+
 TEST(Workers, ANonFiniteMetricPassesAsThrown) {
   Workers workers("test", kLong, "key");
   workers.start("worker 0", 0, [] { throw NonFiniteMetric("losses/fake became nan at update 3 (step 12)"); });
@@ -171,6 +178,19 @@ TEST(Channel, AClosedChannelDrainsThenSaysSo) {
   EXPECT_TRUE(channel.pop(item));
   EXPECT_EQ(item, 2);
   EXPECT_FALSE(channel.pop(item));
+}
+
+TEST(Channel, ASpareThreadsIdleWaitIsNoError) {
+  Workers workers("test", kShort, "key");
+  auto& channel = workers.make<Channel<int>>("numbers", 2, "a", "b");
+  int item = 0;
+  EXPECT_EQ(channel.try_pop(item), Popped::kIdle);
+  channel.push(7);
+  std::vector<int> items;
+  EXPECT_EQ(channel.try_pop_batch(items, 4), Popped::kItem);
+  EXPECT_EQ(items, std::vector<int>{7});
+  channel.close();
+  EXPECT_EQ(channel.try_pop(item), Popped::kClosed);
 }
 
 TEST(Channel, AWaitThatRunsOutAfterTheStopIsNoError) {

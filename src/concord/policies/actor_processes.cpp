@@ -14,18 +14,12 @@
 #include "concord/policies/episode_message.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/message_tags.h"
 
 namespace concord::policies {
 namespace {
 
-// Message tags. A rollout's fields use kRolloutTag + field index.
-constexpr int kShapesTag = 1;
-constexpr int kRolloutTag = 10;
-constexpr int kEpisodesTag = 30;
-constexpr int kVersionTag = 31;
-constexpr int kControlTag = 40;
-constexpr int kParametersTag = 41;
-constexpr int kBuffersTag = 50;  // + buffer index
+using Tags = runtime::tags::Rollouts;
 
 constexpr int kFields = static_cast<int>(algos::Rollout::kFields);
 
@@ -199,7 +193,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     auto link = std::make_unique<ActorLink>();
     link->rank = rank;
     descriptions.push_back(torch::empty({kFields, 2 + comm::kMaxDescribedDims}, torch::kInt64));
-    link->pending.push_back(communicator_.recv_async(descriptions.back(), rank, kShapesTag));
+    link->pending.push_back(communicator_.recv_async(descriptions.back(), rank, Tags::kShapes));
     actors_.push_back(std::move(link));
   }
   const auto described_by = comm::Watchdog::Clock::now() + patience;
@@ -226,10 +220,10 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       try {
         for (int field = 0; field < kFields; ++field) {
           link->pending.push_back(communicator_.recv_async(*link->rollout.fields()[static_cast<size_t>(field)],
-                                                           link->rank, kRolloutTag + field));
+                                                           link->rank, Tags::kRollout + field));
         }
-        link->pending.push_back(communicator_.recv_async(link->episodes, link->rank, kEpisodesTag));
-        link->pending.push_back(communicator_.recv_async(link->version, link->rank, kVersionTag));
+        link->pending.push_back(communicator_.recv_async(link->episodes, link->rank, Tags::kEpisodes));
+        link->pending.push_back(communicator_.recv_async(link->version, link->rank, Tags::kVersion));
       } catch (const comm::CommError& error) {
         actor_failed(*link, error.what());
       }
@@ -278,12 +272,12 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       for (auto& link : actors_) {
         if (!link->alive) continue;
         try {
-          link->pending.push_back(communicator_.send_async(control, link->rank, kControlTag));
+          link->pending.push_back(communicator_.send_async(control, link->rank, Tags::kControl));
           if (send_parameters) {
-            link->pending.push_back(communicator_.send_async(parameters, link->rank, kParametersTag));
+            link->pending.push_back(communicator_.send_async(parameters, link->rank, Tags::kParameters));
             int index = 0;
             for (const auto& buffer : model->named_buffers()) {
-              link->pending.push_back(communicator_.send_async(buffer.value(), link->rank, kBuffersTag + index++));
+              link->pending.push_back(communicator_.send_async(buffer.value(), link->rank, Tags::kBuffers + index++));
             }
           }
         } catch (const comm::CommError& error) {
@@ -340,28 +334,29 @@ void ActorProcessesPolicy::act() {
     in_flight = std::move(outgoing);
     auto rollout_fields = in_flight->rollout.fields();
     for (int field = 0; field < kFields; ++field) {
-      sending.push_back(communicator_.send_async(*rollout_fields[static_cast<size_t>(field)], 0, kRolloutTag + field));
+      sending.push_back(
+          communicator_.send_async(*rollout_fields[static_cast<size_t>(field)], 0, Tags::kRollout + field));
     }
-    sending.push_back(communicator_.send_async(in_flight->episodes, 0, kEpisodesTag));
-    sending.push_back(communicator_.send_async(in_flight->version, 0, kVersionTag));
+    sending.push_back(communicator_.send_async(in_flight->episodes, 0, Tags::kEpisodes));
+    sending.push_back(communicator_.send_async(in_flight->version, 0, Tags::kVersion));
   };
   // Waits for control k; returns false when the learner says stop.
   const auto receive_control = [&](int64_t update) {
     torch::Tensor control = torch::zeros({2}, torch::kInt64);
-    communicator_.recv(control, 0, kControlTag);
+    communicator_.recv(control, 0, Tags::kControl);
     if (control[0].item<int64_t>() == 0) return false;
     if (control[1].item<int64_t>() == 1) {
       torch::NoGradGuard no_grad;
-      communicator_.recv(learner_.flat_parameters().values().detach(), 0, kParametersTag);
+      communicator_.recv(learner_.flat_parameters().values().detach(), 0, Tags::kParameters);
       int index = 0;
-      for (const auto& buffer : model->named_buffers()) communicator_.recv(buffer.value(), 0, kBuffersTag + index++);
+      for (const auto& buffer : model->named_buffers()) communicator_.recv(buffer.value(), 0, Tags::kBuffers + index++);
       version = update;
     }
     return true;
   };
 
   Outgoing outgoing = collect();
-  communicator_.send(comm::describe_tensors(field_tensors(outgoing.rollout)), 0, kShapesTag);
+  communicator_.send(comm::describe_tensors(field_tensors(outgoing.rollout)), 0, Tags::kShapes);
   for (int64_t update = 1;; ++update) {
     send(std::move(outgoing));
     if (config_.synchronous) {

@@ -9,7 +9,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,21 +19,18 @@
 #include "concord/comm/tensor_description.h"
 #include "concord/comm/watchdog.h"
 #include "concord/core/config_problems.h"
-#include "concord/core/first_failure.h"
 #include "concord/core/timer.h"
+#include "concord/core/torch_thread.h"
 #include "concord/policies/apex_learner.h"
 #include "concord/policies/episode_message.h"
+#include "concord/policies/runtime/message_tags.h"
+#include "concord/policies/runtime/workers.h"
 #include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 namespace {
 
-// Message tags. A segment's fields use kSegmentTag + field index.
-constexpr int kDescriptionTag = 101;
-constexpr int kSegmentTag = 110;
-constexpr int kEpisodesTag = 130;
-constexpr int kControlTag = 140;
-constexpr int kParametersTag = 141;
+using Tags = runtime::tags::Transitions;
 
 // A segment's fields, in the order they travel: each [S, B, ...], S steps of an actor's B envs;
 // the inputs of the actors' initial priorities last, where their replicas give them (the same on
@@ -44,6 +40,10 @@ std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
                                      algos::transition::kRewards,      algos::transition::kTerminated,
                                      algos::transition::kTruncated,    algos::transition::kNextObservations};
   for (const std::string& name : replica.priority_input_fields()) fields.push_back(name);
+  if (static_cast<int>(fields.size()) > Tags::kMaxSegmentFields) {
+    throw std::logic_error("policy 'apex': a segment of " + std::to_string(fields.size()) + " fields has tags for " +
+                           std::to_string(Tags::kMaxSegmentFields) + " only");
+  }
   return fields;
 }
 
@@ -108,27 +108,18 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   void run() {
     publish(state_.updates);
-    std::thread serving([this] {
-      try {
-        serve();
-      } catch (const std::exception& error) {
-        fail(std::make_exception_ptr(std::runtime_error(std::string("policy 'apex': ") + error.what())));
-      } catch (...) {
-        fail(std::make_exception_ptr(std::runtime_error("policy 'apex': the learner's communication failed")));
-      }
+    workers_.on_stop([this] {
+      { std::lock_guard<std::mutex> lock(progress_mutex_); }
+      updated_.notify_all();
+      stored_.wake_all();
     });
-    try {
-      learn();
-    } catch (...) {
-      fail(std::current_exception());
-    }
-    stop();
-    serving.join();
+    // The communication thread's errors name the rank that failed.
+    workers_.start("", core::thread_seed(policy_.env_config_.seed, 0), [this] { serve(); });
+    workers_.run([this] { learn(); });
     // Everything the communication thread stored is in: the final count, and the episodes not yet
     // reported.
     state_.global_step = stored_.count();
     after_update();
-    failure_.rethrow_if_any();
   }
 
  private:
@@ -176,7 +167,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       answer_and_post(a, [&] {
         descriptions[static_cast<size_t>(a)] = torch::empty({count, 2 + comm::kMaxDescribedDims}, torch::kInt64);
         pending_[static_cast<size_t>(a)].push_back(
-            communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, kDescriptionTag));
+            communicator_.recv_async(descriptions[static_cast<size_t>(a)], a + 1, Tags::kDescription));
       });
     }
     for (int a = 0; a < actors_; ++a) {
@@ -212,9 +203,9 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
       auto& pending = pending_[static_cast<size_t>(a)];
       for (int64_t field = 0; field < count; ++field) {
         pending.push_back(communicator_.recv_async(segment.fields[static_cast<size_t>(field)], a + 1,
-                                                   kSegmentTag + static_cast<int>(field)));
+                                                   Tags::kSegment + static_cast<int>(field)));
       }
-      pending.push_back(communicator_.recv_async(segment.episodes, a + 1, kEpisodesTag));
+      pending.push_back(communicator_.recv_async(segment.episodes, a + 1, Tags::kEpisodes));
     };
     for (int a = 0; a < actors_; ++a) {
       if (!stopped[static_cast<size_t>(a)]) reach(a, [&] { post(a); });
@@ -280,7 +271,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   // Sends control k to actor `a`, with the published parameters if they are newer than those it
   // has. Returns false when the control says stop.
   bool answer(int a) {
-    const bool go_on = !stopping_.load();
+    const bool go_on = !workers_.stopping();
     torch::Tensor parameters;
     int64_t version = 0;
     {
@@ -292,10 +283,10 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     const torch::Tensor control = torch::tensor(
         {int64_t{go_on ? 1 : 0}, int64_t{send_parameters ? 1 : 0}, version, stored_.count()}, torch::kInt64);
     auto& pending = pending_[static_cast<size_t>(a)];
-    pending.push_back(communicator_.send_async(control, a + 1, kControlTag));
+    pending.push_back(communicator_.send_async(control, a + 1, Tags::kControl));
     if (send_parameters) {
       // published_ is replaced, never written, by the next publication: the request keeps this one.
-      pending.push_back(communicator_.send_async(parameters, a + 1, kParametersTag));
+      pending.push_back(communicator_.send_async(parameters, a + 1, Tags::kParameters));
       sent_version_[static_cast<size_t>(a)] = version;
     }
     return go_on;
@@ -325,7 +316,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   // learner's allowance (as the threads wait before a step).
   void wait_for_allowance(int a) {
     if (config_.max_env_steps_per_update == 0) return;
-    const auto allowed = [&] { return stopping_.load() || received_.load() < allowed_step_.load(); };
+    const auto allowed = [&] { return workers_.stopping() || received_.load() < allowed_step_.load(); };
     std::unique_lock<std::mutex> lock(progress_mutex_);
     if (!updated_.wait_for(lock, patience_, allowed)) {
       throw std::runtime_error(
@@ -347,7 +338,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   int64_t take_steps() override { return stored_.count(); }
   int64_t steps_taken() const override { return received_.load(); }
-  bool failed() const override { return failure_.failed(); }
+  bool failed() const override { return workers_.failed(); }
 
   // Reports the episodes the segments stored since the last call finished.
   void after_update() override {
@@ -358,7 +349,7 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
 
   void wait_for_steps(int64_t beyond) override {
     stored_.wait_beyond(
-        beyond, total_steps_, [this] { return failure_.failed(); }, callbacks_, patience_,
+        beyond, total_steps_, [this] { return workers_.failed(); }, callbacks_, patience_,
         "policy 'apex': the actors sent no transitions within " + patience_text_);
   }
 
@@ -377,21 +368,6 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
     std::lock_guard<std::mutex> lock(publishing_);
     published_ = std::move(values);
     version_ = updates;
-  }
-
-  // ---- stopping ----
-
-  void fail(std::exception_ptr error) {
-    failure_.record(std::move(error));
-    stop();
-  }
-
-  // The communication thread answers every actor's next segment with stop.
-  void stop() {
-    stopping_.store(true);
-    { std::lock_guard<std::mutex> lock(progress_mutex_); }
-    updated_.notify_all();
-    stored_.wake_all();
   }
 
   ApexProcessesPolicy& policy_;
@@ -426,8 +402,8 @@ class ApexProcessesPolicy::Learning final : public ApexStepSource {
   std::vector<std::vector<std::unique_ptr<comm::Request>>> pending_ =
       std::vector<std::vector<std::unique_ptr<comm::Request>>>(static_cast<size_t>(actors_));
 
-  std::atomic<bool> stopping_{false};
-  core::FirstFailure failure_;  // the first thread's error; rethrown after the join
+  // Declared last: its thread is stopped and joined before anything above goes.
+  runtime::Workers workers_{"apex", config_.wait_timeout_seconds, "policy.apex.wait_timeout_seconds"};
 };
 
 ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEnvConfig& env_config,
@@ -511,11 +487,11 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
   // Control k; false when it says stop. Parameters that follow it are the replica's from now on.
   const auto receive_control = [&] {
     torch::Tensor control = torch::zeros({kControlSize}, torch::kInt64);
-    communicator_.recv(control, 0, kControlTag);
+    communicator_.recv(control, 0, Tags::kControl);
     const int64_t* values = control.data_ptr<int64_t>();
     if (values[0] == 0) return false;
     if (values[1] == 1) {
-      communicator_.recv(parameters, 0, kParametersTag);
+      communicator_.recv(parameters, 0, Tags::kParameters);
       replica.assign(parameters.to(device_));
     }
     learner_step = values[3];
@@ -566,14 +542,14 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     sending.clear();
     in_flight = std::move(outgoing);
     for (size_t field = 0; field < names.size(); ++field) {
-      sending.push_back(communicator_.send_async(in_flight.fields[field], 0, kSegmentTag + static_cast<int>(field)));
+      sending.push_back(communicator_.send_async(in_flight.fields[field], 0, Tags::kSegment + static_cast<int>(field)));
     }
-    sending.push_back(communicator_.send_async(in_flight.episodes, 0, kEpisodesTag));
+    sending.push_back(communicator_.send_async(in_flight.episodes, 0, Tags::kEpisodes));
   };
 
   if (receive_control()) {
     Outgoing outgoing = collect();
-    communicator_.send(comm::describe_tensors(outgoing.fields), 0, kDescriptionTag);
+    communicator_.send(comm::describe_tensors(outgoing.fields), 0, Tags::kDescription);
     while (true) {
       send(std::move(outgoing));
       outgoing = collect();  // overlaps the learner's answer to the segment just sent

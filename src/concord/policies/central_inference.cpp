@@ -267,16 +267,16 @@ class Run {
     while (batch.empty() ? trainers_.wait_until_active(t) : true) {
       if (workers_.stopping()) return;
       Segment segment;
-      const core::QueueStatus status = training_.front()->try_pop(segment);
-      if (status == core::QueueStatus::kTimedOut) continue;  // an idle spare trainer is fine
-      if (status == core::QueueStatus::kOk) {
+      const runtime::Popped popped = training_.front()->try_pop(segment);
+      if (popped == runtime::Popped::kIdle) continue;  // an idle spare trainer is fine
+      if (popped == runtime::Popped::kItem) {
         batch.push_back(std::move(segment));
         if (batch.size() < static_cast<size_t>(config_.segments_per_update())) continue;
       }
       // A full batch, or the run's last segments.
       if (!batch.empty()) train(batch);
       batch.clear();
-      if (status == core::QueueStatus::kClosed) return;
+      if (popped == runtime::Popped::kClosed) return;
     }
   }
 
@@ -291,12 +291,12 @@ class Run {
       std::lock_guard<std::mutex> round(round_mutex_);
       for (auto* queue : training_) {
         Segment segment;
-        core::QueueStatus status;
-        while ((status = queue->try_pop(segment)) == core::QueueStatus::kTimedOut) {
+        runtime::Popped popped;
+        while ((popped = queue->try_pop(segment)) == runtime::Popped::kIdle) {
           if (workers_.stopping()) return;  // the agent's own waits time out
         }
-        if (status == core::QueueStatus::kOk) batch.push_back(std::move(segment));
-        closed = closed || status == core::QueueStatus::kClosed;
+        if (popped == runtime::Popped::kItem) batch.push_back(std::move(segment));
+        closed = closed || popped == runtime::Popped::kClosed;
       }
       // Once every agent has exited the queues are closed: the rounds then drain what is left.
       if (batch.empty() && closed) return;

@@ -61,9 +61,9 @@ int64_t BatchedInference::Client::take_first_version() { return std::exchange(fi
 
 bool BatchedInference::serve_batch() {
   std::vector<Request> requests;
-  const core::QueueStatus status = requests_.try_pop_batch(requests, max_requests_);
-  if (status == core::QueueStatus::kClosed) return false;
-  if (status == core::QueueStatus::kTimedOut) return true;
+  const Popped popped = requests_.try_pop_batch(requests, max_requests_);
+  if (popped == Popped::kClosed) return false;
+  if (popped == Popped::kIdle) return true;
   // One forward pass for the requests that need actions, one for those that need values.
   std::vector<torch::Tensor> act_rows, value_rows;
   for (const Request& request : requests) (request.values_only ? value_rows : act_rows).push_back(request.observations);

@@ -10,6 +10,9 @@
 
 namespace concord::policies::runtime {
 
+// What a spare thread's pop came to: an item, an idle wait (no error for a spare), or the end.
+enum class Popped { kItem, kIdle, kClosed };
+
 // A bounded queue between the threads of one run, carrying the run's timeout and stop: a wait
 // that runs out is an error naming the policy, the waiter and the channel (Workers::timed_out);
 // a wait the stop cuts short throws Stopped; closing says "no more items", and the consumer
@@ -57,13 +60,12 @@ class Channel {
     workers_.timed_out(consumer_, producer_ + " to fill the " + queue_.name());
   }
 
-  // pop() for a spare thread, whose idle wait is no error: kTimedOut comes back instead.
-  core::QueueStatus try_pop(T& out) { return queue_.pop(out, workers_.timeout()); }
+  // pop() for a spare thread, whose idle wait is no error.
+  Popped try_pop(T& out) { return popped(queue_.pop(out, workers_.timeout())); }
 
-  // Waits for one item, then takes whatever is queued, up to max_items, onto `out`. false once
-  // closed and drained; kTimedOut comes back for a spare thread's idle wait.
-  core::QueueStatus try_pop_batch(std::vector<T>& out, size_t max_items) {
-    return queue_.pop_batch(out, max_items, workers_.timeout());
+  // Waits for one item, then takes whatever is queued, up to max_items, onto `out`.
+  Popped try_pop_batch(std::vector<T>& out, size_t max_items) {
+    return popped(queue_.pop_batch(out, max_items, workers_.timeout()));
   }
 
   // No more items: pushes throw Stopped, pops drain what is queued, then return false.
@@ -72,6 +74,18 @@ class Channel {
   const std::string& name() const { return queue_.name(); }
 
  private:
+  static Popped popped(core::QueueStatus status) {
+    switch (status) {
+      case core::QueueStatus::kOk:
+        return Popped::kItem;
+      case core::QueueStatus::kTimedOut:
+        return Popped::kIdle;
+      case core::QueueStatus::kClosed:
+        break;
+    }
+    return Popped::kClosed;
+  }
+
   Workers& workers_;
   core::BoundedQueue<T> queue_;
   const std::string producer_, consumer_;

@@ -47,10 +47,11 @@ std::function<void()> Workers::guarded(std::string name, std::function<void()> b
     } catch (const NonFiniteMetric&) {
       fail(std::current_exception());
     } catch (const std::exception& error) {
-      fail(std::make_exception_ptr(
-          std::runtime_error("policy '" + policy_ + "': " + name + " failed: " + error.what())));
+      const std::string who = name.empty() ? "" : name + " failed: ";
+      fail(std::make_exception_ptr(std::runtime_error("policy '" + policy_ + "': " + who + error.what())));
     } catch (...) {
-      fail(std::make_exception_ptr(std::runtime_error("policy '" + policy_ + "': " + name + " failed")));
+      fail(std::make_exception_ptr(
+          std::runtime_error("policy '" + policy_ + "': " + (name.empty() ? "a thread" : name) + " failed")));
     }
   };
 }

@@ -64,7 +64,9 @@ class Workers {
   Workers& operator=(const Workers&) = delete;
 
   // Starts thread `name` with a generator seeded `seed` (core::thread_seed(run seed, i) for the
-  // run's i-th thread), or continuing `generator`.
+  // run's i-th thread), or continuing `generator`. A thread whose errors name themselves (a
+  // communication thread's name the rank that failed) may have an empty name: its errors then
+  // read "policy 'P': <what>".
   void start(std::string name, uint64_t seed, std::function<void()> body);
   void start(std::string name, at::Generator generator, std::function<void()> body);
 
