@@ -6,6 +6,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${CONCORD_TSAN_BUILD_DIR:-$root/build-tsan}"
 "$root/scripts/setup.sh"
+# Clang where installed, as scripts/build.sh chooses (CXX=g++ keeps GCC).
+if [ -z "${CXX:-}" ] && command -v clang++ >/dev/null && command -v clang >/dev/null; then
+  export CC=clang CXX=clang++
+fi
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S "$root" -B "$build_dir" -G Ninja -DCONCORD_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONCORD_BUILD_BENCH=OFF
 fi

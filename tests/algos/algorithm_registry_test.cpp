@@ -50,6 +50,16 @@ TEST(AlgorithmRegistryTest, DeclaresKeysWithTheConfigStructDefaults) {
   EXPECT_THROW(declare_algorithm_keys(schema), std::logic_error);
 }
 
+TEST(AlgorithmRegistryTest, RolloutStepsAreAnOnPolicyAlgorithmsNumSteps) {
+  core::Config config = algorithm_config();
+  config.apply_override("algo.ppo.num_steps=64");
+  EXPECT_EQ(rollout_steps("ppo", config), 64);
+  EXPECT_EQ(rollout_steps("a2c", config), 5);
+  EXPECT_EQ(rollout_steps("dqn", config), 0);
+  EXPECT_EQ(rollout_steps("sac", config), 0);
+  EXPECT_THROW(rollout_steps("r2d2", config), std::invalid_argument);
+}
+
 TEST(AlgorithmRegistryTest, BuildsPpoFromConfigAndSpaces) {
   core::Config config = algorithm_config();
   config.apply_override("algo.ppo.num_steps=64");

@@ -212,5 +212,19 @@ TEST(PolicyRegistry, NamesAreTheRegistryLines) {
                                                       "async_learner", "multi_learner", "actor_processes", "apex"}));
 }
 
+TEST(PolicyRegistry, RoundsPerUpdateComeFromThePolicysOwnConfig) {
+  core::ConfigSchema schema;
+  declare_policy_keys(schema);
+  core::Config config(schema);
+  config.apply_override("policy.central_inference.agents=4");
+  config.apply_override("policy.central_inference.training_batch=6");
+  EXPECT_EQ(rounds_per_update("central_inference", config), 2);
+  config.apply_override("policy.central_inference.training_batch=0");
+  EXPECT_EQ(rounds_per_update("central_inference", config), 1);
+  for (const std::string& name : policy_names()) {
+    if (name != "central_inference") EXPECT_EQ(rounds_per_update(name, config), 1) << name;
+  }
+}
+
 }  // namespace
 }  // namespace concord::policies

@@ -1,6 +1,7 @@
 #include "concord/algos/algorithm_registry.h"
 
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "concord/algos/a2c.h"
@@ -18,7 +19,15 @@ struct Algorithm {
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);
   std::unique_ptr<Learner> (*make)(const core::Config& config, const std::string& prefix, nn::ActorCriticConfig network,
                                    torch::Device device);
+  int64_t (*rollout_steps)(const core::Config& config, const std::string& prefix);
 };
+
+// An on-policy algorithm's config has num_steps, the T of its rollouts; one that learns from a
+// replay has none.
+template <typename Config, typename = void>
+struct HasRollouts : std::false_type {};
+template <typename Config>
+struct HasRollouts<Config, std::void_t<decltype(Config::num_steps)>> : std::true_type {};
 
 // The Algorithm of a Learner built from its config struct, whose field table gives the keys.
 template <typename LearnerT, typename Config>
@@ -29,6 +38,13 @@ Algorithm algorithm() {
             Config algorithm_config = core::read_config<Config>(config, prefix);
             algorithm_config.network = std::move(network);
             return std::make_unique<LearnerT>(std::move(algorithm_config), device);
+          },
+          [](const core::Config& config, const std::string& prefix) -> int64_t {
+            if constexpr (HasRollouts<Config>::value) {
+              return core::read_config<Config>(config, prefix).num_steps;
+            } else {
+              return 0;
+            }
           }};
 }
 
@@ -87,6 +103,14 @@ std::unique_ptr<Learner> make_learner(const std::string& name, const core::Confi
                                       torch::Device device) {
   const Algorithm& algorithm = algorithms().at(name);
   return algorithm.make(config, prefix_of(name), network_config(config, observation_space, action_space), device);
+}
+
+}  // namespace concord::algos
+
+namespace concord::algos {
+
+int64_t rollout_steps(const std::string& name, const core::Config& config) {
+  return algorithms().at(name).rollout_steps(config, prefix_of(name));
 }
 
 }  // namespace concord::algos

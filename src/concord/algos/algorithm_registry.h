@@ -30,4 +30,9 @@ std::unique_ptr<Learner> make_learner(const std::string& name, const core::Confi
                                       const envs::Space& observation_space, const envs::Space& action_space,
                                       torch::Device device = torch::kCPU);
 
+// The steps of each env in one rollout of the named algorithm as `config` sets it (its num_steps):
+// what one on-policy update learns from per env; 0 for an algorithm that learns from a replay.
+// Throws std::invalid_argument for an unknown name.
+int64_t rollout_steps(const std::string& name, const core::Config& config);
+
 }  // namespace concord::algos

@@ -7,9 +7,11 @@
 #include <utility>
 #include <vector>
 
+#include "concord/algos/algorithm_registry.h"
 #include "concord/cli/run_config.h"
 #include "concord/core/atomic_file.h"
 #include "concord/core/checkpoint.h"
+#include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
 
@@ -108,18 +110,18 @@ policies::TrainingState checked_training_state(const core::Checkpoint& checkpoin
   };
   // Every update trains on at least one step.
   if (state.updates > state.global_step) fail("(more updates than steps)");
-  // A round (every env stepping one rollout) is what one update trains on under every policy but
-  // central_inference, whose update takes training_batch segments of num_envs / agents envs. A
-  // stop may count the steps of one round collected but not yet trained.
+  // An update learns from the policy's rounds (every env stepping one rollout); a stop may count
+  // the steps of one round collected but not yet trained.
+  // (Names that are not registered are refused when the run is built.)
+  const std::string algo = config.get_string("train.algo"), policy = config.get_string("train.policy");
+  const auto known = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  if (!known(algos::algorithm_names(), algo) || !known(policies::policy_names(), policy)) return state;
   const int64_t num_envs = get_int_or(config, "env.num_envs", 0);
-  const int64_t rollout = get_int_or(config, "algo." + config.get_string("train.algo") + ".num_steps", 0);
+  const int64_t rollout = algos::rollout_steps(algo, config);
   if (num_envs < 1 || rollout < 1) return state;
-  int64_t rounds_per_update = 1;
-  if (config.get_string("train.policy") == "central_inference") {
-    const int64_t agents = std::max<int64_t>(1, get_int_or(config, "policy.central_inference.agents", 1));
-    const int64_t batch = get_int_or(config, "policy.central_inference.training_batch", 0);
-    rounds_per_update = std::max<int64_t>(1, (batch + agents - 1) / agents);
-  }
+  const int64_t rounds_per_update = std::max<int64_t>(1, policies::rounds_per_update(policy, config));
   const long double most = static_cast<long double>(state.updates + 1) * static_cast<long double>(rounds_per_update) *
                            static_cast<long double>(num_envs) * static_cast<long double>(rollout);
   if (static_cast<long double>(state.global_step) > most) {

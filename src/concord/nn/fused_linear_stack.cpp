@@ -48,8 +48,14 @@ bool blas_path(const at::Tensor& x, at::TensorList parameters) {
 int to_int(int64_t size) { return static_cast<int>(size); }  // blas_path bounds every size
 
 // The loops below are built for AVX-512, AVX2 and the baseline, and the CPU picks at load time:
-// the baseline build is SSE2, a quarter of AVX-512's width.
-#if defined(__x86_64__) && defined(__GNUC__)
+// the baseline build is SSE2, a quarter of AVX-512's width. Not under ThreadSanitizer: Clang
+// instruments the resolver that picks, which the loader runs before the sanitizer's runtime starts.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CONCORD_NO_CLONES
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CONCORD_NO_CLONES) && !defined(__SANITIZE_THREAD__)
 #define CONCORD_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CONCORD_VECTOR_CLONES

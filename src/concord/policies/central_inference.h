@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,6 +38,8 @@ struct CentralInferenceConfig {
   void validate() const;
   // Segments per update: training_batch, or agents when it is 0.
   int segments_per_update() const { return training_batch > 0 ? training_batch : agents; }
+  // Rounds (every agent one segment) per update, rounded up: the bound a resume checks.
+  int64_t rounds_per_update() const { return (segments_per_update() + agents - 1) / std::max(agents, 1); }
   // Whether every update is the next segment of each agent, in agent order, each agent holding
   // its own max_policy_lag + 1 slots. Dynamic adjustment parks agents, and a batch of another size
   // does not divide among them, so those runs share one pool of slots and one queue.

@@ -1,5 +1,8 @@
 #include "concord/policies/policy_registry.h"
 
+#include <type_traits>
+#include <utility>
+
 #include <functional>
 #include <stdexcept>
 
@@ -44,7 +47,17 @@ struct PolicyEntry {
   Families families;
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);  // nullptr: no keys
   std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)> make;
+  // The rounds (every env one rollout) one update learns from; 1 unless the config struct says.
+  std::function<int64_t(const core::Config& config, const std::string& prefix)> rounds_per_update =
+      [](const core::Config&, const std::string&) { return int64_t{1}; };
 };
+
+// A policy whose updates learn from more than one round says so in its config struct.
+template <typename Config, typename = void>
+struct HasRoundsPerUpdate : std::false_type {};
+template <typename Config>
+struct HasRoundsPerUpdate<Config, std::void_t<decltype(std::declval<const Config&>().rounds_per_update())>>
+    : std::true_type {};
 
 // A policy without keys.
 PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families) {
@@ -56,10 +69,16 @@ PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placem
 template <typename Config>
 PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement,
                    Families families) {
-  return {placement, families, core::declare_config<Config>,
-          [make](const PolicyContext& context, const std::string& prefix) {
-            return make(context, core::read_config<Config>(context.config, prefix));
-          }};
+  PolicyEntry entry{placement, families, core::declare_config<Config>,
+                    [make](const PolicyContext& context, const std::string& prefix) {
+                      return make(context, core::read_config<Config>(context.config, prefix));
+                    }};
+  if constexpr (HasRoundsPerUpdate<Config>::value) {
+    entry.rounds_per_update = [](const core::Config& config, const std::string& prefix) {
+      return core::read_config<Config>(config, prefix).rounds_per_update();
+    };
+  }
+  return entry;
 }
 
 // The registry: one line per policy, naming its factory (in the policy's own file).
@@ -136,6 +155,10 @@ void declare_policy_keys(core::ConfigSchema& schema) {
 }
 
 std::vector<std::string> policy_names() { return policies().names(); }
+
+int64_t rounds_per_update(const std::string& name, const core::Config& config) {
+  return policies().at(name).rounds_per_update(config, prefix_of(name));
+}
 
 bool policy_spans_processes(const std::string& name) { return policies().at(name).placement == Placement::kProcesses; }
 

@@ -40,6 +40,11 @@ void declare_policy_keys(core::ConfigSchema& schema);
 // The names make_policy accepts, in registry order.
 std::vector<std::string> policy_names();
 
+// The rounds (every env of the run stepping one rollout) one update of the named policy learns
+// from, as `config` sets it: 1 but for a policy that batches otherwise (central_inference's
+// training_batch). Throws std::invalid_argument for an unknown name.
+int64_t rounds_per_update(const std::string& name, const core::Config& config);
+
 // Whether the named policy runs ranks in several processes (and so needs a communicator, a world
 // of one when no launcher started the run). Throws std::invalid_argument for an unknown name.
 bool policy_spans_processes(const std::string& name);
