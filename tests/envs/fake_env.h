@@ -19,8 +19,9 @@ struct FakeEnvOptions {
   int terminate_after = 5;    // Episode of instance i terminates after terminate_after + i % 3 steps.
   int max_episode_steps = 0;  // Time limit (truncation); 0: none.
   bool box_actions = false;   // Box(-1, 1, (2,)) actions instead of Discrete(3).
-  int throw_at_step = -1;     // Instance 0 throws on this (total) step count; -1: never.
-  int step_sleep_us = 0;      // Sleeps this long in every step (slow envs).
+  int throw_at_step = -1;     // Instance throw_instance throws on this (total) step count; -1: never.
+  int throw_instance = 0;
+  int step_sleep_us = 0;  // Sleeps this long in every step (slow envs).
 };
 
 // Observation (Box(4)): [instance index, episode number, step in episode, seed draw], where the
@@ -56,7 +57,7 @@ class FakeEnv final : public FloatEnv {
       std::this_thread::sleep_for(std::chrono::microseconds(options_.step_sleep_us));
     }
     ++total_steps_;
-    if (index_ == 0 && total_steps_ == options_.throw_at_step) {
+    if (index_ == options_.throw_instance && total_steps_ == options_.throw_at_step) {
       busy_.store(false);
       throw std::runtime_error("FakeEnv: planned failure");
     }
