@@ -20,6 +20,7 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/apex_learner.h"
 #include "concord/policies/apex_processes.h"
+#include "concord/policies/policy_registry.h"
 #include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/parameter_versions.h"
 #include "concord/policies/runtime/workers.h"
@@ -214,7 +215,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
   if (!learner_.observes_while_updating()) {
     throw std::invalid_argument(
         "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
-        "train.policy single or sync_vector");
+        "train.policy " +
+        one_thread_policies());
   }
   const int actors = config_.actors;
   runtime::env_share(env_config, 0, actors, "apex", "actors (policy.apex.actors)");
@@ -224,7 +226,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
     if (replica == nullptr) {
       throw std::invalid_argument(
           "policy 'apex' acts with copies of the learner's network, which this algorithm cannot make; use "
-          "train.policy single or sync_vector");
+          "train.policy " +
+          one_thread_policies());
     }
     replicas_.push_back(std::move(replica));
     envs_.push_back(std::make_unique<envs::VectorEnv>(

@@ -23,6 +23,7 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/apex_learner.h"
 #include "concord/policies/episode_message.h"
+#include "concord/policies/policy_registry.h"
 #include "concord/policies/runtime/message_tags.h"
 #include "concord/policies/runtime/workers.h"
 #include "concord/policies/transition_collector.h"
@@ -442,13 +443,15 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
   if (!learner_.observes_while_updating()) {
     throw std::invalid_argument(
         "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
-        "train.policy single or sync_vector");
+        "train.policy " +
+        one_thread_policies());
   }
   replica_ = learner_.make_actor_replica();  // the actor's; rank 0 makes it only to check it can
   if (replica_ == nullptr) {
     throw std::invalid_argument(
         "policy 'apex' acts with copies of the learner's network, which this algorithm cannot make; use "
-        "train.policy single or sync_vector");
+        "train.policy " +
+        one_thread_policies());
   }
 }
 

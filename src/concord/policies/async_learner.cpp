@@ -14,6 +14,7 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
@@ -91,7 +92,8 @@ AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_pt
     if (!replica_) {
       throw std::invalid_argument(
           "policy 'async_learner' acts from a copy of the learner's network, which this algorithm cannot make "
-          "(OffPolicyLearner::make_actor_replica); use train.policy single");
+          "(OffPolicyLearner::make_actor_replica); use train.policy " +
+          one_thread_policies());
     }
   }
 }

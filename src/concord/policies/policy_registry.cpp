@@ -107,14 +107,10 @@ std::string prefix_of(const std::string& name) { return "policy." + name + "."; 
 // the interpreter's lock, or in processes that do not have it.
 void refuse_interpreter_env(const std::string& name, const envs::VectorEnvConfig& env_config) {
   if (!envs::make_env(env_config.env_id, env_config.options)->spec().calls_interpreter) return;
-  std::string able;
-  for (const auto& [other, entry] : policies().entries()) {
-    if (entry.placement == Placement::kOneThread) able += (able.empty() ? "" : " or ") + other;
-  }
   throw std::invalid_argument("policy '" + name + "' cannot train " + env_config.env_id +
                               ", an environment that calls Python (it steps envs from concurrent threads or other "
                               "processes); use train.policy " +
-                              able);
+                              one_thread_policies());
 }
 
 // The policies that drive learners of `family` (those that drive both included), for a refusal.
@@ -155,6 +151,14 @@ void declare_policy_keys(core::ConfigSchema& schema) {
 }
 
 std::vector<std::string> policy_names() { return policies().names(); }
+
+std::string one_thread_policies() {
+  std::string able;
+  for (const auto& [name, entry] : policies().entries()) {
+    if (entry.placement == Placement::kOneThread) able += (able.empty() ? "" : " or ") + name;
+  }
+  return able;
+}
 
 int64_t rounds_per_update(const std::string& name, const core::Config& config) {
   return policies().at(name).rounds_per_update(config, prefix_of(name));

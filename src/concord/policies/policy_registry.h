@@ -40,6 +40,10 @@ void declare_policy_keys(core::ConfigSchema& schema);
 // The names make_policy accepts, in registry order.
 std::vector<std::string> policy_names();
 
+// The policies that run every algorithm with the model on the calling thread alone ("single or
+// sync_vector"), from the registry: what a refusal offers instead.
+std::string one_thread_policies();
+
 // The rounds (every env of the run stepping one rollout) one update of the named policy learns
 // from, as `config` sets it: 1 but for a policy that batches otherwise (central_inference's
 // training_batch). Throws std::invalid_argument for an unknown name.
