@@ -6,6 +6,7 @@
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/optim/adam.h>
 #include <torch/utils.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -253,6 +255,48 @@ TEST(DqnTest, AGradientStepMovesQTowardTheTarget) {
     EXPECT_EQ(q[0][0].item<float>(), 0.0f);                      // the other action's row of the head did not move
     EXPECT_FLOAT_EQ(dqn.td_targets(batch)[0].item<float>(), y);  // nor did the target network
   }
+}
+
+// hogwild's asynchronous Q-learning: the replica's update is one step on exactly what it queued.
+TEST(DqnTest, ASharedReplicaTakesOneStepOnExactlyItsQueuedTransitionsInTheSharedParameters) {
+  torch::manual_seed(0);
+  DqnConfig config = tiny_config();
+  config.learning_starts = 100000;  // no replay to fill: the replica learns at once
+  Dqn primary(config);
+  set_head(primary.online_network(), {0, 0, 0, 0}, {0, 0});
+  set_head(primary.target_network(), {1, 0, 0, 1}, {0, 0});
+  std::unique_ptr<OffPolicyLearner> replica = primary.make_shared_replica();
+  ASSERT_NE(replica, nullptr);
+  EXPECT_EQ(replica->flat_parameters().values().data_ptr(), primary.flat_parameters().values().data_ptr());
+  EXPECT_TRUE(replica->update(1, 0.0).empty());  // nothing queued
+
+  // Three transitions, the second terminal: y = r + 0.99 max_a' Q_target(o', a') = 1 + 0.99 * 2,
+  // 2 (terminal), 0 + 0.99 * 3; Q_online = 0, so the mean squared error is their mean square.
+  replica->observe(step(matrix({1, 0}, 1), {0}, {1}, {0}, {0}, matrix({2, 1}, 1)));
+  replica->observe(step(matrix({0, 1}, 1), {1}, {2}, {1}, {0}, matrix({5, 5}, 1)));
+  replica->observe(step(matrix({1, 1}, 1), {1}, {0}, {0}, {0}, matrix({1, 3}, 1)));
+  const double y1 = 1 + 0.99 * 2, y2 = 2, y3 = 0.99 * 3;
+  const at::Tensor before = primary.flat_parameters().values().clone();
+  const Metrics metrics = replica->update(/*global_step=*/1000, /*progress=*/0.1);
+  EXPECT_NEAR(metrics.at("losses/td_loss"), (y1 * y1 + y2 * y2 + y3 * y3) / 3.0, 1e-5);
+  EXPECT_DOUBLE_EQ(metrics.at("losses/q_values"), 0.0);
+  EXPECT_FALSE(primary.flat_parameters().values().equal(before));  // the primary's parameters moved
+  EXPECT_EQ(primary.updates(), 1);
+  // The shared target followed at step 1000 (a multiple of target_network_frequency, 500).
+  EXPECT_EQ(primary.target_sync_step(), 1000);
+  EXPECT_TRUE(same_parameters(*primary.online_network(), *primary.target_network()));
+  EXPECT_TRUE(replica->update(1001, 0.1).empty());  // each transition is learned from once
+
+  // A3C's final epsilons: 0.1, 0.01 or 0.5.
+  const double epsilon = replica->actor().exploration(ActingContext{false, -1, 0, 0, 1}).at("charts/epsilon");
+  EXPECT_TRUE(epsilon == 0.1 || epsilon == 0.01 || epsilon == 0.5) << epsilon;
+
+  DqnConfig prioritized = config;
+  prioritized.prioritized = true;
+  Dqn with_priorities(prioritized);
+  EXPECT_THAT(
+      [&] { with_priorities.make_shared_replica(); },
+      ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("set algo.dqn.prioritized = false")));
 }
 
 TEST(DqnTest, UpdateDoesNothingUntilTheReplayHoldsABatch) {

@@ -542,7 +542,10 @@ TEST(Train, SacTrainsAndOffPolicyMisfitsAreRefusedInOneLine) {
     std::string arguments;
     std::string message;
   } misfits[] = {
-      {"train --config " + dqn + " --policy hogwild", "policy 'hogwild' runs on-policy algorithms only"},
+      {"train --config " + dqn + " --policy central_inference",
+       "policy 'central_inference' runs on-policy algorithms only"},
+      {"train --config " + sac + " --policy hogwild",
+       "policy 'hogwild' shares the learner's parameters among its workers, which this algorithm cannot do"},
       {"train --config " + dqn + " --env Pendulum-v1", "needs a discrete action space"},
       {"train --config " + sac + " --env CartPole-v1", "continuous"},
       {"train --config " + dqn + " --set explore.bonus=simhash",

@@ -86,6 +86,7 @@ struct Case {
   int env_threads;
   int64_t steps;
   double bar;
+  std::vector<std::string> overrides = {};  // --set assignments after the fast settings
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
@@ -94,7 +95,9 @@ class OffPolicyLearning : public testing::TestWithParam<Case> {};
 
 double train_and_evaluate(const Case& c, uint64_t seed) {
   torch::manual_seed(seed);
-  const core::Config config = config_with(c.algo == "dqn" ? kFastDqn : kFastSac);
+  std::vector<std::string> settings = c.algo == "dqn" ? kFastDqn : kFastSac;
+  settings.insert(settings.end(), c.overrides.begin(), c.overrides.end());
+  const core::Config config = config_with(settings);
   const envs::VectorEnvConfig env = env_config(c.env_id, c.num_envs, c.env_threads, seed);
   std::unique_ptr<algos::Learner> learner = learner_for(c.algo, config, env);
   std::unique_ptr<Policy> policy = make_policy(c.policy, PolicyContext{config, env, *learner, torch::kCPU});
@@ -111,12 +114,16 @@ TEST_P(OffPolicyLearning, ReturnRisesWellAboveRandom) {
       << c.policy << " / " << c.algo;
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, OffPolicyLearning,
-                         testing::Values(Case{"single", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
-                                         Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kDqnSteps, 80.0},
-                                         Case{"async_learner", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
-                                         Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0},
-                                         Case{"async_learner", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
+INSTANTIATE_TEST_SUITE_P(
+    Policies, OffPolicyLearning,
+    testing::Values(Case{"single", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
+                    Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kDqnSteps, 80.0},
+                    Case{"async_learner", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
+                    // A3C's asynchronous one-step Q-learning: 2 workers, 1 env each,
+                    // each updating every 5 of its steps (A3C's I_AsyncUpdate).
+                    Case{"hogwild", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0, {"algo.dqn.train_frequency=5"}},
+                    Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0},
+                    Case{"async_learner", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
 
 // multi_learner: two ranks as threads, each with its own replay and envs, gradients averaged in
 // every step; the replicas stay identical, and rank 0's learns. Returns its evaluation.

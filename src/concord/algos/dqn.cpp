@@ -23,12 +23,15 @@
 #include <stdexcept>
 #include <utility>
 
+#include "concord/algos/fused_adam.h"
 #include "concord/algos/fused_td_loss.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/module_checkpoint.h"
+#include "concord/algos/shared_optimizer_state.h"
 #include "concord/algos/tensor_checks.h"
 #include "concord/core/checkpoint_fields.h"
 #include "concord/core/config_problems.h"
+#include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 
 namespace concord::algos {
@@ -393,6 +396,39 @@ Dqn::Dqn(DqnConfig config, torch::Device device)
 
 std::unique_ptr<ActorReplica> Dqn::make_actor_replica() { return std::make_unique<DqnActorReplica>(online_, config_); }
 
+Dqn::Dqn(Dqn& primary, double final_epsilon)
+    : config_(primary.config_),
+      device_(primary.device_),
+      online_(nn::build_q_network(q_network_config(config_), device_)),
+      parameters_(*online_, primary.parameters_),
+      target_(nn::build_q_network(q_network_config(config_), device_)),
+      target_parameters_(*target_, primary.target_parameters_),
+      optimizer_(make_optimizer(config_, parameters_)),
+      actor_(online_,
+             [&] {
+               DqnConfig acting = config_;
+               acting.end_e = final_epsilon;
+               return acting;
+             }()),
+      rng_(seed_from_torch()),
+      primary_(&primary) {
+  share_optimizer_state(*optimizer_, *primary.optimizer_);
+}
+
+std::unique_ptr<OffPolicyLearner> Dqn::make_shared_replica() {
+  if (config_.prioritized) {
+    throw std::invalid_argument(
+        "asynchronous Q-learning (policy 'hogwild') learns every transition once, from no replay: set "
+        "algo.dqn.prioritized = false");
+  }
+  // No replay to fill: a fresh learner's target counts as synced at step 0, not at learning_starts.
+  if (updates_ == 0) target_sync_step_ = 0;
+  // A3C's final epsilons, one draw per thread.
+  const double u = core::uniform(rng_, 0.0, 1.0);
+  const double final_epsilon = u < 0.4 ? 0.1 : (u < 0.7 ? 0.01 : 0.5);
+  return std::unique_ptr<OffPolicyLearner>(new Dqn(*this, final_epsilon));
+}
+
 ReplayBuffer& Dqn::replay_for(at::ScalarType observation_dtype) {
   if (!replay_) replay_ = std::make_unique<ReplayBuffer>(replay_config(config_, observation_dtype));
   return *replay_;
@@ -562,6 +598,7 @@ Metrics Dqn::update(int64_t global_step, double progress) {
     tensor_checks::fail("Dqn::update", "global_step must be >= 0, got " + std::to_string(global_step));
   }
   tensor_checks::check_unit_interval("Dqn::update", "progress", progress);
+  if (primary_ != nullptr) return update_shared(global_step);
   if (!replay_ || replay_->size() < config_.batch_size) return {};
 
   // Prioritised replay's importance exponent, annealed from beta0 to 1 over training.
@@ -591,27 +628,58 @@ Metrics Dqn::update(int64_t global_step, double progress) {
     }
   }
   ++updates_;
-
-  // The target network follows at every multiple of target_network_frequency steps.
-  const int64_t period = config_.target_network_frequency;
-  const int64_t reached = global_step / period * period;
-  if (reached > target_sync_step_) {
-    c10::NoGradGuard no_grad;
-    const at::Tensor online = parameters_.values().detach();
-    const at::Tensor target = target_parameters_.values().detach();
-    if (config_.tau == 1.0) {
-      target.copy_(online);
-    } else {
-      target.copy_(config_.tau * online + (1.0 - config_.tau) * target);
-    }
-    target_sync_step_ = reached;
-  }
+  follow_target(global_step);
 
   Metrics metrics;
   metrics["losses/td_loss"] = loss.item<double>();
   metrics["losses/q_values"] = q_taken.sum().item<double>() / static_cast<double>(q_taken.size(0));
   metrics["charts/learning_rate"] = config_.learning_rate;
   if (config_.prioritized) metrics["charts/beta"] = beta;
+  return metrics;
+}
+
+void Dqn::follow_target(int64_t global_step) {
+  const int64_t period = config_.target_network_frequency;
+  const int64_t reached = global_step / period * period;
+  if (reached <= target_sync_step_) return;
+  c10::NoGradGuard no_grad;
+  const at::Tensor online = parameters_.values().detach();
+  const at::Tensor target = target_parameters_.values().detach();
+  if (config_.tau == 1.0) {
+    target.copy_(online);
+  } else {
+    target.copy_(config_.tau * online + (1.0 - config_.tau) * target);
+  }
+  target_sync_step_ = reached;
+}
+
+Metrics Dqn::update_shared(int64_t global_step) {
+  if (!replay_) return {};
+  const TensorMap queued = replay_->take_all();
+  if (queued.at(dqn_replay::kAction).size(0) == 0) return {};
+  const TensorMap batch = to_device(queued, device_);
+  // y = G + discount * Q_target(o', a*) with the shared target network, no gradient.
+  const at::Tensor y = td_targets(batch);
+  const TdLoss td = fused_td_loss(online_->forward(batch.at(dqn_replay::kObservation)), batch.at(dqn_replay::kAction),
+                                  y, at::Tensor(), config_.loss);
+  const double clip = config_.max_grad_norm > 0.0 ? config_.max_grad_norm : std::numeric_limits<double>::infinity();
+  // The gradient on this thread alone; the step on the shared parameters and statistics under the
+  // primary's lock: LibTorch's optimisers take a step in several operations over the statistics,
+  // and two steps interleaved corrupt them (a centred RMSprop's variance estimate turned negative
+  // and its square root NaN; Adam's steps blew Q up within a few updates).
+  parameters_.zero_grad();
+  td.loss.backward();
+  if (std::isfinite(clip)) clip_gradient_norm(parameters_.gradient(), clip);
+  {
+    std::lock_guard<std::mutex> lock(primary_->shared_mutex_);
+    if (!fused_adam_step(*optimizer_)) optimizer_->step();
+    ++primary_->updates_;
+    primary_->follow_target(global_step);
+  }
+  Metrics metrics;
+  metrics["losses/td_loss"] = td.loss.item<double>();
+  metrics["losses/q_values"] = td.q_taken.sum().item<double>() / static_cast<double>(td.q_taken.size(0));
+  metrics["charts/learning_rate"] = config_.learning_rate;
   return metrics;
 }
 

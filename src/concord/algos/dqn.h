@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,16 @@ class Dqn : public OffPolicyLearner {
   int64_t train_frequency() const override { return config_.train_frequency; }
   // An EpsilonGreedyActor (same config, so the same epsilons) over a clone of the online network.
   std::unique_ptr<ActorReplica> make_actor_replica() override;
+  // A3C's asynchronous Q-learning (Mnih et al., 2016, Algorithm 1; Algorithm 2's n-step returns
+  // with n_step > 1), for hogwild: a replica whose online and target networks and optimiser
+  // statistics are this learner's, with its own gradients and no replay. Its observe() queues its
+  // thread's transitions; its update() takes one gradient step on exactly those queued since the
+  // last, each once (the thread's accumulated gradients, as a mean), then the shared target
+  // follows at multiples of target_network_frequency of global_step. Its actor anneals epsilon
+  // from start_e to a final epsilon drawn once per replica: 0.1, 0.01 or 0.5 with probabilities
+  // 0.4, 0.3 and 0.3 (A3C's). learning_starts does not apply: there is no replay to fill. Throws
+  // std::invalid_argument, in one line, with prioritized replay.
+  std::unique_ptr<OffPolicyLearner> make_shared_replica() override;
   // True: observe() writes the n-step windows (which update() never reads) and the replay, which
   // is thread-safe; the replay built by the first observe() is what needs the contract's
   // happens-before.
@@ -209,8 +220,14 @@ class Dqn : public OffPolicyLearner {
   int64_t target_sync_step() const { return target_sync_step_; }
 
  private:
+  // A shared replica of `primary` acting with `final_epsilon` (make_shared_replica).
+  Dqn(Dqn& primary, double final_epsilon);
   // Builds the replay for observations of `dtype` on the first observe().
   ReplayBuffer& replay_for(at::ScalarType observation_dtype);
+  // A shared replica's update(): one gradient step on the queued transitions.
+  Metrics update_shared(int64_t global_step);
+  // The target follows the online network at every multiple of target_network_frequency.
+  void follow_target(int64_t global_step);
 
   DqnConfig config_;
   torch::Device device_;
@@ -225,6 +242,8 @@ class Dqn : public OffPolicyLearner {
   core::Rng rng_;                                         // replay sampling
   int64_t updates_ = 0;
   int64_t target_sync_step_ = 0;
+  Dqn* primary_ = nullptr;   // a shared replica's: whose parameters, target and counters it shares
+  std::mutex shared_mutex_;  // on the primary: its replicas' target updates and update count
 };
 
 }  // namespace concord::algos

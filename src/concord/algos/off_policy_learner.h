@@ -77,6 +77,11 @@ class OffPolicyLearner : public Learner {
   // it on the thread that built the learner, before other threads use the learner (making the
   // copy may draw from LibTorch's global generator). nullptr: this learner cannot act from a copy.
   virtual std::unique_ptr<ActorReplica> make_actor_replica() { return nullptr; }
+  // A replica for threads that each act and learn (policies/hogwild.h): its parameters, target
+  // and optimiser statistics are this learner's (shared storage), its gradients its own, and it
+  // learns from the transitions its own thread observes rather than from this learner's replay.
+  // Call it on the thread that built the learner. nullptr: this learner cannot share itself.
+  virtual std::unique_ptr<OffPolicyLearner> make_shared_replica() { return nullptr; }
   // True when observe() may run on one thread while update() runs on another. The policy's side
   // of that contract:
   //   - observe() calls are serialised among themselves (one mutex), and so are update() calls;

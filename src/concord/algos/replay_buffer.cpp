@@ -319,6 +319,20 @@ int64_t ReplayBuffer::update_priorities(const at::Tensor& indices, const at::Ten
   return applied;
 }
 
+TensorMap ReplayBuffer::take_all() {
+  constexpr const char* kFn = "ReplayBuffer::take_all";
+  if (config_.prioritized) fail(kFn, "a prioritized buffer is sampled, not taken in order");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (num_added_ > config_.capacity) {
+    fail(kFn, std::to_string(num_added_) + " transitions were added since the last take, more than the capacity of " +
+                  std::to_string(config_.capacity));
+  }
+  TensorMap out;
+  for (const auto& [name, storage] : storage_) out[name] = storage.slice(0, 0, num_added_).clone();
+  num_added_ = 0;
+  return out;
+}
+
 TensorMap ReplayBuffer::state() const {
   std::lock_guard<std::mutex> lock(mutex_);
   const int64_t stored = size_locked();

@@ -138,6 +138,12 @@ class ReplayBuffer {
   // (< 0 or >= num_added()), applying none.
   int64_t update_priorities(const at::Tensor& indices, const at::Tensor& priorities);
 
+  // Every stored transition in arrival order (copies), then empties the buffer (num_added()
+  // back to 0): a buffer used as a queue, each transition learned from once (hogwild's
+  // asynchronous Q-learning). Throws std::invalid_argument for a prioritized buffer, or if
+  // transitions were overwritten since the last take (they would be lost without a word).
+  TensorMap take_all();
+
   // Transitions stored: min(num_added(), capacity()).
   int64_t size() const;
   int64_t capacity() const { return config_.capacity; }

@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
 #include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/workers.h"
+#include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 
@@ -33,9 +36,12 @@ const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
 }
 
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
-                             algos::OnPolicyLearner& learner, torch::Device device, explore::Bonus* bonus)
+                             algos::Learner& learner, torch::Device device, explore::Bonus* bonus)
     : config_(core::validated(config)), device_(device), bonus_(bonus), seed_(env_config.seed) {
   runtime::require_thread_envs(env_config, "hogwild", "worker");
+  refuse_bonus_off_policy(bonus_, learner);
+  auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner);
+  auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner);
   // Every update is one worker's: for it to see the batch the algorithm is configured for
   // (env.num_envs x T, as under every other policy), each worker steps env.num_envs envs, A3C's
   // per-thread settings. The run's W x num_envs envs are seeded as `single` seeds that many.
@@ -44,12 +50,26 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
   for (int w = 0; w < config_.workers; ++w) {
     envs_.push_back(
         std::make_unique<envs::VectorEnv>(runtime::env_share(run_envs, w, config_.workers, "hogwild", "workers")));
-    replicas_.push_back(learner.make_shared_replica());
+    if (on_policy != nullptr) {
+      replicas_.push_back(on_policy->make_shared_replica());
+    } else if (off_policy != nullptr) {
+      off_replicas_.push_back(off_policy->make_shared_replica());
+      if (!off_replicas_.back()) {
+        throw std::invalid_argument(
+            "policy 'hogwild' shares the learner's parameters among its workers, which this "
+            "algorithm cannot do; use train.policy " +
+            one_thread_policies());
+      }
+    }
   }
 }
 
 void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                           const TrainingCallbacks& callbacks) {
+  if (!off_replicas_.empty()) {
+    train_off_policy(state, total_steps, checkpoint_interval_steps, callbacks);
+    return;
+  }
   std::atomic<int64_t> steps_claimed{state.global_step};
   std::mutex report;  // callbacks, episode statistics and `state`, one thread at a time
   core::EpisodeStats episodes;
@@ -98,9 +118,61 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
   workers.join();
 }
 
+void HogwildPolicy::train_off_policy(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                     const TrainingCallbacks& callbacks) {
+  std::atomic<int64_t> steps_claimed{state.global_step};  // A3C's shared counter T
+  std::mutex report;  // callbacks, episode statistics and `state`, one thread at a time
+  core::EpisodeStats episodes;
+  UpdateReporter reporter(state, checkpoint_interval_steps);
+  runtime::Workers workers("hogwild", config_.wait_timeout_seconds, "policy.hogwild.wait_timeout_seconds");
+  auto& gate = workers.make<runtime::CheckpointGate>("a worker", "an update");
+  TrainingCallbacks pausing = callbacks;
+  if (callbacks.on_checkpoint) {
+    pausing.on_checkpoint = [&](const TrainingState& at) { gate.paused([&] { callbacks.on_checkpoint(at); }); };
+  }
+
+  const auto worker = [&](int w) {
+    algos::OffPolicyLearner& replica = *off_replicas_[static_cast<size_t>(w)];
+    TransitionCollector collector(*envs_[static_cast<size_t>(w)], device_);
+    const int64_t steps = collector.num_envs();
+    const auto on_episode = [&](double episode_return, int64_t episode_length) {
+      std::lock_guard<std::mutex> lock(report);
+      record_episode(episodes, callbacks, episode_return, episode_length);
+    };
+    int64_t queued = 0;  // env steps observed since the worker's last update
+    while (!workers.stopping()) {
+      const int64_t claimed = steps_claimed.fetch_add(steps);
+      if (claimed >= total_steps) break;
+      const algos::ActingContext context{false, claimed, total_steps, 0, 1};
+      replica.observe(collector.step(replica.actor(), context, on_episode));
+      queued += steps;
+      if (queued < replica.train_frequency()) continue;
+      queued = 0;
+      const int64_t reached = claimed + steps;
+      const double progress = std::min(1.0, static_cast<double>(reached) / static_cast<double>(total_steps));
+      algos::Metrics metrics = gate.unit([&] { return replica.update(reached, progress); });
+      if (metrics.empty()) continue;
+
+      std::lock_guard<std::mutex> lock(report);
+      state.global_step = std::max(state.global_step, reached);
+      ++state.updates;
+      check_finite(metrics, state);
+      for (const auto& [name, value] : replica.actor().exploration(context)) metrics[name] = value;
+      metrics["charts/worker"] = w;
+      reporter.report(state, metrics, episodes, pausing);
+      if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
+    }
+  };
+  for (int w = 0; w < config_.workers; ++w) {
+    workers.start("worker " + std::to_string(w), core::thread_seed(seed_, static_cast<uint64_t>(w)),
+                  [&worker, w] { worker(w); });
+  }
+  workers.join();
+  state.global_step = std::max(state.global_step, std::min(steps_claimed.load(), total_steps));
+}
+
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config) {
-  return std::make_unique<HogwildPolicy>(config, context.env_config, context.on_policy_learner(), context.device,
-                                         context.bonus);
+  return std::make_unique<HogwildPolicy>(config, context.env_config, context.learner, context.device, context.bonus);
 }
 
 }  // namespace concord::policies

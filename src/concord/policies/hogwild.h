@@ -6,6 +6,8 @@
 
 #include <torch/types.h>
 
+#include "concord/algos/off_policy_learner.h"
+#include "concord/algos/on_policy_learner.h"
 #include "concord/core/config_fields.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
@@ -49,24 +51,41 @@ struct HogwildConfig {
 // as `single` seeds a run of W x n. (Splitting n among the workers halved A2C's batch on
 // CartPole and failed seeds that `single` did not: bench/RESULTS.md, "Policies".)
 //
+// Off-policy learners (DQN): A3C's asynchronous Q-learning (its Algorithm 1). Each worker acts
+// with its replica (OffPolicyLearner::make_shared_replica: shared parameters, target network and
+// optimiser statistics; its own final epsilon), queues its transitions, and every
+// train_frequency of its own env steps takes one gradient step on them:
+//
+//   transition = one step of its envs, epsilon-greedy with the shared parameters
+//   replica.observe(transition)
+//   every train_frequency steps: replica.update()   -> the queued transitions' TD loss, one
+//                                                      step; the shared target follows every
+//                                                      target_network_frequency global steps
+//
+// There is no replay, so learning_starts does not apply.
+//
 // Requirements, checked at construction (std::invalid_argument naming the problem): a learner
 // whose optimiser state can be shared. With an exploration `bonus`, every worker adds it to its
-// rollouts (exploration_bonus.h); all workers count into the bonus's one table.
+// rollouts (exploration_bonus.h); all workers count into the bonus's one table (on-policy only).
 class HogwildPolicy : public Policy {
  public:
-  HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
+  HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config, algos::Learner& learner,
                 torch::Device device, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
 
  private:
+  void train_off_policy(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                        const TrainingCallbacks& callbacks);
+
   HogwildConfig config_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
   uint64_t seed_;          // the run's, for the workers' generators
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
-  std::vector<std::unique_ptr<algos::OnPolicyLearner>> replicas_;
+  std::vector<std::unique_ptr<algos::OnPolicyLearner>> replicas_;       // on-policy learners
+  std::vector<std::unique_ptr<algos::OffPolicyLearner>> off_replicas_;  // off-policy learners
 };
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config);
