@@ -29,6 +29,8 @@ ActorCriticLearner::ActorCriticLearner(ActorCriticLearner& primary)
       reward_scaler_(primary.reward_scaler_) {
   share_optimizer_state(*optimizer_, *primary.optimizer_);
   share_observation_statistics(model_, primary.model_);
+  if (!primary.step_lock_) primary.step_lock_ = std::make_shared<std::mutex>();
+  step_lock_ = primary.step_lock_;
 }
 
 ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
@@ -75,7 +77,7 @@ double ActorCriticLearner::set_learning_rate(double learning_rate, bool anneal, 
 }
 
 void ActorCriticLearner::step(const at::Tensor& loss, double max_grad_norm) {
-  gradient_step(loss, parameters_, *optimizer_, max_grad_norm, sync_strategy());
+  gradient_step(loss, parameters_, *optimizer_, max_grad_norm, sync_strategy(), step_lock_.get());
 }
 
 void ActorCriticLearner::finish_update(const at::Tensor& observations) {

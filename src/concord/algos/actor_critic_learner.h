@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -92,6 +93,9 @@ class ActorCriticLearner : public OnPolicyLearner {
   nn::ActorCritic model_;
   nn::FlatParameters parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Shared by a learner and its replicas once one is made: their optimiser steps take turns
+  // (gradient_step's step_lock).
+  std::shared_ptr<std::mutex> step_lock_;
   std::optional<RewardScaler> reward_scaler_;
   int64_t updates_ = 0;
 };

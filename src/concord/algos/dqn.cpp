@@ -23,7 +23,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "concord/algos/fused_adam.h"
 #include "concord/algos/fused_td_loss.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/module_checkpoint.h"
@@ -663,16 +662,11 @@ Metrics Dqn::update_shared(int64_t global_step) {
   const TdLoss td = fused_td_loss(online_->forward(batch.at(dqn_replay::kObservation)), batch.at(dqn_replay::kAction),
                                   y, at::Tensor(), config_.loss);
   const double clip = config_.max_grad_norm > 0.0 ? config_.max_grad_norm : std::numeric_limits<double>::infinity();
-  // The gradient on this thread alone; the step on the shared parameters and statistics under the
-  // primary's lock: LibTorch's optimisers take a step in several operations over the statistics,
-  // and two steps interleaved corrupt them (a centred RMSprop's variance estimate turned negative
-  // and its square root NaN; Adam's steps blew Q up within a few updates).
-  parameters_.zero_grad();
-  td.loss.backward();
-  if (std::isfinite(clip)) clip_gradient_norm(parameters_.gradient(), clip);
+  // The gradient on this thread alone; the step on the shared parameters and statistics takes
+  // turns with the other replicas' (gradient_step's step_lock says why).
+  gradient_step(td.loss, parameters_, *optimizer_, clip, sync_strategy(), &primary_->shared_mutex_);
   {
     std::lock_guard<std::mutex> lock(primary_->shared_mutex_);
-    if (!fused_adam_step(*optimizer_)) optimizer_->step();
     ++primary_->updates_;
     primary_->follow_target(global_step);
   }

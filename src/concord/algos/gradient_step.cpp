@@ -14,12 +14,16 @@ void clip_gradient_norm(const torch::Tensor& gradient, double max_norm) {
 }
 
 void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer,
-                   double max_grad_norm, sync::SyncStrategy& sync) {
+                   double max_grad_norm, sync::SyncStrategy& sync, std::mutex* step_lock) {
   parameters.zero_grad();
   loss.backward();
   sync.synchronize_gradients();
   if (std::isfinite(max_grad_norm)) clip_gradient_norm(parameters.gradient(), max_grad_norm);
-  if (!fused_adam_step(optimizer)) optimizer.step();
+  {
+    std::unique_lock<std::mutex> stepping;
+    if (step_lock != nullptr) stepping = std::unique_lock<std::mutex>(*step_lock);
+    if (!fused_adam_step(optimizer)) optimizer.step();
+  }
   sync.after_step();
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mutex>
+
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
@@ -25,7 +27,14 @@ namespace concord::algos {
 // would wait for a device.
 void clip_gradient_norm(const torch::Tensor& gradient, double max_norm);
 
+//
+// With `step_lock`, the optimiser's step (only) runs under it: for replicas on several threads that
+// step one set of shared parameters and statistics (hogwild). LibTorch's optimisers step in
+// several passes over the statistics, and a read-modify-write lost between two threads leaves
+// Adam's first moment with a gradient its second moment lacks, or RMSprop's divisor without the
+// gradient it divides: steps many times too large (Q-values went from 0.2 to 5e4 in one step
+// under hogwild at a rate of 1e-6).
 void gradient_step(const torch::Tensor& loss, nn::FlatParameters& parameters, torch::optim::Optimizer& optimizer,
-                   double max_grad_norm, sync::SyncStrategy& sync);
+                   double max_grad_norm, sync::SyncStrategy& sync, std::mutex* step_lock = nullptr);
 
 }  // namespace concord::algos
