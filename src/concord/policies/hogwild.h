@@ -36,10 +36,10 @@ struct HogwildConfig {
 //                                minibatches) into its own gradient buffer, then an optimiser step
 //                                on the shared parameters and statistics
 //
-// Parameter reads and writes race by design (Hogwild!, Niu et al., 2011); they are plain float
-// stores, never torn structures. The only lock is a pause for checkpoints (runtime::CheckpointGate):
-// a checkpoint waits for the updates in progress and holds new ones off, so a saved state is
-// consistent.
+// Forward and backward passes read parameters another worker is writing, by design (Hogwild!, Niu
+// et al., 2011): plain float stores, never torn structures. Two locks: the optimiser steps take
+// turns (algos/gradient_step.h says why), and a checkpoint (runtime::CheckpointGate) waits for the
+// updates in progress and holds new ones off, so a saved state is consistent.
 //
 // While one worker takes its update's steps, the others' steps move the same parameters: PPO's
 // ratio is taken against the behaviour log-probabilities its rollout recorded, so its clipping
