@@ -66,60 +66,6 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
 
 void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                           const TrainingCallbacks& callbacks) {
-  if (!off_replicas_.empty()) {
-    train_off_policy(state, total_steps, checkpoint_interval_steps, callbacks);
-    return;
-  }
-  std::atomic<int64_t> steps_claimed{state.global_step};
-  std::mutex report;  // callbacks, episode statistics and `state`, one thread at a time
-  core::EpisodeStats episodes;
-  UpdateReporter reporter(state, checkpoint_interval_steps);
-  runtime::Workers workers("hogwild", config_.wait_timeout_seconds, "policy.hogwild.wait_timeout_seconds");
-  auto& gate = workers.make<runtime::CheckpointGate>("a worker", "an update");
-  TrainingCallbacks pausing = callbacks;
-  if (callbacks.on_checkpoint) {
-    pausing.on_checkpoint = [&](const TrainingState& at) { gate.paused([&] { callbacks.on_checkpoint(at); }); };
-  }
-
-  const auto worker = [&](int w) {
-    RolloutCollector collector(*envs_[static_cast<size_t>(w)], replicas_[static_cast<size_t>(w)]->rollout_length(),
-                               device_);
-    algos::OnPolicyLearner& replica = *replicas_[static_cast<size_t>(w)];
-    nn::ActorCritic model = replica.model();
-    const auto on_episode = [&](double episode_return, int64_t episode_length) {
-      std::lock_guard<std::mutex> lock(report);
-      record_episode(episodes, callbacks, episode_return, episode_length);
-    };
-    while (!workers.stopping()) {
-      const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
-      if (claimed >= total_steps) break;
-      const algos::Rollout& collected = collector.collect(model, on_episode);
-      algos::Metrics bonus_metrics;
-      const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
-      const int64_t steps = claimed + collector.env_steps_per_rollout();
-      const double progress = std::min(1.0, static_cast<double>(steps) / static_cast<double>(total_steps));
-      algos::Metrics metrics = gate.unit([&] { return replica.update(rollout, progress); });
-
-      std::lock_guard<std::mutex> lock(report);
-      state.global_step = std::max(state.global_step, steps);
-      ++state.updates;
-      check_finite(metrics, state);
-      metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
-      metrics["charts/worker"] = w;
-      reporter.report(state, metrics, episodes, pausing);
-      if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
-    }
-  };
-  // Each worker samples actions and minibatches from its own generator.
-  for (int w = 0; w < config_.workers; ++w) {
-    workers.start("worker " + std::to_string(w), core::thread_seed(seed_, static_cast<uint64_t>(w)),
-                  [&worker, w] { worker(w); });
-  }
-  workers.join();
-}
-
-void HogwildPolicy::train_off_policy(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
-                                     const TrainingCallbacks& callbacks) {
   std::atomic<int64_t> steps_claimed{state.global_step};  // A3C's shared counter T
   std::mutex report;  // callbacks, episode statistics and `state`, one thread at a time
   core::EpisodeStats episodes;
@@ -130,15 +76,45 @@ void HogwildPolicy::train_off_policy(TrainingState& state, int64_t total_steps, 
   if (callbacks.on_checkpoint) {
     pausing.on_checkpoint = [&](const TrainingState& at) { gate.paused([&] { callbacks.on_checkpoint(at); }); };
   }
+  const auto on_episode = [&](double episode_return, int64_t episode_length) {
+    std::lock_guard<std::mutex> lock(report);
+    record_episode(episodes, callbacks, episode_return, episode_length);
+  };
+  // Counts worker w's update, which took the run to `reached` steps, and reports it with `extra`
+  // (the bonus's or the actor's metrics).
+  const auto updated = [&](int w, int64_t reached, algos::Metrics& metrics, const algos::Metrics& extra) {
+    std::lock_guard<std::mutex> lock(report);
+    state.global_step = std::max(state.global_step, reached);
+    ++state.updates;
+    check_finite(metrics, state);
+    metrics.insert(extra.begin(), extra.end());
+    metrics["charts/worker"] = w;
+    reporter.report(state, metrics, episodes, pausing);
+    if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
+  };
+  const auto progress_at = [&](int64_t reached) {
+    return std::min(1.0, static_cast<double>(reached) / static_cast<double>(total_steps));
+  };
 
-  const auto worker = [&](int w) {
+  const auto on_policy_worker = [&](int w) {
+    algos::OnPolicyLearner& replica = *replicas_[static_cast<size_t>(w)];
+    RolloutCollector collector(*envs_[static_cast<size_t>(w)], replica.rollout_length(), device_);
+    nn::ActorCritic model = replica.model();
+    while (!workers.stopping()) {
+      const int64_t claimed = steps_claimed.fetch_add(collector.env_steps_per_rollout());
+      if (claimed >= total_steps) break;
+      const algos::Rollout& collected = collector.collect(model, on_episode);
+      algos::Metrics bonus_metrics;
+      const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
+      const int64_t reached = claimed + collector.env_steps_per_rollout();
+      algos::Metrics metrics = gate.unit([&] { return replica.update(rollout, progress_at(reached)); });
+      updated(w, reached, metrics, bonus_metrics);
+    }
+  };
+  const auto off_policy_worker = [&](int w) {
     algos::OffPolicyLearner& replica = *off_replicas_[static_cast<size_t>(w)];
     TransitionCollector collector(*envs_[static_cast<size_t>(w)], device_);
     const int64_t steps = collector.num_envs();
-    const auto on_episode = [&](double episode_return, int64_t episode_length) {
-      std::lock_guard<std::mutex> lock(report);
-      record_episode(episodes, callbacks, episode_return, episode_length);
-    };
     int64_t queued = 0;  // env steps observed since the worker's last update
     while (!workers.stopping()) {
       const int64_t claimed = steps_claimed.fetch_add(steps);
@@ -149,26 +125,24 @@ void HogwildPolicy::train_off_policy(TrainingState& state, int64_t total_steps, 
       if (queued < replica.train_frequency()) continue;
       queued = 0;
       const int64_t reached = claimed + steps;
-      const double progress = std::min(1.0, static_cast<double>(reached) / static_cast<double>(total_steps));
-      algos::Metrics metrics = gate.unit([&] { return replica.update(reached, progress); });
-      if (metrics.empty()) continue;
-
-      std::lock_guard<std::mutex> lock(report);
-      state.global_step = std::max(state.global_step, reached);
-      ++state.updates;
-      check_finite(metrics, state);
-      for (const auto& [name, value] : replica.actor().exploration(context)) metrics[name] = value;
-      metrics["charts/worker"] = w;
-      reporter.report(state, metrics, episodes, pausing);
-      if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
+      algos::Metrics metrics = gate.unit([&] { return replica.update(reached, progress_at(reached)); });
+      if (!metrics.empty()) updated(w, reached, metrics, replica.actor().exploration(context));
     }
   };
+  // Each worker samples actions and minibatches from its own generator.
+  const bool off_policy = !off_replicas_.empty();
   for (int w = 0; w < config_.workers; ++w) {
-    workers.start("worker " + std::to_string(w), core::thread_seed(seed_, static_cast<uint64_t>(w)),
-                  [&worker, w] { worker(w); });
+    workers.start("worker " + std::to_string(w), core::thread_seed(seed_, static_cast<uint64_t>(w)), [&, w] {
+      if (off_policy) {
+        off_policy_worker(w);
+      } else {
+        on_policy_worker(w);
+      }
+    });
   }
   workers.join();
-  state.global_step = std::max(state.global_step, std::min(steps_claimed.load(), total_steps));
+  // Off-policy steps after a worker's last update are taken too.
+  if (off_policy) state.global_step = std::max(state.global_step, std::min(steps_claimed.load(), total_steps));
 }
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config) {

@@ -76,9 +76,6 @@ class HogwildPolicy : public Policy {
              const TrainingCallbacks& callbacks) override;
 
  private:
-  void train_off_policy(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
-                        const TrainingCallbacks& callbacks);
-
   HogwildConfig config_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null; shared by every worker
