@@ -542,8 +542,9 @@ TEST(Train, SacTrainsAndOffPolicyMisfitsAreRefusedInOneLine) {
     std::string arguments;
     std::string message;
   } misfits[] = {
-      {"train --config " + dqn + " --policy central_inference",
-       "policy 'central_inference' runs on-policy algorithms only"},
+      {"train --config " + dqn + " --policy central_inference --set policy.central_inference.trainers=2",
+       "trainers, training_batch, max_policy_lag and dynamic_adjustment lay out on-policy training only (got "
+       "trainers = 2)"},
       {"train --config " + sac + " --policy hogwild",
        "policy 'hogwild' shares the learner's parameters among its workers, which this algorithm cannot do"},
       {"train --config " + dqn + " --env Pendulum-v1", "needs a discrete action space"},

@@ -316,6 +316,10 @@ TEST(Apex, RefusesWhatItCannotRunInOneLine) {
   EXPECT_THAT(refusal(learner, threaded), ::testing::HasSubstr("set env.num_threads = 1 and env.batch_size = 0"));
   EXPECT_EQ(refusal(learner, env_config(id, 4), {"policy.apex.actors=0", "policy.apex.refresh_every=0"}),
             "invalid policy.apex config: actors=0 must be >= 1; refresh_every=0 must be >= 1");
+  EXPECT_EQ(refusal(learner, env_config(id, 4),
+                    {"policy.apex.max_env_steps_per_update=2", "policy.apex.min_env_steps_per_update=3"}),
+            "invalid policy.apex config: min_env_steps_per_update=3 exceeds max_env_steps_per_update=2: the learner "
+            "would wait for steps the actors may not take");
   EXPECT_EQ(refusal(learner, env_config(id, 6), {"policy.apex.actors=3"}), "");
   EXPECT_THAT(policy_names(), ::testing::Contains("apex"));
 }

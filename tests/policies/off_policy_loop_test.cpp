@@ -129,7 +129,7 @@ TEST(OffPolicyLoop, PoliciesThatCannotRunOffPolicyRefuseInOneLine) {
   envs::VectorEnvConfig env_config;
   env_config.env_id = "CartPole-v1";
   env_config.num_envs = 2;
-  for (const std::string name : {"central_inference", "actor_processes"}) {
+  for (const std::string name : {"actor_processes"}) {
     try {
       make_policy(name, PolicyContext{config, env_config, learner, torch::kCPU});
       FAIL() << "expected a refusal from " << name;
@@ -137,7 +137,7 @@ TEST(OffPolicyLoop, PoliciesThatCannotRunOffPolicyRefuseInOneLine) {
       EXPECT_EQ(std::string(error.what()),
                 "policy '" + name +
                     "' runs on-policy algorithms only, and this algorithm learns off-policy from replay; use "
-                    "train.policy single, sync_vector, hogwild, async_learner, multi_learner, apex");
+                    "train.policy single, sync_vector, hogwild, central_inference, async_learner, multi_learner, apex");
     }
   }
   EXPECT_NO_THROW(make_policy("single", PolicyContext{config, env_config, learner, torch::kCPU}));

@@ -1,5 +1,7 @@
 #include "concord/policies/apex_config.h"
 
+#include <string>
+
 #include "concord/core/config_problems.h"
 
 namespace concord::policies {
@@ -11,6 +13,13 @@ void ApexConfig::validate() const {
   problems.check(refresh_every >= 1, "refresh_every", refresh_every, ">= 1");
   problems.check(max_env_steps_per_update >= 0, "max_env_steps_per_update", max_env_steps_per_update,
                  ">= 0 (0 = unbounded)");
+  problems.check(min_env_steps_per_update >= 0, "min_env_steps_per_update", min_env_steps_per_update,
+                 ">= 0 (0 = back to back)");
+  if (max_env_steps_per_update > 0 && min_env_steps_per_update > max_env_steps_per_update) {
+    problems.add("min_env_steps_per_update=" + std::to_string(min_env_steps_per_update) +
+                 " exceeds max_env_steps_per_update=" + std::to_string(max_env_steps_per_update) +
+                 ": the learner would wait for steps the actors may not take");
+  }
   problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
   if (on_actor_failure != "continue" && on_actor_failure != "abort") {
     problems.add("on_actor_failure must be \"continue\" or \"abort\", got \"" + on_actor_failure + "\"");
@@ -31,6 +40,9 @@ const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
       {"max_env_steps_per_update", &C::max_env_steps_per_update,
        "Actors wait while the env steps since the first update exceed this many per update (0: never wait; the "
        "replay ratio is then set by the relative speeds of acting and learning)"},
+      {"min_env_steps_per_update", &C::min_env_steps_per_update,
+       "The learner waits for this many new env steps per update (0: updates back to back; with "
+       "max_env_steps_per_update equal, the replay ratio is pinned from both sides)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A wait between the actors and the learner longer than this is an error naming it"},
       {"on_actor_failure", &C::on_actor_failure,

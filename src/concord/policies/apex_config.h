@@ -25,6 +25,12 @@ struct ApexConfig {
   // actors cannot dilute the replay ratio below one update per N env steps (plus one step of each
   // actor in flight). An update that finds no batch in the replay lets the actors N steps on.
   int64_t max_env_steps_per_update = 0;
+  // 0: the learner updates back to back (Ape-X). N > 0: the learner's u-th update of a run waits
+  // until global_step has passed max(learning_starts, the run's first step) + (u - 1) x N, so that a
+  // learner faster than its actors cannot raise the replay ratio above one update per N env steps
+  // (with max_env_steps_per_update = N too, the ratio is pinned from both sides, as Acme's rate
+  // limiter pins samples per insert). At most max_env_steps_per_update when that is set.
+  int64_t min_env_steps_per_update = 0;
   double wait_timeout_seconds = 60.0;  // a blocking wait longer than this is an error naming it
   // Across processes: "continue" drops an actor rank that dies or stalls, logs it, and trains on
   // with the others (Ape-X's actors are many and interchangeable); "abort" fails the run naming

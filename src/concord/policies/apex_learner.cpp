@@ -115,6 +115,10 @@ void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learn
     }
     ++state.updates;
     ++run_updates;
+    // min_env_steps_per_update: the next update waits for that many more steps of this run.
+    if (config.min_env_steps_per_update > 0) {
+      wait_beyond = std::max(wait_beyond, learning_from + run_updates * config.min_env_steps_per_update);
+    }
     allowed_step += config.max_env_steps_per_update;
     if (config.max_env_steps_per_update > 0) source.allow_steps(allowed_step);
     check_finite(metrics, state);

@@ -82,7 +82,8 @@ class StoredSteps {
 int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearner& learner, const TrainingState& state);
 
 // The learner's side of Ape-X, on the calling thread: from the first step past
-// max(learning_starts, the state's global_step) on, learner.update() back to back; the
+// max(learning_starts, the state's global_step) on, learner.update() back to back (with
+// min_env_steps_per_update = N, each after N more env steps); the
 // parameters published every publish_every updates; every update reported with charts/SPS,
 // charts/updates_per_env_step (since the first update of this run), time/update_seconds,
 // time/learner_wait_seconds and the actors' exploration metrics (their contexts' averaged). An

@@ -87,7 +87,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("single", policy(make_single_policy, Placement::kOneThread, Families::kBoth));
   registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth));
   registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth));
-  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kOnPolicy));
+  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kBoth));
   registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
