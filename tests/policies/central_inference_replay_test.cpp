@@ -64,10 +64,10 @@ TEST(CentralInferenceReplay, EveryAgentsStepsReachTheReplayAtTheAlgorithmsReplay
   constexpr int64_t kLearningStarts = 30, kTrainFrequency = 4, kTotal = 600;
   ApexRecordingLearner learner(kLearningStarts, /*batch_steps=*/1, kTrainFrequency);
   const std::string id = testing::register_counting_env("CentralReplay");
-  std::unique_ptr<Policy> policy =
-      central_inference(learner, env_config(id, kEnvsPerAgent * kAgents),
-                        {"policy.central_inference.agents=3", "policy.central_inference.predictors=2",
-                         "policy.central_inference.prediction_batch=4", "policy.central_inference.wait_timeout_seconds=20"});
+  std::unique_ptr<Policy> policy = central_inference(
+      learner, env_config(id, kEnvsPerAgent * kAgents),
+      {"policy.central_inference.agents=3", "policy.central_inference.predictors=2",
+       "policy.central_inference.prediction_batch=4", "policy.central_inference.wait_timeout_seconds=20"});
   TrainingState state;
   policy->train(state, kTotal, /*checkpoint_interval_steps=*/1'000'000, {});
 
@@ -79,7 +79,8 @@ TEST(CentralInferenceReplay, EveryAgentsStepsReachTheReplayAtTheAlgorithmsReplay
   // Instances number the envs in the order they were made (the registry made some before the
   // agents' to read the spec): agent a's are the first one's + 2a and + 2a + 1.
   float first = 1e9f;
-  for (const auto& [stream, step] : learner.steps) first = std::min(first, step.at(f::kObservations).select(1, 1).min().item<float>());
+  for (const auto& [stream, step] : learner.steps)
+    first = std::min(first, step.at(f::kObservations).select(1, 1).min().item<float>());
   for (const auto& [stream, step] : learner.steps) {
     ASSERT_EQ(step.at(f::kObservations).size(0), kEnvsPerAgent);
     const int64_t k = steps_of_stream[stream]++;  // this agent's k-th step
@@ -128,9 +129,9 @@ TEST(CentralInferenceReplay, PredictorsActWithTheNewestPublishedParameters) {
   ApexRecordingLearner learner(/*learning_starts=*/10);
   learner.update_sleep = std::chrono::microseconds(100);
   const torch::Tensor initial = learner.flat_parameters().values().detach().clone();
-  std::unique_ptr<Policy> policy = central_inference(
-      learner, env_config(testing::register_counting_env("CentralReplay"), 2),
-      {"policy.central_inference.agents=2", "policy.central_inference.wait_timeout_seconds=20"});
+  std::unique_ptr<Policy> policy =
+      central_inference(learner, env_config(testing::register_counting_env("CentralReplay"), 2),
+                        {"policy.central_inference.agents=2", "policy.central_inference.wait_timeout_seconds=20"});
   TrainingState state;
   policy->train(state, 300, 1'000'000, {});
 
@@ -153,9 +154,9 @@ TEST(CentralInferenceReplay, PredictorsActWithTheNewestPublishedParameters) {
 
 TEST(CentralInferenceReplay, AnAgentsErrorStopsEveryThreadAndIsRethrownNamingIt) {
   ApexRecordingLearner learner(/*learning_starts=*/10);
-  std::unique_ptr<Policy> policy = central_inference(
-      learner, env_config(testing::register_counting_env("CentralReplay"), 2),
-      {"policy.central_inference.agents=2", "policy.central_inference.wait_timeout_seconds=20"});
+  std::unique_ptr<Policy> policy =
+      central_inference(learner, env_config(testing::register_counting_env("CentralReplay"), 2),
+                        {"policy.central_inference.agents=2", "policy.central_inference.wait_timeout_seconds=20"});
   ASSERT_EQ(learner.replicas.size(), 1u);
   learner.replicas.front()->throw_at_call = 25;
   TrainingState state;
@@ -227,7 +228,8 @@ double train_and_evaluate(const std::string& algo, const std::string& env_id, in
   envs::VectorEnvConfig env = env_config(env_id, 2);
   env.seed = seed;
   const envs::EnvSpec spec = envs::make_env(env.env_id, env.options)->spec();
-  std::unique_ptr<algos::Learner> learner = algos::make_learner(algo, config, spec.observation_space, spec.action_space);
+  std::unique_ptr<algos::Learner> learner =
+      algos::make_learner(algo, config, spec.observation_space, spec.action_space);
   std::unique_ptr<Policy> policy = make_policy("central_inference", PolicyContext{config, env, *learner, torch::kCPU});
   TrainingState state;
   policy->train(state, steps, int64_t{1} << 40, {});

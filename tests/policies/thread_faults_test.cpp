@@ -68,8 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
     EveryThreadedPolicy, ThreadFaults,
     ::testing::Values(Case{"hogwild", "a2c", "worker 0"}, Case{"hogwild", "dqn", "worker 0"},
                       Case{"central_inference", "a2c", "agent 0"}, Case{"central_inference", "dqn", "agent 0"},
-                      Case{"async_learner", "ppo", "the collector"},
-                      Case{"async_learner", "dqn", "the collector"}, Case{"apex", "dqn", "actor 0 of 2"}),
+                      Case{"async_learner", "ppo", "the collector"}, Case{"async_learner", "dqn", "the collector"},
+                      Case{"apex", "dqn", "actor 0 of 2"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.policy + "_" + info.param.algo; });
 
 }  // namespace

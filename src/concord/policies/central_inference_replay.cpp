@@ -52,10 +52,7 @@ CentralInferenceReplayPolicy::CentralInferenceReplayPolicy(const CentralInferenc
                                                            const envs::VectorEnvConfig& env_config,
                                                            algos::OffPolicyLearner& learner, torch::Device device,
                                                            const explore::Bonus* bonus)
-    : config_(core::validated(off_policy_layout(config))),
-      learner_(learner),
-      device_(device),
-      seed_(env_config.seed) {
+    : config_(core::validated(off_policy_layout(config))), learner_(learner), device_(device), seed_(env_config.seed) {
   refuse_bonus_off_policy(bonus, learner);
   runtime::require_thread_envs(env_config, "central_inference", "agent");
   for (int a = 0; a < config_.agents; ++a) {
@@ -75,9 +72,9 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
   pace.wait_timeout_seconds = config_.wait_timeout_seconds;
   ReplayFeedPlan plan{"central_inference", "agent", pace, "one update per train_frequency", false, {}};
   plan.seats = [this](runtime::Workers& workers, PublishedParameters& parameters) {
-    auto& service = workers.make<runtime::BatchedActing>(replicas_, parameters, config_.agents,
-                                                         envs_.front()->num_envs(), config_.prediction_batch,
-                                                         config_.queue_capacity);
+    auto& service =
+        workers.make<runtime::BatchedActing>(replicas_, parameters, config_.agents, envs_.front()->num_envs(),
+                                             config_.prediction_batch, config_.queue_capacity);
     for (int p = 0; p < config_.predictors; ++p) {
       // Seeds after the agents' (feed_replay seeds agent a with thread_seed(seed, a)).
       workers.start("predictor " + std::to_string(p),

@@ -115,9 +115,9 @@ class Run final : public ApexStepSource {
     if (allowed()) return;
     std::unique_lock<std::mutex> lock(progress_mutex_);
     if (!updated_.wait_for(lock, workers_.timeout(), allowed)) {
-      workers_.timed_out(plan_.actor_noun + " " + std::to_string(a), "a learner update (" + plan_.pace_key + " = " +
-                                                                       std::to_string(plan_.pace.max_env_steps_per_update) +
-                                                                       ")");
+      workers_.timed_out(
+          plan_.actor_noun + " " + std::to_string(a),
+          "a learner update (" + plan_.pace_key + " = " + std::to_string(plan_.pace.max_env_steps_per_update) + ")");
     }
   }
 
@@ -186,7 +186,8 @@ class Run final : public ApexStepSource {
   // Declared last: its threads are stopped and joined before anything above goes.
   runtime::Workers workers_;
   // The newest published parameters, which the seats act from.
-  PublishedParameters& versions_ = workers_.make<PublishedParameters>(1, [] { return at::Tensor(); }, "an actor");
+  PublishedParameters& versions_ = workers_.make<PublishedParameters>(
+      1, [] { return at::Tensor(); }, "an actor");
 };
 
 }  // namespace
@@ -201,7 +202,7 @@ void feed_replay(const ReplayFeedPlan& plan, algos::OffPolicyLearner& learner,
 }
 
 std::vector<std::unique_ptr<algos::ActorReplica>> require_replay_feed(algos::OffPolicyLearner& learner,
-                                                                     const std::string& policy, int copies) {
+                                                                      const std::string& policy, int copies) {
   if (!learner.observes_while_updating()) {
     throw std::invalid_argument("policy '" + policy +
                                 "' stores transitions while the learner updates, which this algorithm does not "

@@ -41,7 +41,7 @@ struct ReplayFeedPlan {
   std::string actor_noun;  // names a thread: "actor" ("actor 0 of 2"), "agent" ("agent 0")
   // publish_every, max_ and min_env_steps_per_update, wait_timeout_seconds (the other fields unused).
   ApexConfig pace;
-  std::string pace_key;   // the setting an actor waiting for the learner is told to raise
+  std::string pace_key;              // the setting an actor waiting for the learner is told to raise
   bool distinct_exploration = true;  // actor i of A explores as the Actor's i of A (Ape-X), else as 0 of 1
   // Called once per run before any actor starts: one seat per actor, made on `workers` (which may
   // also start threads of the seats' own, such as predictors).
@@ -72,6 +72,6 @@ void feed_replay(const ReplayFeedPlan& plan, algos::OffPolicyLearner& learner,
 // Refuses, in one line naming `policy`, a learner that cannot observe while it updates or cannot
 // make copies of its acting network; returns `copies` of them.
 std::vector<std::unique_ptr<algos::ActorReplica>> require_replay_feed(algos::OffPolicyLearner& learner,
-                                                                     const std::string& policy, int copies);
+                                                                      const std::string& policy, int copies);
 
 }  // namespace concord::policies
