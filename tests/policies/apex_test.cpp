@@ -295,7 +295,7 @@ TEST(Apex, RefusesWhatItCannotRunInOneLine) {
   EXPECT_EQ(refusal(on_policy, env_config(id, 4)),
             "policy 'apex' runs off-policy algorithms only (it learns from replay), and this algorithm learns "
             "on-policy from rollouts; use train.policy single, sync_vector, hogwild, central_inference, "
-            "async_learner, multi_learner, actor_processes");
+            "async_learner, multi_learner, actor_processes, seed_rl");
 
   ApexRecordingLearner no_replica(0);
   no_replica.replicable = false;

@@ -137,7 +137,8 @@ TEST(OffPolicyLoop, PoliciesThatCannotRunOffPolicyRefuseInOneLine) {
       EXPECT_EQ(std::string(error.what()),
                 "policy '" + name +
                     "' runs on-policy algorithms only, and this algorithm learns off-policy from replay; use "
-                    "train.policy single, sync_vector, hogwild, central_inference, async_learner, multi_learner, apex");
+                    "train.policy single, sync_vector, hogwild, central_inference, async_learner, multi_learner, apex, "
+                    "seed_rl");
     }
   }
   EXPECT_NO_THROW(make_policy("single", PolicyContext{config, env_config, learner, torch::kCPU}));

@@ -195,7 +195,7 @@ std::string refusal(const std::string& policy, const std::string& algo, const en
 TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
   EXPECT_EQ(refusal("gossip", "a2c", cartpole(4, 1)),
             "unknown policy 'gossip' (known: single, sync_vector, hogwild, central_inference, async_learner, "
-            "multi_learner, actor_processes, apex)");
+            "multi_learner, actor_processes, apex, seed_rl)");
   EXPECT_NE(refusal("single", "a2c", cartpole(4, 2)).find("use policy 'sync_vector'"), std::string::npos);
   // PPO's default update is 4 epochs x 4 minibatches, each a lock-free step.
   EXPECT_EQ(refusal("hogwild", "ppo", cartpole(4, 1), {"algo.ppo.num_minibatches=4"}), "");

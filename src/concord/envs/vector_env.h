@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "concord/envs/batched_envs.h"
 #include "concord/envs/env.h"
 #include "concord/envs/registry.h"
 #include "concord/envs/worker_pool.h"
@@ -56,49 +57,6 @@ struct VectorEnvConfig {
 // run's envs [part x k, (part + 1) x k), k = num_envs / parts, seeded as one vector of them all
 // would seed them. For policies that give each thread its own envs.
 VectorEnvConfig env_slice(const VectorEnvConfig& config, int part, int parts);
-
-// A batch of results: `size` rows, each the outcome of one env's reset or step. Row-major,
-// contiguous, owned by the VectorEnv (see the validity notes on step() and recv()).
-//
-// Observations are rows of obs_dim elements of obs_dtype (the observation space's dtype): read
-// them through observations_as<float>() or observations_as<uint8_t>(), which check the dtype.
-struct Batch {
-  int64_t size = 0;
-  int64_t obs_dim = 0;
-  Dtype obs_dtype = Dtype::kFloat32;
-  const int32_t* env_ids = nullptr;          // [size] which env each row belongs to.
-  const void* observations = nullptr;        // [size, obs_dim] next observation (after an
-                                             //   auto-reset: the new episode's first).
-  const float* rewards = nullptr;            // [size]
-  const uint8_t* terminated = nullptr;       // [size] 0/1
-  const uint8_t* truncated = nullptr;        // [size] 0/1
-  const uint8_t* has_final = nullptr;        // [size] 1 where the episode ended this step.
-  const void* final_observations = nullptr;  // [size, obs_dim] last observation of the
-                                             //   ended episode; valid where has_final.
-  const float* episode_returns = nullptr;    // [size] return of the ended episode; 0 elsewhere.
-  const int32_t* episode_lengths = nullptr;  // [size] its length in steps; 0 elsewhere.
-
-  // The observations as `Element`s; throws std::logic_error when obs_dtype holds another type.
-  template <typename Element>
-  const Element* observations_as() const {
-    return static_cast<const Element*>(checked<Element>(observations));
-  }
-  template <typename Element>
-  const Element* final_observations_as() const {
-    return static_cast<const Element*>(checked<Element>(final_observations));
-  }
-
- private:
-  template <typename Element>
-  const void* checked(const void* rows) const {
-    constexpr Dtype kWanted = dtype_of<Element>();
-    if (obs_dtype != kWanted) {
-      throw std::logic_error(std::string("Batch: observations are ") + dtype_name(obs_dtype) + ", not " +
-                             dtype_name(kWanted));
-    }
-    return rows;
-  }
-};
 
 namespace detail {
 
@@ -147,37 +105,37 @@ class AlignedArray {
 //
 // Thread-safety: all public methods are called by one thread (the owner); the pool's helpers
 // step the envs, each env by one thread at a time. After a step throws, reset before reusing.
-class VectorEnv {
+class VectorEnv final : public BatchedEnvs {
  public:
   // Validates `config` (std::invalid_argument naming the bad values, or the registry's own
   // error for an unknown id), makes the N envs and starts the threads.
   explicit VectorEnv(VectorEnvConfig config, const Registry& registry = Registry::global());
-  ~VectorEnv();
+  ~VectorEnv() override;
   VectorEnv(const VectorEnv&) = delete;
   VectorEnv& operator=(const VectorEnv&) = delete;
 
   const VectorEnvConfig& config() const { return config_; }
-  const EnvSpec& spec() const { return spec_; }
-  int64_t num_envs() const { return config_.num_envs; }
-  int64_t batch_size() const { return batch_size_; }
-  bool is_async() const { return batch_size_ < config_.num_envs; }
+  const EnvSpec& spec() const override { return spec_; }
+  int64_t num_envs() const override { return config_.num_envs; }
+  int64_t batch_size() const override { return batch_size_; }
+  bool is_async() const override { return batch_size_ < config_.num_envs; }
   int num_threads() const { return pool_->num_threads(); }
-  int64_t obs_dim() const { return obs_dim_; }
+  int64_t obs_dim() const override { return obs_dim_; }
   // Bytes of one observation: obs_dim() elements of the observation space's dtype.
-  int64_t obs_bytes() const { return obs_bytes_; }
+  int64_t obs_bytes() const override { return obs_bytes_; }
   // Floats per action for a Box action space; 1 for Discrete.
-  int64_t act_dim() const { return act_dim_; }
+  int64_t act_dim() const override { return act_dim_; }
 
   // --- Sync API (throws std::logic_error in async mode) ---
 
   // Resets every env (seeding as described above). The Batch is valid until the next call.
-  Batch reset(std::optional<uint64_t> seed = std::nullopt);
+  Batch reset(std::optional<uint64_t> seed = std::nullopt) override;
   // Steps every env: actions[i] for env i (Discrete action space) ...
-  Batch step(const int64_t* actions);
+  Batch step(const int64_t* actions) override;
   // ... or actions[i * act_dim, (i + 1) * act_dim) for env i (Box action space). Box actions are
   // passed on unclipped, as Gymnasium does. Throws std::invalid_argument for the wrong action
   // kind and std::out_of_range for a Discrete index outside [0, n), before stepping anything.
-  Batch step(const float* actions);
+  Batch step(const float* actions) override;
   // The results of the last reset() or step().
   Batch last_batch() const;
 

@@ -11,7 +11,7 @@ EnvActions::EnvActions(const envs::Space& action_space, torch::Device device) : 
   }
 }
 
-envs::Batch EnvActions::step(envs::VectorEnv& env, const torch::Tensor& actions) const {
+envs::Batch EnvActions::step(envs::BatchedEnvs& env, const torch::Tensor& actions) const {
   if (discrete_) {
     // Host int64 actions (the usual case) are read where they lie, without an operation.
     const bool on_host = actions.device().is_cpu() && actions.scalar_type() == torch::kInt64;

@@ -17,7 +17,7 @@ class EnvActions {
   EnvActions(const envs::Space& action_space, torch::Device device);
 
   // Steps `env` with `actions` (int64 [B] or float [B, d], on the device) and returns its batch.
-  envs::Batch step(envs::VectorEnv& env, const torch::Tensor& actions) const;
+  envs::Batch step(envs::BatchedEnvs& env, const torch::Tensor& actions) const;
 
  private:
   bool discrete_;

@@ -13,7 +13,7 @@ std::vector<int64_t> observation_batch_shape(const envs::Space& observation_spac
   return shape;
 }
 
-torch::Tensor observation_view(const envs::VectorEnv& env, const void* rows, int64_t count) {
+torch::Tensor observation_view(const envs::BatchedEnvs& env, const void* rows, int64_t count) {
   const envs::Space& space = env.spec().observation_space;
   // from_blob needs a mutable pointer; the view is only ever read or copied.
   return torch::from_blob(const_cast<void*>(rows), observation_batch_shape(space, {count}),

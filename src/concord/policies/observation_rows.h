@@ -25,6 +25,6 @@ std::vector<int64_t> observation_batch_shape(const envs::Space& observation_spac
 
 // A view (no copy) of `count` consecutive observation rows the engine owns, e.g. a Batch's
 // observations or final_observations: valid only until the engine writes them again.
-torch::Tensor observation_view(const envs::VectorEnv& env, const void* rows, int64_t count);
+torch::Tensor observation_view(const envs::BatchedEnvs& env, const void* rows, int64_t count);
 
 }  // namespace concord::policies

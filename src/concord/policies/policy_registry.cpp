@@ -17,6 +17,7 @@
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
 #include "concord/policies/multi_learner.h"
+#include "concord/policies/seed_rl.h"
 #include "concord/policies/single.h"
 #include "concord/policies/sync_vector.h"
 
@@ -92,6 +93,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
   registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy));
+  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth));
   return registry;
 }
 

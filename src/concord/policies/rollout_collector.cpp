@@ -11,7 +11,7 @@
 
 namespace concord::policies {
 
-RolloutCollector::RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollout, torch::Device device)
+RolloutCollector::RolloutCollector(envs::BatchedEnvs& env, int64_t steps_per_rollout, torch::Device device)
     : env_(env),
       steps_(steps_per_rollout),
       device_(device),

@@ -33,7 +33,7 @@ class RolloutCollector {
 
   // Resets the envs (their first observations start the first rollout). Throws
   // std::invalid_argument if the env is asynchronous.
-  RolloutCollector(envs::VectorEnv& env, int64_t steps_per_rollout, torch::Device device);
+  RolloutCollector(envs::BatchedEnvs& env, int64_t steps_per_rollout, torch::Device device);
 
   // Steps every env T times with `source` choosing actions (under InferenceMode) and returns the
   // rollout; on_episode is called for every episode that ends.
@@ -47,10 +47,10 @@ class RolloutCollector {
   int64_t steps_per_rollout() const { return steps_; }
   // Environment steps one collect() takes: T x num_envs.
   int64_t env_steps_per_rollout() const { return steps_ * env_.num_envs(); }
-  envs::VectorEnv& env() { return env_; }
+  envs::BatchedEnvs& env() { return env_; }
 
  private:
-  envs::VectorEnv& env_;
+  envs::BatchedEnvs& env_;
   int64_t steps_;
   torch::Device device_;
   int64_t num_envs_;

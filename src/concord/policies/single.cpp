@@ -13,7 +13,7 @@
 
 namespace concord::policies {
 
-SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus,
+SinglePolicy::SinglePolicy(envs::BatchedEnvs& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus,
                            int ranks_in_lockstep)
     : env_(env), learner_(learner), device_(device), bonus_(bonus), ranks_in_lockstep_(ranks_in_lockstep) {
   if (env_.is_async()) {
@@ -23,7 +23,7 @@ SinglePolicy::SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch:
   refuse_bonus_off_policy(bonus_, learner_);
 }
 
-SinglePolicy::SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+SinglePolicy::SinglePolicy(std::unique_ptr<envs::BatchedEnvs> env, algos::Learner& learner, torch::Device device,
                            explore::Bonus* bonus, int ranks_in_lockstep)
     : SinglePolicy(*env, learner, device, bonus, ranks_in_lockstep) {
   owned_env_ = std::move(env);

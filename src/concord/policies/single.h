@@ -49,10 +49,10 @@ namespace concord::policies {
 class SinglePolicy : public Policy {
  public:
   // Throws std::invalid_argument for an asynchronous env, or a bonus with an off-policy learner.
-  SinglePolicy(envs::VectorEnv& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr,
+  SinglePolicy(envs::BatchedEnvs& env, algos::Learner& learner, torch::Device device, explore::Bonus* bonus = nullptr,
                int ranks_in_lockstep = 1);
   // The same, owning its environments.
-  SinglePolicy(std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner, torch::Device device,
+  SinglePolicy(std::unique_ptr<envs::BatchedEnvs> env, algos::Learner& learner, torch::Device device,
                explore::Bonus* bonus = nullptr, int ranks_in_lockstep = 1);
 
   // Trains until state.global_step >= total_steps or callbacks.should_stop() says so.
@@ -66,8 +66,8 @@ class SinglePolicy : public Policy {
   void train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
                         int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
 
-  std::unique_ptr<envs::VectorEnv> owned_env_;
-  envs::VectorEnv& env_;
+  std::unique_ptr<envs::BatchedEnvs> owned_env_;
+  envs::BatchedEnvs& env_;
   algos::Learner& learner_;
   torch::Device device_;
   explore::Bonus* bonus_;  // may be null

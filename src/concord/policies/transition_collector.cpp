@@ -11,7 +11,7 @@
 
 namespace concord::policies {
 
-TransitionCollector::TransitionCollector(envs::VectorEnv& env, torch::Device device)
+TransitionCollector::TransitionCollector(envs::BatchedEnvs& env, torch::Device device)
     : env_(env), device_(device), num_envs_(env.num_envs()), env_actions_(env.spec().action_space, device) {
   if (env_.is_async()) {
     throw std::invalid_argument("this policy steps all environments together: set env.batch_size = 0 (got " +

@@ -29,17 +29,17 @@ class TransitionCollector {
 
   // Resets the envs (their first observations are o_0). Throws std::invalid_argument if the env
   // is asynchronous.
-  TransitionCollector(envs::VectorEnv& env, torch::Device device);
+  TransitionCollector(envs::BatchedEnvs& env, torch::Device device);
 
   // One step of every env with `actor` choosing (under InferenceMode); on_episode is called for
   // every episode that ends.
   algos::TensorMap step(algos::Actor& actor, const algos::ActingContext& context, const EpisodeCallback& on_episode);
 
   int64_t num_envs() const { return num_envs_; }
-  envs::VectorEnv& env() { return env_; }
+  envs::BatchedEnvs& env() { return env_; }
 
  private:
-  envs::VectorEnv& env_;
+  envs::BatchedEnvs& env_;
   torch::Device device_;
   int64_t num_envs_;
   EnvActions env_actions_;

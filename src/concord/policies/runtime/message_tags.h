@@ -31,11 +31,18 @@ struct Transitions {
   static constexpr int kParameters = 141;
 };
 
+// The learner's commands to an actor rank's envs (seed_rl), and their results back.
+struct Envs {
+  static constexpr int kCommand = 150;
+  static constexpr int kBatch = 151;
+};
+
 static_assert(Rollouts::kRollout + static_cast<int>(algos::Rollout::kFields) <= Rollouts::kEpisodes,
               "a rollout's fields run into the episodes' tag");
 static_assert(Rollouts::kLast < Transitions::kDescription, "the two protocols' tags overlap");
 static_assert(Transitions::kSegment + Transitions::kMaxSegmentFields <= Transitions::kEpisodes,
               "a segment's fields run into the episodes' tag");
+static_assert(Transitions::kParameters < Envs::kCommand, "the env link's tags overlap the transitions'");
 
 }  // namespace tags
 }  // namespace concord::policies::runtime
