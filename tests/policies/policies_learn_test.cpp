@@ -208,8 +208,9 @@ TEST(PolicyRegistry, RefusesWhatCannotWorkAndSaysWhy) {
 }
 
 TEST(PolicyRegistry, NamesAreTheRegistryLines) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference",
-                                                      "async_learner", "multi_learner", "actor_processes", "apex"}));
+  EXPECT_EQ(policy_names(),
+            (std::vector<std::string>{"single", "sync_vector", "hogwild", "central_inference", "async_learner",
+                                      "multi_learner", "actor_processes", "apex", "seed_rl"}));
 }
 
 TEST(PolicyRegistry, RoundsPerUpdateComeFromThePolicysOwnConfig) {

@@ -62,14 +62,13 @@ Trained train(const std::string& policy_name, const std::string& algo, const std
   // The actor ranks' learners are built (as the CLI builds one on every rank) but never used; first,
   // so that rank 0's draws from the generator are those of `single`.
   std::vector<std::unique_ptr<algos::Learner>> idle;
-  for (int rank = 1; rank < world_size && policy_name != "single"; ++rank) idle.push_back(learner_for(algo, config, env));
+  for (int rank = 1; rank < world_size && policy_name != "single"; ++rank)
+    idle.push_back(learner_for(algo, config, env));
   torch::manual_seed(5);
   std::unique_ptr<algos::Learner> learner = learner_for(algo, config, env);
   Trained trained;
   TrainingCallbacks callbacks;
-  callbacks.on_episode = [&](double episode_return, int64_t) {
-    trained.returns.push_back(episode_return);
-  };
+  callbacks.on_episode = [&](double episode_return, int64_t) { trained.returns.push_back(episode_return); };
   if (policy_name == "single") {
     make_policy("single", PolicyContext{config, env, *learner, torch::kCPU})
         ->train(trained.state, steps, int64_t{1} << 40, callbacks);
@@ -172,7 +171,8 @@ TEST(SeedRl, RefusesWhatItCannotRunInOneLine) {
             "policy 'seed_rl': env.num_envs = 5 must be divisible by its 2 actor ranks");
   envs::VectorEnvConfig async = env_config("CartPole-v1", 4);
   async.batch_size = 2;
-  EXPECT_EQ(refusal(async, 3), "policy 'seed_rl' steps each actor rank's envs together: set env.batch_size = 0 (got 2)");
+  EXPECT_EQ(refusal(async, 3),
+            "policy 'seed_rl' steps each actor rank's envs together: set env.batch_size = 0 (got 2)");
   EXPECT_EQ(refusal(env_config("CartPole-v1", 4), 3), "");
 }
 

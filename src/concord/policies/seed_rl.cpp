@@ -52,8 +52,8 @@ void SeedRlPolicy::train(TrainingState& state, int64_t total_steps, int64_t chec
   torch::Tensor seed = torch::tensor({static_cast<int64_t>(env_config_.seed)}, torch::kInt64);
   communicator_.broadcast(seed, 0);
   if (communicator_.rank() > 0) {
-    envs::VectorEnvConfig share = runtime::env_share(env_config_, communicator_.rank() - 1, actors, "seed_rl",
-                                                     "actor ranks");
+    envs::VectorEnvConfig share =
+        runtime::env_share(env_config_, communicator_.rank() - 1, actors, "seed_rl", "actor ranks");
     share.seed = static_cast<uint64_t>(seed.item<int64_t>());
     envs::VectorEnv envs(share);
     runtime::serve_envs(envs, communicator_, "seed_rl");

@@ -140,8 +140,8 @@ envs::Batch RemoteEnvs::exchange(int64_t op, const void* actions) {
     } catch (const comm::CommError& error) {
       broken_[static_cast<size_t>(a)] = true;
       if (failure.empty()) {
-        failure = "policy '" + policy_ + "': actor rank " + std::to_string(a + 1) +
-                  " did not step its envs: " + error.what();
+        failure =
+            "policy '" + policy_ + "': actor rank " + std::to_string(a + 1) + " did not step its envs: " + error.what();
       }
     }
   }
@@ -187,8 +187,8 @@ void serve_envs(envs::VectorEnv& envs, comm::Communicator& communicator, const s
     try {
       communicator.recv(command, 0, Tags::kCommand);
     } catch (const comm::CommError& error) {
-      throw std::runtime_error("policy '" + policy + "': " + rank + " took no command from the learner (rank 0): " +
-                               error.what());
+      throw std::runtime_error("policy '" + policy + "': " + rank +
+                               " took no command from the learner (rank 0): " + error.what());
     }
     const int64_t op = op_of(command);
     envs::Batch batch;
@@ -215,8 +215,8 @@ void serve_envs(envs::VectorEnv& envs, comm::Communicator& communicator, const s
     try {
       communicator.send(result, 0, Tags::kBatch);
     } catch (const comm::CommError& error) {
-      throw std::runtime_error("policy '" + policy + "': " + rank + " could not send its envs' results to rank 0: " +
-                               error.what());
+      throw std::runtime_error("policy '" + policy + "': " + rank +
+                               " could not send its envs' results to rank 0: " + error.what());
     }
   }
 }

@@ -59,7 +59,7 @@ class RemoteEnvs final : public envs::BatchedEnvs {
   int64_t envs_per_rank_, num_envs_, obs_dim_, obs_bytes_, act_dim_;
   bool discrete_;
   bool closed_ = false;
-  std::vector<bool> broken_;  // actor ranks whose messages failed: told nothing more
+  std::vector<bool> broken_;                       // actor ranks whose messages failed: told nothing more
   std::vector<torch::Tensor> commands_, results_;  // per actor rank
   // The Batch's rows, all ranks together.
   std::vector<uint8_t> observations_, final_observations_, terminated_, truncated_, has_final_;
