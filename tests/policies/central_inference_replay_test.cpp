@@ -24,6 +24,7 @@
 #include "concord/envs/registry.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "policies/learning_runs.h"
 #include "policies/policy_fakes.h"
 
 namespace concord::policies {
@@ -41,18 +42,9 @@ envs::VectorEnvConfig env_config(const std::string& id, int num_envs) {
   return config;
 }
 
-core::Config config_with(const std::vector<std::string>& overrides) {
-  core::ConfigSchema schema;
-  algos::declare_algorithm_keys(schema);
-  declare_policy_keys(schema);
-  core::Config config(schema);
-  for (const std::string& assignment : overrides) config.apply_override(assignment);
-  return config;
-}
-
 std::unique_ptr<Policy> central_inference(algos::Learner& learner, const envs::VectorEnvConfig& env,
                                           const std::vector<std::string>& overrides) {
-  return make_policy("central_inference", PolicyContext{config_with(overrides), env, learner, torch::kCPU});
+  return make_policy("central_inference", PolicyContext{testing::config_with(overrides), env, learner, torch::kCPU});
 }
 
 float value(const algos::TensorMap& step, const char* field, int64_t row, int64_t column) {
@@ -205,48 +197,23 @@ TEST(CentralInferenceReplay, RefusesWhatItCannotRunInOneLine) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Learning, with off_policy_learn_test.cpp's fast settings and bars (CartPole: random ~22;
-// Pendulum: about -1,200): two agents of one env each, one predictor.
+// Learning, with off_policy_learn_test.cpp's fast settings and bars (learning_runs.h): two agents
+// of one env each, one predictor.
 
-const std::vector<std::string> kFastDqn = {"algo.hidden_sizes=[64, 64]",
-                                           "algo.activation=relu",
-                                           "algo.dqn.learning_starts=1000",
-                                           "algo.dqn.train_frequency=1",
-                                           "algo.dqn.batch_size=64",
-                                           "algo.dqn.learning_rate=1e-3",
-                                           "algo.dqn.target_network_frequency=250",
-                                           "algo.dqn.exploration_fraction=0.3"};
-const std::vector<std::string> kFastSac = {
-    "algo.hidden_sizes=[64, 64]", "algo.activation=relu", "algo.sac.learning_starts=500", "algo.sac.batch_size=64",
-    "algo.sac.policy_lr=1e-3",    "algo.sac.q_lr=1e-3",   "algo.sac.policy_frequency=1"};
-
-double train_and_evaluate(const std::string& algo, const std::string& env_id, int64_t steps, uint64_t seed) {
-  torch::manual_seed(seed);
-  std::vector<std::string> settings = algo == "dqn" ? kFastDqn : kFastSac;
+double train_and_evaluate(const std::string& algo, const std::string& env_id, uint64_t seed) {
+  std::vector<std::string> settings = algo == "dqn" ? testing::kFastDqn : testing::kFastSac;
   settings.push_back("policy.central_inference.agents=2");
-  const core::Config config = config_with(settings);
-  envs::VectorEnvConfig env = env_config(env_id, 2);
-  env.seed = seed;
-  const envs::EnvSpec spec = envs::make_env(env.env_id, env.options)->spec();
-  std::unique_ptr<algos::Learner> learner =
-      algos::make_learner(algo, config, spec.observation_space, spec.action_space);
-  std::unique_ptr<Policy> policy = make_policy("central_inference", PolicyContext{config, env, *learner, torch::kCPU});
-  TrainingState state;
-  policy->train(state, steps, int64_t{1} << 40, {});
-  EXPECT_EQ(state.global_step, steps);
-  EXPECT_GT(state.updates, 0);
-  env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(*learner, env, 10);
-  return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+  return testing::train_and_evaluate("central_inference", algo, testing::config_with(settings), env_config(env_id, 2),
+                                     algo == "dqn" ? testing::kFastDqnSteps : testing::kFastSacSteps, seed);
 }
 
 TEST(CentralInferenceReplayLearning, DqnLearnsCartPole) {
-  EXPECT_TRUE(test::learns([](uint64_t seed) { return train_and_evaluate("dqn", "CartPole-v1", 30'000, seed); },
+  EXPECT_TRUE(test::learns([](uint64_t seed) { return train_and_evaluate("dqn", "CartPole-v1", seed); },
                            test::LearningBar{80.0}));
 }
 
 TEST(CentralInferenceReplayLearning, SacLearnsPendulum) {
-  EXPECT_TRUE(test::learns([](uint64_t seed) { return train_and_evaluate("sac", "Pendulum-v1", 6'000, seed); },
+  EXPECT_TRUE(test::learns([](uint64_t seed) { return train_and_evaluate("sac", "Pendulum-v1", seed); },
                            test::LearningBar{-700.0}));
 }
 

@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "learning_outcome.h"
+#include "policies/learning_runs.h"
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/comm/thread_group.h"
@@ -28,34 +29,13 @@
 namespace concord::policies {
 namespace {
 
-core::Config config_with(const std::vector<std::string>& overrides) {
-  core::ConfigSchema schema;
-  algos::declare_algorithm_keys(schema);
-  declare_policy_keys(schema);
-  sync::declare_sync_keys(schema);
-  schema.declare("run.seed", int64_t{1}, "gossip draws its exchange pattern from it");
-  core::Config config(schema);
-  for (const std::string& assignment : overrides) config.apply_override(assignment);
-  return config;
-}
-
-// DQN that learns CartPole in 30k steps: CleanRL's network and schedule shapes, but a gradient
-// step every env step from 1,000 on, and a faster rate and target period.
-const std::vector<std::string> kFastDqn = {"algo.hidden_sizes=[64, 64]",
-                                           "algo.activation=relu",
-                                           "algo.dqn.learning_starts=1000",
-                                           "algo.dqn.train_frequency=1",
-                                           "algo.dqn.batch_size=64",
-                                           "algo.dqn.learning_rate=1e-3",
-                                           "algo.dqn.target_network_frequency=250",
-                                           "algo.dqn.exploration_fraction=0.3"};
-constexpr int64_t kDqnSteps = 30'000;
-
-// SAC with RL Zoo's Pendulum rate, on smaller networks and batches, for 6k steps.
-const std::vector<std::string> kFastSac = {
-    "algo.hidden_sizes=[64, 64]", "algo.activation=relu", "algo.sac.learning_starts=500", "algo.sac.batch_size=64",
-    "algo.sac.policy_lr=1e-3",    "algo.sac.q_lr=1e-3",   "algo.sac.policy_frequency=1"};
-constexpr int64_t kSacSteps = 6'000;
+using testing::config_with;
+using testing::evaluate;
+using testing::kFastDqn;
+using testing::kFastDqnSteps;
+using testing::kFastSac;
+using testing::kFastSacSteps;
+using testing::learner_for;
 
 envs::VectorEnvConfig env_config(const std::string& id, int num_envs, int threads, uint64_t seed) {
   envs::VectorEnvConfig env;
@@ -64,18 +44,6 @@ envs::VectorEnvConfig env_config(const std::string& id, int num_envs, int thread
   env.num_threads = threads;
   env.seed = seed;
   return env;
-}
-
-std::unique_ptr<algos::Learner> learner_for(const std::string& algo, const core::Config& config,
-                                            const envs::VectorEnvConfig& env) {
-  const envs::EnvSpec spec = envs::make_env(env.env_id, env.options)->spec();
-  return algos::make_learner(algo, config, spec.observation_space, spec.action_space);
-}
-
-double evaluate(algos::Learner& learner, envs::VectorEnvConfig env, uint64_t seed) {
-  env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(learner, env, 10);
-  return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 
 struct Case {
@@ -91,21 +59,13 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
 
-class OffPolicyLearning : public testing::TestWithParam<Case> {};
+class OffPolicyLearning : public ::testing::TestWithParam<Case> {};
 
 double train_and_evaluate(const Case& c, uint64_t seed) {
-  torch::manual_seed(seed);
   std::vector<std::string> settings = c.algo == "dqn" ? kFastDqn : kFastSac;
   settings.insert(settings.end(), c.overrides.begin(), c.overrides.end());
-  const core::Config config = config_with(settings);
-  const envs::VectorEnvConfig env = env_config(c.env_id, c.num_envs, c.env_threads, seed);
-  std::unique_ptr<algos::Learner> learner = learner_for(c.algo, config, env);
-  std::unique_ptr<Policy> policy = make_policy(c.policy, PolicyContext{config, env, *learner, torch::kCPU});
-  TrainingState state;
-  policy->train(state, c.steps, int64_t{1} << 40, {});
-  EXPECT_GE(state.global_step, c.steps);
-  EXPECT_GT(state.updates, 0);
-  return evaluate(*learner, env, seed);
+  return testing::train_and_evaluate(c.policy, c.algo, config_with(settings),
+                                     env_config(c.env_id, c.num_envs, c.env_threads, seed), c.steps, seed);
 }
 
 TEST_P(OffPolicyLearning, ReturnRisesWellAboveRandom) {
@@ -116,14 +76,14 @@ TEST_P(OffPolicyLearning, ReturnRisesWellAboveRandom) {
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, OffPolicyLearning,
-    testing::Values(Case{"single", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
-                    Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kDqnSteps, 80.0},
-                    Case{"async_learner", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0},
-                    // A3C's asynchronous one-step Q-learning: 2 workers, 1 env each,
-                    // each updating every 5 of its steps (A3C's I_AsyncUpdate).
-                    Case{"hogwild", "dqn", "CartPole-v1", 1, 1, kDqnSteps, 80.0, {"algo.dqn.train_frequency=5"}},
-                    Case{"single", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0},
-                    Case{"async_learner", "sac", "Pendulum-v1", 1, 1, kSacSteps, -700.0}));
+    ::testing::Values(Case{"single", "dqn", "CartPole-v1", 1, 1, kFastDqnSteps, 80.0},
+                      Case{"sync_vector", "dqn", "CartPole-v1", 4, 2, kFastDqnSteps, 80.0},
+                      Case{"async_learner", "dqn", "CartPole-v1", 1, 1, kFastDqnSteps, 80.0},
+                      // A3C's asynchronous one-step Q-learning: 2 workers, 1 env each,
+                      // each updating every 5 of its steps (A3C's I_AsyncUpdate).
+                      Case{"hogwild", "dqn", "CartPole-v1", 1, 1, kFastDqnSteps, 80.0, {"algo.dqn.train_frequency=5"}},
+                      Case{"single", "sac", "Pendulum-v1", 1, 1, kFastSacSteps, -700.0},
+                      Case{"async_learner", "sac", "Pendulum-v1", 1, 1, kFastSacSteps, -700.0}));
 
 // multi_learner: two ranks as threads, each with its own replay and envs, gradients averaged in
 // every step; the replicas stay identical, and rank 0's learns. Returns its evaluation.
@@ -172,15 +132,15 @@ double two_ranks_learn(const std::string& algo, const std::vector<std::string>& 
 }
 
 TEST(MultiLearnerOffPolicyLearning, TwoDqnRanksStayIdenticalAndLearn) {
-  EXPECT_TRUE(
-      test::learns([](uint64_t seed) { return two_ranks_learn("dqn", kFastDqn, "CartPole-v1", 1, kDqnSteps, seed); },
-                   test::LearningBar{80.0}));
+  EXPECT_TRUE(test::learns(
+      [](uint64_t seed) { return two_ranks_learn("dqn", kFastDqn, "CartPole-v1", 1, kFastDqnSteps, seed); },
+      test::LearningBar{80.0}));
 }
 
 // SAC's three networks (actor, twin critics) and its entropy coefficient move in lockstep too.
 TEST(MultiLearnerOffPolicyLearning, TwoSacRanksStayIdenticalAndLearn) {
   EXPECT_TRUE(test::learns(
-      [](uint64_t seed) { return two_ranks_learn("sac", kFastSac, "Pendulum-v1", 1, 2 * kSacSteps, seed); },
+      [](uint64_t seed) { return two_ranks_learn("sac", kFastSac, "Pendulum-v1", 1, 2 * kFastSacSteps, seed); },
       test::LearningBar{-700.0}));
 }
 

@@ -18,18 +18,13 @@
 #include "concord/envs/registry.h"
 #include "concord/policies/policy_registry.h"
 #include "envs/fake_env.h"
+#include "policies/learning_runs.h"
 
 namespace concord::policies {
 namespace {
 
-core::Config config_with(const std::vector<std::string>& overrides) {
-  core::ConfigSchema schema;
-  algos::declare_algorithm_keys(schema);
-  declare_policy_keys(schema);
-  core::Config config(schema);
-  for (const std::string& assignment : overrides) config.apply_override(assignment);
-  return config;
-}
+using testing::config_with;
+using testing::learner_for;
 
 envs::VectorEnvConfig env_config(const std::string& id, int num_envs) {
   envs::VectorEnvConfig env;
@@ -37,12 +32,6 @@ envs::VectorEnvConfig env_config(const std::string& id, int num_envs) {
   env.num_envs = num_envs;
   env.seed = 11;
   return env;
-}
-
-std::unique_ptr<algos::Learner> learner_for(const std::string& algo, const core::Config& config,
-                                            const envs::VectorEnvConfig& env) {
-  const envs::EnvSpec spec = envs::make_env(env.env_id, env.options)->spec();
-  return algos::make_learner(algo, config, spec.observation_space, spec.action_space);
 }
 
 struct Trained {

@@ -1,0 +1,81 @@
+#pragma once
+// What the policies' learning tests share: a config from --set assignments, the fast off-policy
+// settings whose bars every policy's DQN and SAC tests use, and one training run on the calling
+// thread scored by its deterministic evaluation.
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "concord/algos/algorithm_registry.h"
+#include "concord/core/config.h"
+#include "concord/envs/registry.h"
+#include "concord/policies/evaluation.h"
+#include "concord/policies/policy_registry.h"
+#include "concord/sync/sync_registry.h"
+
+namespace concord::policies::testing {
+
+// Every algorithm, policy and sync key at its default, then `overrides` ("key=value").
+inline core::Config config_with(const std::vector<std::string>& overrides) {
+  core::ConfigSchema schema;
+  algos::declare_algorithm_keys(schema);
+  declare_policy_keys(schema);
+  sync::declare_sync_keys(schema);
+  schema.declare("run.seed", int64_t{1}, "gossip draws its exchange pattern from it");
+  core::Config config(schema);
+  for (const std::string& assignment : overrides) config.apply_override(assignment);
+  return config;
+}
+
+// DQN that learns CartPole in 30k steps: CleanRL's network and schedule shapes, but a gradient
+// step every env step from 1,000 on, and a faster rate and target period. Bar: 80 (random ~22).
+inline const std::vector<std::string> kFastDqn = {"algo.hidden_sizes=[64, 64]",
+                                                  "algo.activation=relu",
+                                                  "algo.dqn.learning_starts=1000",
+                                                  "algo.dqn.train_frequency=1",
+                                                  "algo.dqn.batch_size=64",
+                                                  "algo.dqn.learning_rate=1e-3",
+                                                  "algo.dqn.target_network_frequency=250",
+                                                  "algo.dqn.exploration_fraction=0.3"};
+inline constexpr int64_t kFastDqnSteps = 30'000;
+
+// SAC with RL Zoo's Pendulum rate, on smaller networks and batches, for 6k steps. Bar: -700
+// (random about -1,200).
+inline const std::vector<std::string> kFastSac = {
+    "algo.hidden_sizes=[64, 64]", "algo.activation=relu", "algo.sac.learning_starts=500", "algo.sac.batch_size=64",
+    "algo.sac.policy_lr=1e-3",    "algo.sac.q_lr=1e-3",   "algo.sac.policy_frequency=1"};
+inline constexpr int64_t kFastSacSteps = 6'000;
+
+inline std::unique_ptr<algos::Learner> learner_for(const std::string& algo, const core::Config& config,
+                                                   const envs::VectorEnvConfig& env) {
+  const envs::EnvSpec spec = envs::make_env(env.env_id, env.options)->spec();
+  return algos::make_learner(algo, config, spec.observation_space, spec.action_space);
+}
+
+// The mean deterministic return of `learner` over 10 episodes of `env` reseeded 99 + seed.
+inline double evaluate(algos::Learner& learner, envs::VectorEnvConfig env, uint64_t seed) {
+  env.seed = 99 + seed;
+  const std::vector<double> returns = evaluate_episodes(learner, env, 10);
+  return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
+}
+
+// Trains `algo` under `policy` on `env` (seeded `seed`, as LibTorch is) for `steps` env steps,
+// checks the run took them and updated, and returns evaluate().
+inline double train_and_evaluate(const std::string& policy, const std::string& algo, const core::Config& config,
+                                 envs::VectorEnvConfig env, int64_t steps, uint64_t seed) {
+  torch::manual_seed(seed);
+  env.seed = seed;
+  std::unique_ptr<algos::Learner> learner = learner_for(algo, config, env);
+  TrainingState state;
+  make_policy(policy, PolicyContext{config, env, *learner, torch::kCPU})->train(state, steps, int64_t{1} << 40, {});
+  EXPECT_GE(state.global_step, steps) << policy << " / " << algo;
+  EXPECT_GT(state.updates, 0) << policy << " / " << algo;
+  return evaluate(*learner, env, seed);
+}
+
+}  // namespace concord::policies::testing
