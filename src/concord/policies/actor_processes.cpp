@@ -14,6 +14,7 @@
 #include "concord/policies/episode_message.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/message_tags.h"
 
 namespace concord::policies {
@@ -119,10 +120,7 @@ ActorProcessesPolicy::ActorProcessesPolicy(const ActorProcessesConfig& config, c
                                 std::string(communicator.world_size() == 1 ? "is 1 rank" : "are no actor ranks") +
                                 "; start it with e.g. `concord launch -n 3 -- concord train --policy actor_processes`");
   }
-  if (env_config.num_envs % actors != 0) {
-    throw std::invalid_argument("policy 'actor_processes': env.num_envs = " + std::to_string(env_config.num_envs) +
-                                " must be divisible by its " + std::to_string(actors) + " actor processes");
-  }
+  runtime::env_share(env_config, 0, actors, "actor_processes", "actor processes");
   if (env_config.batch_size != 0) {
     throw std::invalid_argument("policy 'actor_processes' steps each actor's envs together: set env.batch_size = 0");
   }

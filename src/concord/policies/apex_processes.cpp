@@ -23,7 +23,8 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/apex_learner.h"
 #include "concord/policies/episode_message.h"
-#include "concord/policies/policy_registry.h"
+#include "concord/policies/replay_feed.h"
+#include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/message_tags.h"
 #include "concord/policies/runtime/workers.h"
 #include "concord/policies/transition_collector.h"
@@ -423,11 +424,7 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
         " actors, but policy.apex.actors = " + std::to_string(config_.actors) + "; set it to " +
         std::to_string(ranks - 1) + " or launch " + std::to_string(config_.actors + 1) + " ranks");
   }
-  if (env_config.num_envs % config_.actors != 0) {
-    throw std::invalid_argument("policy 'apex': env.num_envs = " + std::to_string(env_config.num_envs) +
-                                " must be divisible by its " + std::to_string(config_.actors) +
-                                " actors (policy.apex.actors)");
-  }
+  runtime::env_share(env_config, 0, config_.actors, "apex", "actors (policy.apex.actors)");
   if (env_config.batch_size != 0) {
     throw std::invalid_argument("policy 'apex' steps each actor's envs together: set env.batch_size = 0");
   }
@@ -440,19 +437,7 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
   // Rank 0's communication thread stores each segment as it arrives, while its calling thread
   // updates: the replay's insertions never wait for the learner (Ape-X's replay takes them apart
   // from learning), and never starve it.
-  if (!learner_.observes_while_updating()) {
-    throw std::invalid_argument(
-        "policy 'apex' stores transitions while the learner updates, which this algorithm does not support; use "
-        "train.policy " +
-        one_thread_policies());
-  }
-  replica_ = learner_.make_actor_replica();  // the actor's; rank 0 makes it only to check it can
-  if (replica_ == nullptr) {
-    throw std::invalid_argument(
-        "policy 'apex' acts with copies of the learner's network, which this algorithm cannot make; use "
-        "train.policy " +
-        one_thread_policies());
-  }
+  replica_ = std::move(require_replay_feed(learner_, "apex", 1).front());  // the actor's; rank 0 only checks
 }
 
 ApexProcessesPolicy::~ApexProcessesPolicy() = default;
