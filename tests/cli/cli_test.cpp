@@ -105,6 +105,8 @@ TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
                         "env.sticky_action_probability = 1.5 must lie in [0, 1]", 1);
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.sticky_action_probability=-0.1 " + root,
                         "env.sticky_action_probability = -0.1", 1);
+  expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.max_episode_steps=-1 " + root,
+                        "env.max_episode_steps = -1 must lie in [1, 2147483647] (0: the environment's own limit)", 1);
   expect_one_line_error("train --env CartPole-v1 --set env.difficulty_ramping=false " + root,
                         "env.difficulty_ramping is set, but CartPole-v1 has no such setting", 1);
   expect_one_line_error("train --env CartPole-v1 --set algo.torso=cnn " + root,

@@ -37,6 +37,9 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.sticky_action_probability", 0.1,
                  "MinAtar: chance that the previous action is repeated instead of the chosen one; other "
                  "environments refuse a value other than the default");
+  schema.declare("env.max_episode_steps", int64_t{0},
+                 "Truncate episodes after this many steps, in place of the environment's own limit "
+                 "(Gymnasium's max_episode_steps); 0: the environment's own");
   schema.declare("env.difficulty_ramping", true,
                  "MinAtar: games speed up as they go on; other environments refuse a value other than the default");
 

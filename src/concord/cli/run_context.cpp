@@ -224,6 +224,13 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   if (config.get("env.sticky_action_probability") != defaults.at("env.sticky_action_probability").default_value) {
     result.options.sticky_action_probability = config.get_double("env.sticky_action_probability");
   }
+  if (const int64_t steps = config.get_int("env.max_episode_steps"); steps != 0) {
+    if (steps < 0 || steps > std::numeric_limits<int>::max()) {
+      throw std::invalid_argument("env.max_episode_steps = " + std::to_string(steps) +
+                                  " must lie in [1, 2147483647] (0: the environment's own limit)");
+    }
+    result.options.max_episode_steps = static_cast<int>(steps);
+  }
   if (config.get("env.difficulty_ramping") != defaults.at("env.difficulty_ramping").default_value) {
     result.options.difficulty_ramping = config.get_bool("env.difficulty_ramping");
   }

@@ -80,6 +80,10 @@ class Env {
 
   int elapsed_steps() const { return elapsed_steps_; }
 
+  // Replaces the time limit (spec().max_episode_steps): Gymnasium's make(id, max_episode_steps=N).
+  // For the registry, before the first reset.
+  void limit_episode_steps(int max_episode_steps) { spec_.max_episode_steps = max_episode_steps; }
+
  protected:
   explicit Env(EnvSpec spec) : spec_(std::move(spec)) {}
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "concord/envs/classic_control/acrobot.h"
 #include "concord/envs/classic_control/cartpole.h"
@@ -68,11 +69,13 @@ std::vector<std::string> EnvOptions::set_keys() const {
   std::vector<std::string> keys;
   if (sticky_action_probability) keys.push_back("env.sticky_action_probability");
   if (difficulty_ramping) keys.push_back("env.difficulty_ramping");
+  if (max_episode_steps) keys.push_back("env.max_episode_steps");
   return keys;
 }
 
 void EnvOptions::refuse_others(const std::string& env_id, const std::vector<std::string>& accepted) const {
   for (const std::string& key : set_keys()) {
+    if (key == "env.max_episode_steps") continue;  // every env's (Registry::make applies it)
     if (std::find(accepted.begin(), accepted.end(), key.substr(4)) == accepted.end()) {
       throw std::invalid_argument(key + " is set, but " + env_id + " has no such setting");
     }
@@ -84,6 +87,16 @@ void Registry::add(const std::string& id, std::function<std::unique_ptr<Env>()> 
     options.refuse_others(id, {});
     return make();
   });
+}
+
+std::unique_ptr<Env> Registry::make(const std::string& id, const EnvOptions& options) const {
+  if (options.max_episode_steps && *options.max_episode_steps < 1) {
+    throw std::invalid_argument("env.max_episode_steps = " + std::to_string(*options.max_episode_steps) +
+                                " must be >= 1 (leave it unset for the environment's own limit)");
+  }
+  std::unique_ptr<Env> env = factories_.at(id)(options);
+  if (options.max_episode_steps) env->limit_episode_steps(*options.max_episode_steps);
+  return env;
 }
 
 Registry& Registry::global() {

@@ -17,11 +17,15 @@ namespace concord::envs {
 struct EnvOptions {
   std::optional<double> sticky_action_probability;  // MinAtar: chance of repeating the last action
   std::optional<bool> difficulty_ramping;           // MinAtar: games speed up as they go on
+  // Every env: episodes are truncated after this many steps, in place of the env's own limit
+  // (Gymnasium's make(id, max_episode_steps=N)). Must be >= 1.
+  std::optional<int> max_episode_steps;
 
   // The config keys of the settings that are set, e.g. {"env.difficulty_ramping"}.
   std::vector<std::string> set_keys() const;
   // Throws std::invalid_argument naming the first set key outside `accepted` (bare names, e.g.
-  // "difficulty_ramping") and the env id that has no such setting.
+  // "difficulty_ramping") and the env id that has no such setting. max_episode_steps, which every
+  // env takes, is never refused.
   void refuse_others(const std::string& env_id, const std::vector<std::string>& accepted) const;
 };
 
@@ -43,9 +47,7 @@ class Registry {
   bool contains(const std::string& id) const { return factories_.contains(id); }
   // Throws std::invalid_argument naming the id and listing the known ones when it is unknown, and
   // the factory's own std::invalid_argument for options the env refuses.
-  std::unique_ptr<Env> make(const std::string& id, const EnvOptions& options = {}) const {
-    return factories_.at(id)(options);
-  }
+  std::unique_ptr<Env> make(const std::string& id, const EnvOptions& options = {}) const;
   // In registration order.
   std::vector<std::string> ids() const { return factories_.names(); }
 

@@ -66,6 +66,35 @@ TEST(MinAtarRegistry, SettingsReachTheGameAndBadOnesAreRefusedByName) {
   EXPECT_THROW(make_env("MinAtar/Pong-v0"), std::invalid_argument);
 }
 
+// env.max_episode_steps is every env's (Gymnasium's make(id, max_episode_steps=N)): MinAtar has no
+// limit of its own, and without sticky actions a greedy policy can play one episode forever.
+TEST(MinAtarRegistry, AnyEnvTakesATimeLimitInPlaceOfItsOwn) {
+  EnvOptions options;
+  options.max_episode_steps = 3;
+  options.sticky_action_probability = 0.0;
+  for (const std::string id : {"MinAtar/Breakout-v1", "CartPole-v1"}) {
+    EnvOptions these = options;
+    if (id == "CartPole-v1") these.sticky_action_probability.reset();
+    const auto env = make_env(id, these);
+    EXPECT_EQ(env->spec().max_episode_steps, 3) << id;
+    std::vector<uint8_t> observation(static_cast<size_t>(env->spec().observation_space.byte_size()));
+    env->reset(7, observation.data());
+    const Action noop{0, nullptr};
+    EXPECT_FALSE(env->step(noop, observation.data()).truncated) << id;
+    EXPECT_FALSE(env->step(noop, observation.data()).truncated) << id;
+    EXPECT_TRUE(env->step(noop, observation.data()).truncated) << id << ": the third step ends the episode";
+  }
+  EXPECT_EQ(make_env("MinAtar/Breakout-v1")->spec().max_episode_steps, 0) << "MinAtar's own: none";
+  options.max_episode_steps = 0;
+  try {
+    make_env("CartPole-v1", options);
+    FAIL() << "a limit of 0 steps was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "env.max_episode_steps = 0 must be >= 1 (leave it unset for the environment's own limit)");
+  }
+}
+
 TEST(MinAtarRegistry, VectorEngineKeepsUint8Observations) {
   VectorEnvConfig config;
   config.env_id = "MinAtar/Seaquest-v0";
