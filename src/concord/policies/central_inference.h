@@ -14,9 +14,10 @@
 
 namespace concord::policies {
 
-// The `central_inference` distribution policy (GA3C, Babaeizadeh et al., 2017): agents only step
-// environments, predictors run every agent's inference as one batched forward pass, and trainers
-// feed batches of finished segments to the learner.
+// The `central_inference` distribution policy (GA3C, Babaeizadeh et al., 2017) for on-policy
+// learners: agents only step environments, predictors run every agent's inference as one batched
+// forward pass, and trainers feed batches of finished segments to the learner. (With an off-policy
+// learner the factory builds CentralInferenceReplayPolicy: central_inference_replay.h.)
 //
 //   agent a (own envs) --observations--> prediction queue --> predictor: one act() on up to
 //     ^                                                         prediction_batch rows, with the
