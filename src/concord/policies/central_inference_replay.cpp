@@ -65,7 +65,6 @@ CentralInferenceReplayPolicy::CentralInferenceReplayPolicy(const CentralInferenc
 void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                          const TrainingCallbacks& callbacks) {
   ApexConfig pace;
-  pace.actors = config_.agents;
   pace.publish_every = 1;
   pace.max_env_steps_per_update = learner_.train_frequency();
   pace.min_env_steps_per_update = learner_.train_frequency();

@@ -57,8 +57,6 @@ bool BatchedActing::serve_batch(int predictor) {
     replies_[static_cast<size_t>(request.client)]->push(actions.narrow(0, offset, count));
     offset += count;
   }
-  predicted_rows_ += offset;
-  forward_passes_ += 1;
   return true;
 }
 

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -51,10 +50,6 @@ class BatchedActing {
   // closed and drained; true after an idle wait (a spare predictor is no error).
   bool serve_batch(int predictor);
 
-  int predictors() const { return static_cast<int>(replicas_.size()); }
-  int64_t predicted_rows() const { return predicted_rows_.load(); }
-  int64_t forward_passes() const { return forward_passes_.load(); }
-
  private:
   struct Request {
     int client = 0;
@@ -69,7 +64,6 @@ class BatchedActing {
   Channel<Request> requests_;
   std::vector<std::unique_ptr<Channel<torch::Tensor>>> replies_;
   std::vector<std::unique_ptr<Client>> clients_;
-  std::atomic<int64_t> predicted_rows_{0}, forward_passes_{0};
 };
 
 }  // namespace concord::policies::runtime

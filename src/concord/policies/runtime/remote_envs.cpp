@@ -31,7 +31,15 @@ int64_t op_of(const torch::Tensor& command) {
                                                 : static_cast<int64_t>(command.data_ptr<float>()[0]);
 }
 
-// Copies `count` items of `bytes` each from `from` to `*to`, advancing *to.
+void set_op(torch::Tensor& command, int64_t op) {
+  if (command.scalar_type() == torch::kInt64) {
+    command.data_ptr<int64_t>()[0] = op;
+  } else {
+    command.data_ptr<float>()[0] = static_cast<float>(op);
+  }
+}
+
+// Copies `bytes` bytes from `from` to `*to`, advancing *to (take: the other way).
 void put(uint8_t** to, const void* from, int64_t bytes) {
   std::memcpy(*to, from, static_cast<size_t>(bytes));
   *to += bytes;
@@ -105,7 +113,7 @@ void RemoteEnvs::close() {
     if (broken_[static_cast<size_t>(a)]) continue;
     torch::Tensor& command = commands_[static_cast<size_t>(a)];
     command.zero_();
-    command[0] = kStop;
+    set_op(command, kStop);
     sent.push_back(communicator_.send_async(command, a + 1, Tags::kCommand));
   }
   for (auto& request : sent) request->wait();
@@ -118,11 +126,7 @@ envs::Batch RemoteEnvs::exchange(int64_t op, const void* actions) {
   for (int a = 0; a < actors_; ++a) {
     torch::Tensor& command = commands_[static_cast<size_t>(a)];
     auto* bytes = static_cast<uint8_t*>(command.data_ptr());
-    if (discrete_) {
-      command.data_ptr<int64_t>()[0] = op;
-    } else {
-      command.data_ptr<float>()[0] = static_cast<float>(op);
-    }
+    set_op(command, op);
     if (actions != nullptr) {
       std::memcpy(bytes + command.element_size(), static_cast<const uint8_t*>(actions) + a * action_bytes,
                   static_cast<size_t>(action_bytes));
