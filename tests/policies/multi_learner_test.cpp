@@ -20,23 +20,15 @@
 #include "concord/policies/policy_registry.h"
 #include "concord/sync/sync_registry.h"
 #include "learning_outcome.h"
+#include "policies/learning_runs.h"
 
 namespace concord::policies {
 namespace {
 
 core::Config fast_ppo_config() {
-  core::ConfigSchema schema;
-  algos::declare_algorithm_keys(schema);
-  declare_policy_keys(schema);
-  sync::declare_sync_keys(schema);
-  schema.declare("run.seed", int64_t{1}, "gossip draws its exchange pattern from it");
-  core::Config config(schema);
-  for (const char* assignment : {"algo.ppo.num_steps=32", "algo.ppo.num_minibatches=2", "algo.ppo.update_epochs=4",
-                                 "algo.ppo.learning_rate=3e-3", "algo.ppo.gamma=0.98", "algo.ppo.gae_lambda=0.8",
-                                 "algo.ppo.ent_coef=0.0", "policy.multi_learner.check_every=1"}) {
-    config.apply_override(assignment);
-  }
-  return config;
+  return testing::config_with({"algo.ppo.num_steps=32", "algo.ppo.num_minibatches=2", "algo.ppo.update_epochs=4",
+                               "algo.ppo.learning_rate=3e-3", "algo.ppo.gamma=0.98", "algo.ppo.gae_lambda=0.8",
+                               "algo.ppo.ent_coef=0.0", "policy.multi_learner.check_every=1"});
 }
 
 envs::VectorEnvConfig cartpole(int num_envs, uint64_t seed) {
@@ -126,7 +118,7 @@ TEST(MultiLearnerLearning, TwoRanksStayIdenticalCountGlobalStepsAndLearn) {
 
 // The RL learner runs unchanged under every sync strategy chosen by name; replicas that are
 // allowed to drift are not checked bit for bit, and every strategy reports its communication.
-class MultiLearnerStrategies : public testing::TestWithParam<std::string> {};
+class MultiLearnerStrategies : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MultiLearnerStrategies, RunInLockstepAndCommunicate) {
   core::Config config = fast_ppo_config();
@@ -139,7 +131,8 @@ TEST_P(MultiLearnerStrategies, RunInLockstepAndCommunicate) {
   EXPECT_GT(ranks[0].last_metrics.at("sync/bytes"), 0.0) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies, testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
+INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies,
+                         ::testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
 
 TEST(MultiLearner, AStopOnOneRankStopsEveryRankAtTheSameUpdate) {
   comm::ThreadGroup group(2, std::chrono::seconds(30));
