@@ -52,14 +52,10 @@ core::ConfigSchema concord_schema() {
 
   std::string algorithms;
   for (const std::string& name : algos::algorithm_names()) algorithms += (algorithms.empty() ? "" : ", ") + name;
-  schema.declare("train.algo", std::string("ppo"),
-                 "Algorithm: " + algorithms +
-                     " (dqn and sac learn off-policy: policies single, sync_vector, "
-                     "async_learner, multi_learner, apex)");
-  schema.declare("train.policy", std::string("single"),
-                 "Distribution policy: single, sync_vector (PAAC), hogwild (A3C), central_inference (GA3C), "
-                 "async_learner (collect while learning), "
-                 "multi_learner (one learner per process), actor_processes (actor processes, one learner), apex");
+  schema.declare(
+      "train.algo", std::string("ppo"),
+      "Algorithm: " + algorithms + " (dqn and sac learn off-policy: policies " + policies::off_policy_policies() + ")");
+  schema.declare("train.policy", std::string("single"), "Distribution policy: " + policies::policy_summaries());
   schema.declare("train.total_timesteps", int64_t{500000}, "Environment steps to train for, over all envs");
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   schema.declare("train.checkpoint_interval_seconds", 0.0,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "concord/core/config_problems.h"
+#include "concord/policies/actor_threads.h"
 #include "concord/policies/apex_processes.h"
 #include "concord/policies/replay_feed.h"
 #include "concord/policies/runtime/env_shares.h"
@@ -58,15 +59,14 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
 
 void ApexPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                        const TrainingCallbacks& callbacks) {
-  ReplayFeedPlan plan{"apex", "actor", config_, "policy.apex.max_env_steps_per_update", true, {}};
-  plan.seats = [this](runtime::Workers&, PublishedParameters& parameters) {
+  ReplayFeedPlan plan{"apex", "actors", config_, "policy.apex.max_env_steps_per_update", config_.actors, {}};
+  plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
     std::vector<std::unique_ptr<ActingSeat>> seats;
     for (auto& replica : replicas_)
-      seats.push_back(std::make_unique<OwnCopy>(*replica, parameters, config_.refresh_every));
-    return seats;
+      seats.push_back(std::make_unique<OwnCopy>(*replica, inlet.parameters(), config_.refresh_every));
+    start_actor_threads("actor", true, std::move(seats), envs_, device_, seed_, workers, inlet);
   };
-  feed_replay(plan, learner_, envs_, device_, seed_, episodes_, state, total_steps, checkpoint_interval_steps,
-              callbacks);
+  feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
 }
 
 std::unique_ptr<Policy> make_apex_policy(const PolicyContext& context, const ApexConfig& config) {

@@ -6,6 +6,7 @@
 
 #include "concord/core/config_problems.h"
 #include "concord/core/torch_thread.h"
+#include "concord/policies/actor_threads.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/replay_feed.h"
 #include "concord/policies/runtime/batched_acting.h"
@@ -69,13 +70,13 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
   pace.max_env_steps_per_update = learner_.train_frequency();
   pace.min_env_steps_per_update = learner_.train_frequency();
   pace.wait_timeout_seconds = config_.wait_timeout_seconds;
-  ReplayFeedPlan plan{"central_inference", "agent", pace, "one update per train_frequency", false, {}};
-  plan.seats = [this](runtime::Workers& workers, PublishedParameters& parameters) {
+  ReplayFeedPlan plan{"central_inference", "agents", pace, "one update per train_frequency", 1, {}};
+  plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
     auto& service =
-        workers.make<runtime::BatchedActing>(replicas_, parameters, config_.agents, envs_.front()->num_envs(),
+        workers.make<runtime::BatchedActing>(replicas_, inlet.parameters(), config_.agents, envs_.front()->num_envs(),
                                              config_.prediction_batch, config_.queue_capacity);
     for (int p = 0; p < config_.predictors; ++p) {
-      // Seeds after the agents' (feed_replay seeds agent a with thread_seed(seed, a)).
+      // Seeds after the agents' (start_actor_threads seeds agent a with thread_seed(seed, a)).
       workers.start("predictor " + std::to_string(p),
                     core::thread_seed(seed_, static_cast<uint64_t>(config_.agents + p)), [&service, p] {
                       while (service.serve_batch(p)) {
@@ -84,10 +85,9 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
     }
     std::vector<std::unique_ptr<ActingSeat>> seats;
     for (int a = 0; a < config_.agents; ++a) seats.push_back(std::make_unique<Predicted>(service.client(a)));
-    return seats;
+    start_actor_threads("agent", false, std::move(seats), envs_, device_, seed_, workers, inlet);
   };
-  feed_replay(plan, learner_, envs_, device_, seed_, episodes_, state, total_steps, checkpoint_interval_steps,
-              callbacks);
+  feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
 }
 
 }  // namespace concord::policies

@@ -46,6 +46,7 @@ enum class Families {
 struct PolicyEntry {
   Placement placement;
   Families families;
+  std::string summary;  // what `concord train --help` says beside the name ("" for none)
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);  // nullptr: no keys
   std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)> make;
   // The rounds (every env one rollout) one update learns from; 1 unless the config struct says.
@@ -61,16 +62,17 @@ struct HasRoundsPerUpdate<Config, std::void_t<decltype(std::declval<const Config
     : std::true_type {};
 
 // A policy without keys.
-PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families) {
-  return {placement, families, nullptr,
+PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families,
+                   std::string summary = "") {
+  return {placement, families, std::move(summary), nullptr,
           [make](const PolicyContext& context, const std::string&) { return make(context); }};
 }
 
 // A policy whose keys are the fields of its config struct.
 template <typename Config>
 PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement,
-                   Families families) {
-  PolicyEntry entry{placement, families, core::declare_config<Config>,
+                   Families families, std::string summary) {
+  PolicyEntry entry{placement, families, std::move(summary), core::declare_config<Config>,
                     [make](const PolicyContext& context, const std::string& prefix) {
                       return make(context, core::read_config<Config>(context.config, prefix));
                     }};
@@ -85,15 +87,21 @@ PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const C
 // The registry: one line per policy, naming its factory (in the policy's own file).
 core::Registry<PolicyEntry> make_registry() {
   core::Registry<PolicyEntry> registry("policy");
-  registry.add("single", policy(make_single_policy, Placement::kOneThread, Families::kBoth));
-  registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth));
-  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth));
-  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kBoth));
-  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth));
-  registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth));
-  registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy));
-  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy));
-  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth));
+  registry.add("single",
+               policy(make_single_policy, Placement::kOneThread, Families::kBoth, "the reference: one thread"));
+  registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth, "PAAC"));
+  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, "A3C"));
+  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kBoth,
+                                           "GA3C; SEED RL on threads for off-policy learners"));
+  registry.add("async_learner",
+               policy(make_async_learner_policy, Placement::kThreads, Families::kBoth, "collect while learning"));
+  registry.add("multi_learner",
+               policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth, "one learner per process"));
+  registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
+                                         "actor processes, one learner"));
+  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, "Ape-X"));
+  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth,
+                                 "SEED RL: env ranks, one acting and learning rank"));
   return registry;
 }
 
@@ -153,6 +161,16 @@ void declare_policy_keys(core::ConfigSchema& schema) {
 }
 
 std::vector<std::string> policy_names() { return policies().names(); }
+
+std::string policy_summaries() {
+  std::string text;
+  for (const auto& [name, entry] : policies().entries()) {
+    text += (text.empty() ? "" : ", ") + name + (entry.summary.empty() ? "" : " (" + entry.summary + ")");
+  }
+  return text;
+}
+
+std::string off_policy_policies() { return policies_running(Families::kOffPolicy); }
 
 std::string one_thread_policies() {
   std::string able;

@@ -31,6 +31,8 @@ namespace concord::policies {
 //   apex               Ape-X (off-policy learners): policy.apex.actors actor threads fill the
 //                      learner's replay while the calling thread updates from it; under a
 //                      launcher, rank 0 learns and ranks 1..A act (apex_processes.h)
+//   seed_rl            SEED RL: ranks 1..A only step envs; rank 0 batches inference for all of
+//                      them and learns (either family)
 //
 // env.num_envs is always the total number of environments of the run.
 
@@ -39,6 +41,10 @@ void declare_policy_keys(core::ConfigSchema& schema);
 
 // The names make_policy accepts, in registry order.
 std::vector<std::string> policy_names();
+// Every name with what it is, in registry order, for help texts: "single (...), sync_vector (PAAC), ...".
+std::string policy_summaries();
+// The policies that run off-policy learners, comma-separated, from the registry.
+std::string off_policy_policies();
 
 // The policies that run every algorithm with the model on the calling thread alone ("single or
 // sync_vector"), from the registry: what a refusal offers instead.
