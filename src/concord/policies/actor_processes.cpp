@@ -9,6 +9,7 @@
 
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
+#include "concord/policies/concat_envs.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/env_shares.h"
@@ -25,18 +26,6 @@ std::vector<torch::Tensor> segment_of(const algos::Rollout& rollout) {
   std::vector<torch::Tensor> fields;
   for (const torch::Tensor* field : rollout.fields()) fields.push_back(field->to(torch::kCPU).contiguous().clone());
   return fields;
-}
-
-// Joins the actors' rollouts along the env dimension.
-algos::Rollout concatenate(const std::vector<const runtime::Segment*>& parts) {
-  algos::Rollout joined;
-  const auto joined_fields = joined.fields();
-  for (size_t field = 0; field < kFields; ++field) {
-    std::vector<torch::Tensor> pieces;
-    for (const runtime::Segment* part : parts) pieces.push_back(part->fields[field]);
-    *joined_fields[field] = torch::cat(pieces, algos::Rollout::env_dim(field));
-  }
-  return joined;
 }
 
 // The parameters an actor acts with: the flat parameters, then the model's buffers (observation
@@ -104,6 +93,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
   runtime::ActorRanks actors(communicator_, failures);
   actors.receive_descriptions(static_cast<int64_t>(kFields), "rollout", false);
   std::vector<runtime::Segment> segments(static_cast<size_t>(actors.size()));
+  std::vector<algos::Rollout> rollouts(segments.size());  // the segments' fields, as rollouts
   // The parameters each actor's next rollout is collected with, by the update they are from: an
   // asynchronous actor collects rollout k + 1 before it takes control k, so it acts with the
   // parameters sent before that.
@@ -118,13 +108,15 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     core::Stopwatch receive_clock;
     for (int a = 0; a < actors.size(); ++a) actors.post_segment(a, segments[static_cast<size_t>(a)]);
     const auto deadline = actors.deadline();
-    std::vector<const runtime::Segment*> parts;
+    std::vector<const algos::Rollout*> parts;
     double lag_sum = 0.0;
     int64_t steps = 0;
     for (int a = 0; a < actors.size(); ++a) {
       runtime::Segment& segment = segments[static_cast<size_t>(a)];
       if (!actors.receive_segment(a, segment, deadline, "sent no rollout")) continue;
-      parts.push_back(&segment);
+      const auto fields = rollouts[static_cast<size_t>(a)].fields();
+      for (size_t field = 0; field < kFields; ++field) *fields[field] = segment.fields[field];
+      parts.push_back(&rollouts[static_cast<size_t>(a)]);
       const size_t i = static_cast<size_t>(a);
       lag_sum += static_cast<double>(state.updates - (config_.synchronous ? sent[i] : sent_before[i]));
       steps += segment.fields.front().size(0) * segment.fields.front().size(1);
@@ -138,7 +130,7 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     // --- Learn ---
     core::Stopwatch update_clock;
     algos::Metrics bonus_metrics;
-    const algos::Rollout collected = concatenate(parts);
+    const algos::Rollout collected = concat_envs(parts);
     const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     state.global_step += steps;
     const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));

@@ -1,7 +1,6 @@
 #include "concord/policies/async_learner.h"
 
 #include <algorithm>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/actor_copy.h"
+#include "concord/policies/async_learner_replay.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
@@ -20,7 +20,6 @@
 #include "concord/policies/runtime/checkpoint_gate.h"
 #include "concord/policies/runtime/parameter_versions.h"
 #include "concord/policies/runtime/workers.h"
-#include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 namespace {
@@ -34,44 +33,10 @@ struct Collected {
   double seconds = 0.0;  // collecting it
 };
 
-// Steps of every env on their way from the collector to the learner (off-policy learners): the
-// steps up to the next one after which updates are due (or at most kMaxSegmentSteps of them), all
-// acted by one version. One hand-over per update, not per step: a thread's wake-up costs more
-// than a step.
-struct CollectedSegment {
-  std::vector<algos::TensorMap> transitions;                      // fresh tensors (TransitionCollector), in order
-  std::vector<std::vector<std::pair<double, int64_t>>> episodes;  // per step: (return, length) ended
-  int64_t version = 0;                                            // the parameter version that acted
-  double seconds = 0.0;                                           // acting and stepping the envs
-};
-constexpr int64_t kMaxSegmentSteps = 64;
-
-// How long an off-policy collector spins for the next version before it sleeps.
-constexpr double kSpinSeconds = 0.002;
-
 // The setting that raises every wait's timeout, for the errors that name it.
 constexpr const char* kTimeoutKey = "policy.async_learner.wait_timeout_seconds";
 
 }  // namespace
-
-void AsyncLearnerConfig::validate() const {
-  core::ConfigProblems problems;
-  problems.check(max_policy_lag >= 0, "max_policy_lag", max_policy_lag, ">= 0");
-  problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
-  problems.throw_if_any("policy.async_learner config");
-}
-
-const core::ConfigFields<AsyncLearnerConfig>& AsyncLearnerConfig::fields() {
-  using C = AsyncLearnerConfig;
-  static const core::ConfigFields<C> kFields = {
-      {"max_policy_lag", &C::max_policy_lag,
-       "Updates a rollout's acting parameters may be behind the learner (1: collect the next rollout while learning "
-       "from this one; 0: take turns, on-policy)"},
-      {"wait_timeout_seconds", &C::wait_timeout_seconds,
-       "A wait between the collector and the learner longer than this is an error naming it"},
-  };
-  return kFields;
-}
 
 AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
                                        algos::Learner& learner, torch::Device device, uint64_t seed,
@@ -101,7 +66,8 @@ AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_pt
 void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                const TrainingCallbacks& callbacks) {
   if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
-    train_off_policy(*off_policy, state, total_steps, checkpoint_interval_steps, callbacks);
+    train_async_off_policy(config_, *env_, *off_policy, *replica_, device_, seed_, episodes_, state, total_steps,
+                           checkpoint_interval_steps, callbacks);
     return;
   }
   auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner_);
@@ -188,116 +154,6 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       metrics["time/update_seconds"] = update_seconds;
       metrics["time/learner_wait_seconds"] = wait_seconds;
       reporter.report(state, metrics, episodes_, pausing);
-    }
-  });
-}
-
-void AsyncLearnerPolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                                          int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
-  if (state.global_step >= total_steps) return;
-  const int64_t num_envs = env_->num_envs();
-  const int64_t learning_starts = learner.learning_starts();
-  const int64_t train_frequency = learner.train_frequency();
-  const int64_t lag = config_.max_policy_lag;
-  const int64_t first_step = state.global_step;
-  // Segments the learner has observed go back to the collector, whose allocator made their
-  // tensors: freed on the learner's thread, every free would take the lock of the collector's
-  // malloc arena while the collector allocates from it.
-  std::mutex spent_mutex;
-  std::vector<CollectedSegment> spent;
-  runtime::Workers workers("async_learner", config_.wait_timeout_seconds, kTimeoutKey);
-  // Version v: the parameters after v update() calls of this run. The step the collector acts
-  // needs version c - lag (c: updates due before it), and the learner can be at most c versions
-  // along, since its updates follow steps the collector has sent. The collector spins through a
-  // wait of about one update before it sleeps (bench/RESULTS.md, "DQN on CartPole").
-  const at::Tensor start_values = learner.flat_parameters().values().detach();
-  auto& versions = workers.make<runtime::ParameterVersions<at::Tensor>>(
-      lag + 1, [&] { return start_values.clone(); }, "the collector", kSpinSeconds);
-  versions.publish(0, [](at::Tensor&) {});
-  replica_->assign(start_values);  // a resumed learner has moved since the replica was made
-  // The collector runs at most lag + 1 segments ahead once learning (it waits for versions).
-  auto& segments =
-      workers.make<runtime::Channel<CollectedSegment>>("transitions", lag + 2, "the collector", "the learner");
-
-  workers.start("the collector", core::thread_seed(seed_, 0), [&] {
-    TransitionCollector collector(*env_, device_);
-    int64_t step = first_step;
-    int64_t due = 0;     // updates of this run due before `step`
-    int64_t acting = 0;  // the version in the replica
-    while (step < total_steps) {
-      const int64_t needed = std::max<int64_t>(0, due - lag);
-      if (needed != acting) {
-        versions.read(needed, [&](at::Tensor& values) { replica_->assign(values); });
-        acting = needed;
-      }
-      // Every step of a segment needs the same version: `due` grows only after its last step.
-      CollectedSegment segment;
-      segment.version = acting;
-      core::Stopwatch clock;
-      int64_t updates_after = 0;
-      while (updates_after == 0 && step < total_steps &&
-             static_cast<int64_t>(segment.transitions.size()) < kMaxSegmentSteps) {
-        std::vector<std::pair<double, int64_t>>& ended = segment.episodes.emplace_back();
-        segment.transitions.push_back(collector.step(*replica_, {false, step, total_steps, 0, 1},
-                                                     [&](double episode_return, int64_t episode_length) {
-                                                       ended.emplace_back(episode_return, episode_length);
-                                                     }));
-        updates_after = off_policy_updates_due(step, step + num_envs, learning_starts, train_frequency);
-        step += num_envs;
-      }
-      due += updates_after;
-      segment.seconds = clock.elapsed_seconds();
-      std::vector<CollectedSegment> observed;
-      {
-        std::lock_guard<std::mutex> lock(spent_mutex);
-        observed.swap(spent);
-      }
-      observed.clear();
-      segments.push(std::move(segment));
-    }
-  });
-
-  const auto publish = [&](int64_t version) {
-    versions.publish(version, [&](at::Tensor& slot) {
-      c10::NoGradGuard no_grad;
-      slot.copy_(learner.flat_parameters().values().detach());
-    });
-  };
-  workers.run([&] {
-    UpdateReporter reporter(state, checkpoint_interval_steps);
-    double rollout_seconds = 0.0, update_seconds = 0.0, wait_seconds = 0.0;
-    int64_t version = 0;
-    while (state.global_step < total_steps) {
-      if (callbacks.should_stop && callbacks.should_stop()) break;
-      CollectedSegment segment;
-      core::Stopwatch wait_clock;
-      if (!segments.pop(segment)) break;  // the collector failed: rethrown after the join
-      wait_seconds += wait_clock.elapsed_seconds();
-      rollout_seconds += segment.seconds;
-
-      for (size_t i = 0; i < segment.transitions.size(); ++i) {
-        for (const auto& [episode_return, episode_length] : segment.episodes[i]) {
-          record_episode(episodes_, callbacks, episode_return, episode_length);
-        }
-        learner.observe(segment.transitions[i]);
-        const int64_t previous_step = state.global_step;
-        state.global_step += num_envs;
-
-        const int64_t due = off_policy_updates_due(previous_step, state.global_step, learning_starts, train_frequency);
-        if (due == 0) continue;
-        const int64_t lag_of_step = version - segment.version;
-        core::Stopwatch update_clock;
-        algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps, [&] { publish(++version); });
-        update_seconds += update_clock.elapsed_seconds();
-        if (metrics.empty()) continue;
-        metrics["charts/policy_lag"] = static_cast<double>(lag_of_step);
-        metrics["time/rollout_seconds"] = rollout_seconds;
-        metrics["time/update_seconds"] = update_seconds;
-        metrics["time/learner_wait_seconds"] = wait_seconds;
-        reporter.report(state, metrics, episodes_, callbacks);
-      }
-      std::lock_guard<std::mutex> lock(spent_mutex);
-      spent.push_back(std::move(segment));
     }
   });
 }

@@ -7,25 +7,14 @@
 
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/on_policy_learner.h"
-#include "concord/core/config_fields.h"
 #include "concord/core/episode_stats.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
+#include "concord/policies/async_learner_config.h"
 #include "concord/policies/policy.h"
 #include "concord/policies/policy_context.h"
 
 namespace concord::policies {
-
-// policy.async_learner.*
-struct AsyncLearnerConfig {
-  int max_policy_lag = 1;              // updates a rollout's parameters may be behind the learner's
-                                       //   (0: collection and learning take turns, on-policy)
-  double wait_timeout_seconds = 60.0;  // a blocking wait longer than this is an error
-
-  // Throws std::invalid_argument listing every bad field with its value.
-  void validate() const;
-  static const core::ConfigFields<AsyncLearnerConfig>& fields();
-};
 
 // The `async_learner` distribution policy: one thread acts while the calling thread learns, as
 // Sample Factory and cleanba arrange it. On two cores the update and the environment steps then
@@ -47,29 +36,8 @@ struct AsyncLearnerConfig {
 // (Learner::corrects_policy_lag: PPO's ratio against the behaviour log-probabilities, A2C's
 // V-trace); the factory refuses one that cannot.
 //
-// Off-policy learners (DQN, SAC): `single`'s off-policy loop (off_policy_learner.h) with its
-// acting moved to the collector thread, which acts from a replica of the learner's network
-// (OffPolicyLearner::make_actor_replica):
-//
-//   collector thread:  for each step i of every env (global step g_i = start + i x num_envs):
-//                        c_i = the updates the loop has due before step i (learning_starts,
-//                              train_frequency: as `single` schedules them)
-//                        wait until the learner has published version v = max(0, c_i - max_policy_lag)
-//                        transition i = act with exactly version v; step the envs
-//                        push transition i to the learner
-//   learner (caller):  for i = 0, 1, ...:
-//                        pop transition i; learner.observe(it); global_step += num_envs
-//                        every update due now: learner.update(global_step, progress); publish
-//
-// The replay is filled and sampled on the calling thread, in `single`'s order, so an update sees
-// exactly the transitions it would under `single`; only the parameters that acted differ (up to
-// max_policy_lag updates old, which Q-learning and SAC, learning off-policy from a replay,
-// need no correction for). With max_policy_lag = 0 the loop is `single`'s, acted on another
-// thread with that thread's own generator.
-// The collector hands over one segment per update (the steps up to one after which updates are
-// due), and waits for a version by spinning for a short while (kSpinSeconds) before it sleeps:
-// the wait is about one update long, and waking a sleeping thread costs the learner a system
-// call per update, a measurable share of a small update (bench/RESULTS.md, "DQN on CartPole").
+// Off-policy learners (DQN, SAC): `single`'s off-policy loop with its acting moved to the
+// collector thread (async_learner_replay.h).
 //
 // Both: charts/policy_lag reports the lag of the experience an update is triggered by,
 // time/learner_wait_seconds how long the learner waited for experience. The version that acts
@@ -98,8 +66,6 @@ class AsyncLearnerPolicy : public Policy {
  private:
   void train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
                        int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
-  void train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                        int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
 
   AsyncLearnerConfig config_;
   std::unique_ptr<envs::VectorEnv> env_;

@@ -18,6 +18,7 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/central_inference_replay.h"
+#include "concord/policies/concat_envs.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/rollout_collector.h"
@@ -39,19 +40,6 @@ struct Segment {
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
   algos::Metrics bonus_metrics;                      // the exploration bonus's, if any
 };
-
-// Segments side by side along B: one Rollout [T, sum of B].
-algos::Rollout concat_along_envs(const std::vector<Segment>& segments) {
-  algos::Rollout rollout;
-  const auto fields = rollout.fields();
-  for (size_t field = 0; field < algos::Rollout::kFields; ++field) {
-    std::vector<torch::Tensor> parts;
-    parts.reserve(segments.size());
-    for (const Segment& segment : segments) parts.push_back(*segment.rollout.fields()[field]);
-    *fields[field] = torch::cat(parts, algos::Rollout::env_dim(field));
-  }
-  return rollout;
-}
 
 // One call of train(): the agents, predictors and trainers, and what flows between them.
 class Run {
@@ -256,7 +244,9 @@ class Run {
   }
 
   void train(const std::vector<Segment>& segments) {
-    const algos::Rollout rollout = concat_along_envs(segments);
+    std::vector<const algos::Rollout*> parts;
+    for (const Segment& segment : segments) parts.push_back(&segment.rollout);
+    const algos::Rollout rollout = concat_envs(parts);
     const int64_t steps = rollout.num_steps() * rollout.num_envs();
     std::lock_guard<std::mutex> lock(learner_mutex_);
     if (workers_.stopping()) return;
