@@ -10,7 +10,7 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/policies/concat_envs.h"
-#include "concord/policies/exploration_bonus.h"
+#include "concord/policies/on_policy_update.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/experience_link.h"
@@ -129,16 +129,9 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
 
     // --- Learn ---
     core::Stopwatch update_clock;
-    algos::Metrics bonus_metrics;
-    const algos::Rollout collected = concat_envs(parts);
-    const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     state.global_step += steps;
-    const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-    algos::Metrics metrics = learner_.update(rollout, progress);
-    ++state.updates;
+    algos::Metrics metrics = run_on_policy_update(learner_, concat_envs(parts), bonus_, state, total_steps);
     update_seconds += update_clock.elapsed_seconds();
-    check_finite(metrics, state);
-    metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
 
     // --- Control k (and parameters) back to the actors ---
     stop = state.global_step >= total_steps || (callbacks.should_stop && callbacks.should_stop());

@@ -14,6 +14,7 @@
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/async_learner_replay.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/on_policy_update.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/channel.h"
@@ -138,17 +139,11 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       rollout_seconds += item.seconds;
 
       core::Stopwatch update_clock;
-      algos::Metrics bonus_metrics;
-      const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, item.rollout, bonus_metrics) : item.rollout;
-      const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-      algos::Metrics metrics = learner.update(rollout, progress);
       const int64_t policy_lag = state.updates - item.version;
-      const int64_t version = ++state.updates;
+      algos::Metrics metrics = run_on_policy_update(learner, item.rollout, bonus_, state, total_steps);
+      const int64_t version = state.updates;
       versions.publish(version, [&](ActorCopy& copy) { copy.publish(learner, version); });
       update_seconds += update_clock.elapsed_seconds();
-      check_finite(metrics, state);
-
-      metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
       metrics["charts/policy_lag"] = static_cast<double>(policy_lag);
       metrics["time/rollout_seconds"] = rollout_seconds;
       metrics["time/update_seconds"] = update_seconds;

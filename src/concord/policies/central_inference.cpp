@@ -21,6 +21,7 @@
 #include "concord/policies/concat_envs.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/on_policy_update.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/batched_inference.h"
 #include "concord/policies/runtime/channel.h"
@@ -252,11 +253,9 @@ class Run {
     if (workers_.stopping()) return;
     double lag = 0.0;
     for (const Segment& segment : segments) lag += static_cast<double>(state_.updates - segment.version);
-    const double progress =
-        std::min(1.0, static_cast<double>(state_.global_step + steps) / static_cast<double>(total_steps_));
-    algos::Metrics metrics = learner_.update(rollout, progress);
     state_.global_step += steps;
-    ++state_.updates;
+    // The bonus is the agents' (each segment's own).
+    algos::Metrics metrics = run_on_policy_update(learner_, rollout, nullptr, state_, total_steps_);
     actor_.publish(learner_, state_.updates);
     updates_done_ += 1;
     // These segments are trained: their slots may start new ones, with the parameters just published.
@@ -267,7 +266,6 @@ class Run {
         record_episode(episodes_, callbacks_, episode_return, episode_length);
       }
     }
-    check_finite(metrics, state_);
     for (const Segment& segment : segments) {
       for (const auto& [name, value] : segment.bonus_metrics) {
         metrics[name] += value / static_cast<double>(segments.size());

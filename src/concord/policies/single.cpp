@@ -1,4 +1,5 @@
 #include "concord/policies/single.h"
+#include "concord/policies/on_policy_update.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,19 +59,12 @@ void SinglePolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingStat
     core::Stopwatch rollout_clock;
     const algos::Rollout& collected = collector.collect(model, on_episode);
     state.global_step += collector.env_steps_per_rollout() * ranks_in_lockstep_;
-    algos::Metrics bonus_metrics;
-    const algos::Rollout rollout = bonus_ ? with_bonus(*bonus_, collected, bonus_metrics) : collected;
     rollout_seconds += rollout_clock.elapsed_seconds();
 
     // --- Learn from it ---
     core::Stopwatch update_clock;
-    const double progress = std::min(1.0, static_cast<double>(state.global_step) / static_cast<double>(total_steps));
-    algos::Metrics metrics = learner.update(rollout, progress);
-    ++state.updates;
+    algos::Metrics metrics = run_on_policy_update(learner, collected, bonus_, state, total_steps);
     update_seconds += update_clock.elapsed_seconds();
-    check_finite(metrics, state);
-
-    metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
     metrics["time/rollout_seconds"] = rollout_seconds;
     metrics["time/update_seconds"] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
