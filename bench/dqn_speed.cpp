@@ -48,7 +48,9 @@ constexpr double kCleanRlSeconds = 125.0;
 constexpr int kEvalEpisodes = 10;
 constexpr double kSolvedReturn = 475.0;
 constexpr int kSolvedWindow = 20;
-constexpr double kNeverSolved = 1e300;  // a seed that never solved, in medians
+// A seed that never solved, in medians of times; a median halfway to it (an even count of seeds,
+// half of them unsolved) is unsolved too.
+constexpr double kNeverSolved = 1e300;
 
 double peak_rss_mib() {
   rusage usage{};
@@ -76,7 +78,8 @@ std::string seconds_or_dash(const std::optional<double>& seconds) {
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 Outcome run(const concord::core::Config& base, const std::string& policy, int64_t seed) {
@@ -241,7 +244,7 @@ int main(int argc, char** argv) {
     std::printf("%-28s %10.0f %9.1f %12s %9s %8.1fx   (median rate, wall and solved, mean eval over seeds%s)\n",
                 (is_baseline ? "CleanRL dqn.py, this run" : "Concord dqn (" + name + ")").c_str(), median(rates[name]),
                 median(walls[name]), eval_text,
-                median_solved < kNeverSolved ? seconds_or_dash(median_solved).c_str() : "-",
+                median_solved < kNeverSolved / 2 ? seconds_or_dash(median_solved).c_str() : "-",
                 median(rates[name]) / baseline_rate, per_seed.c_str());
   }
   if (!measured) {
