@@ -5,11 +5,17 @@
 // Two configurations, each over several seeds:
 //   cleanrl  CleanRL ppo.py's exact defaults (4 envs x 128 steps, 4 minibatches, 4 epochs, 64-64
 //            tanh, lr 2.5e-4 annealed, 500k steps): steps/s and wall time, beside ppo.py's own
-//            figures on this machine (quoted by the issue, not measured in this run);
+//            figures on this machine;
 //   fast     Concord's own choice for wall time to a solved policy, stopped once solved.
 // "Solved" is the first time the mean return of the last 20 finished episodes reaches 475.
 // Also reported: the share of time spent learning (the rest is acting and stepping envs) and the
 // process's peak resident memory.
+//
+// With --cleanrl PATH (ppo.py; --python: the interpreter that has torch and Gymnasium), ppo.py
+// itself runs each seed of the cleanrl configuration right after Concord's runs of that seed, so
+// that both see the same machine and load, and the table gives its steps/s, time to solved and
+// peak memory beside Concord's, and their ratios (bench/README.md: how to set ppo.py up).
+// Without it, ppo.py's figures are quoted, not measured.
 #include <sys/resource.h>
 
 #include <torch/torch.h>
@@ -18,6 +24,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -32,6 +40,7 @@
 #include "concord/policies/async_learner.h"
 #include "concord/policies/single.h"
 #include "machine_load.h"
+#include "python_baseline.h"
 
 namespace {
 
@@ -40,6 +49,10 @@ using concord::algos::PpoConfig;
 
 constexpr double kSolvedReturn = 475.0;
 constexpr int kSolvedWindow = 20;
+// A seed that never solved, in medians of times; a median halfway to it (an even count of seeds,
+// half of them unsolved) is unsolved too.
+constexpr double kNeverSolved = 1e300;
+bool never_solved(double seconds) { return seconds >= kNeverSolved / 2; }
 
 struct Setup {
   std::string name;
@@ -147,6 +160,18 @@ std::string seconds_or_dash(const std::optional<double>& seconds) {
   return text;
 }
 
+// A median of times in which kNeverSolved stands for a seed that never solved.
+std::string median_seconds(const std::vector<double>& times) {
+  const double value = times.empty() ? kNeverSolved : median(times);
+  return never_solved(value) ? "not reached" : seconds_or_dash(value);
+}
+
+std::string ratio_text(double numerator, double denominator) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fx", numerator / denominator);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +183,13 @@ int main(int argc, char** argv) {
   app.add_option("--cleanrl-steps", cleanrl_steps, "Total steps of the cleanrl configuration")
       ->check(CLI::PositiveNumber);
   app.add_flag("--skip-cleanrl", skip_cleanrl, "Run only the fast configuration");
+  bool skip_fast = false;
+  app.add_flag("--skip-fast", skip_fast, "Run only the cleanrl configuration");
+  std::string cleanrl_script, python = "python3";
+  app.add_option("--cleanrl", cleanrl_script,
+                 "CleanRL's ppo.py: run it for the cleanrl configuration's steps and seeds, alternating with "
+                 "Concord's runs (bench/README.md)");
+  app.add_option("--python", python, "Interpreter for --cleanrl, with torch and Gymnasium (default: python3)");
   std::vector<std::string> policies = {"single", "async_learner"};
   app.add_option("--policies", policies, "Policies to run each configuration under")
       ->check(CLI::IsMember({"single", "async_learner"}));
@@ -176,7 +208,12 @@ int main(int argc, char** argv) {
     setups.push_back(cleanrl_setup());
     setups.back().total_steps = cleanrl_steps;
   }
-  setups.push_back(fast);
+  if (!skip_fast) setups.push_back(fast);
+  if (!cleanrl_script.empty() && !std::filesystem::is_regular_file(cleanrl_script)) {
+    std::fprintf(stderr, "ppo_speed: --cleanrl %s: no such file (bench/README.md: how to fetch ppo.py)\n",
+                 cleanrl_script.c_str());
+    return 2;
+  }
 
   std::printf(
       "ppo_speed: PPO on CartPole-v1, %d seeds each; solved = 20-episode mean >= 475; machine: %u hardware "
@@ -184,18 +221,21 @@ int main(int argc, char** argv) {
       seeds, std::thread::hardware_concurrency(), concord::bench::load_average().c_str());
   std::printf("%-8s %-13s %4s %9s %8s %9s %8s %12s %10s %9s %9s\n", "config", "policy", "seed", "steps", "seconds",
               "steps/s", "learn %", "solved at", "solved step", "final ret", "peak MiB");
+  std::vector<double> baseline_rates, baseline_solved;  // ppo.py, over seeds
   for (const Setup& setup : setups) {
-    for (const std::string& policy : policies) {
-      std::vector<double> rates, solved_times;
-      int unsolved = 0;
-      for (int seed = 1; seed <= seeds; ++seed) {
+    const bool with_baseline = !cleanrl_script.empty() && setup.name == "cleanrl";
+    std::map<std::string, std::vector<double>> rates, solved_times;
+    std::map<std::string, int> unsolved;
+    // Seeds outside, policies inside, ppo.py last: each seed's runs lie close together in time.
+    for (int seed = 1; seed <= seeds; ++seed) {
+      for (const std::string& policy : policies) {
         const Outcome outcome = run(setup, policy, static_cast<uint64_t>(seed));
         const double rate = static_cast<double>(outcome.steps) / outcome.seconds;
-        rates.push_back(rate);
+        rates[policy].push_back(rate);
         if (outcome.solved_seconds) {
-          solved_times.push_back(*outcome.solved_seconds);
+          solved_times[policy].push_back(*outcome.solved_seconds);
         } else {
-          ++unsolved;
+          ++unsolved[policy];
         }
         std::printf("%-8s %-13s %4d %9lld %8.2f %9.0f %7.0f%% %12s %10s %9.1f %9.1f\n", setup.name.c_str(),
                     policy.c_str(), seed, static_cast<long long>(outcome.steps), outcome.seconds, rate,
@@ -204,24 +244,76 @@ int main(int argc, char** argv) {
                     peak_rss_mib());
         std::fflush(stdout);
       }
+      if (!with_baseline) continue;
+      concord::bench::BaselineOutcome baseline;
+      try {
+        baseline = concord::bench::run_python_baseline(
+            python, cleanrl_script,
+            {"--seed", std::to_string(seed), "--total-timesteps", std::to_string(setup.total_steps), "--no-cuda"},
+            kSolvedReturn, kSolvedWindow);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "ppo_speed: --cleanrl %s: %s\n", cleanrl_script.c_str(), error.what());
+        return 1;
+      }
+      if (const std::string failure = concord::bench::describe_failure(cleanrl_script, baseline); !failure.empty()) {
+        std::fprintf(stderr, "ppo_speed: --cleanrl: %s\n", failure.c_str());
+        return 1;
+      }
+      baseline_rates.push_back(baseline.steps_per_second);
+      baseline_solved.push_back(baseline.solved_seconds.value_or(kNeverSolved));
+      std::printf("%-8s %-13s %4d %9lld %8.2f %9.0f %8s %12s %10s %9.1f %9.1f   (+%.1f s start-up, %.1f s wall)\n",
+                  setup.name.c_str(), "ppo.py", seed, static_cast<long long>(baseline.steps), baseline.train_seconds,
+                  baseline.steps_per_second, "-", seconds_or_dash(baseline.solved_seconds).c_str(),
+                  baseline.solved_steps ? std::to_string(*baseline.solved_steps).c_str() : "-", baseline.final_return,
+                  baseline.peak_rss_mib, baseline.start_seconds, baseline.wall_seconds);
+      std::fflush(stdout);
+    }
+    for (const std::string& policy : policies) {
+      std::vector<double>& times = solved_times[policy];
       // Unsolved seeds count as infinitely slow in the median.
-      for (int i = 0; i < unsolved; ++i) solved_times.push_back(1e300);
-      const double median_solved = median(solved_times);
+      for (int i = 0; i < unsolved[policy]; ++i) times.push_back(kNeverSolved);
       std::printf("%-8s %-13s median steps/s %.0f, median time to solved %s (%d of %d seeds solved)\n",
-                  setup.name.c_str(), policy.c_str(), median(rates),
-                  median_solved > 1e299 ? "not reached" : seconds_or_dash(median_solved).c_str(), seeds - unsolved,
-                  seeds);
+                  setup.name.c_str(), policy.c_str(), median(rates[policy]), median_seconds(times).c_str(),
+                  seeds - unsolved[policy], seeds);
+    }
+    if (with_baseline) {
+      std::printf("%-8s %-13s median steps/s %.0f, median time to solved %s (measured in this run)\n",
+                  setup.name.c_str(), "ppo.py", median(baseline_rates), median_seconds(baseline_solved).c_str());
+    }
+    if (!baseline_rates.empty()) {
+      // Against ppo.py's cleanrl runs; the fast configuration's only comparable figure is time to solved.
+      for (const std::string& policy : policies) {
+        std::string per_seed;
+        if (setup.name == "cleanrl") {
+          for (size_t i = 0; i < baseline_rates.size(); ++i) {
+            char pair[48];
+            std::snprintf(pair, sizeof pair, "%s%.1fx", i ? " " : "", rates[policy][i] / baseline_rates[i]);
+            per_seed += pair;
+          }
+        }
+        const double baseline_time = median(baseline_solved), concord_time = median(solved_times[policy]);
+        std::printf(
+            "%-8s %-13s vs ppo.py: steps/s %s, time to solved %s\n", setup.name.c_str(), policy.c_str(),
+            setup.name == "cleanrl"
+                ? (ratio_text(median(rates[policy]), median(baseline_rates)) + " (per seed " + per_seed + ")").c_str()
+                : "- (not comparable: other settings)",
+            !never_solved(baseline_time) && !never_solved(concord_time)
+                ? (ratio_text(baseline_time, concord_time) + " (ppo.py's over Concord's)").c_str()
+                : "- (not reached by both)");
+      }
     }
   }
   std::printf(
       "\npeak resident memory of this process: %.1f MiB (peak MiB above: the peak so far, which only "
-      "grows)\n",
+      "grows; ppo.py's rows: that process's own peak)\n",
       peak_rss_mib());
+  if (cleanrl_script.empty()) {
+    std::printf(
+        "baseline (quoted, not measured here; --cleanrl PATH measures it): CleanRL ppo.py, same defaults, this "
+        "machine: ~6,900 steps/s, ~33 s to first reach a 20-episode mean of 475\n");
+  }
   std::printf(
-      "baseline (quoted, not measured here): CleanRL ppo.py, same defaults, this machine: ~6,900 steps/s, "
-      "~33 s to first reach a 20-episode mean of 475\n");
-  std::printf(
-      "targets (issue 19): cleanrl steps/s >= 10x ppo.py (69,000), with single if possible and async_learner in any "
-      "case; fast: median time to solved < 1 s over 5 seeds\n");
+      "targets (issue 52): cleanrl steps/s >= 12x ppo.py's with single, >= 16x with async_learner, ppo.py measured "
+      "in the same run; fast: median time to solved < 0.7 s over 5 seeds under some policy, < 1 s with single\n");
   return 0;
 }
