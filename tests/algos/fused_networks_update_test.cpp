@@ -50,8 +50,8 @@ Rollout random_rollout(OnPolicyLearner& learner, int64_t steps, int64_t envs) {
   rollout.truncated = at::zeros({steps, envs});
   rollout.final_observations = at::zeros_like(rollout.observations);
   c10::NoGradGuard no_grad;
-  const nn::ActionEvaluation acted = learner.model()->evaluate(rollout.observations.flatten(0, 1),
-                                                               rollout.actions.flatten(0, 1));
+  const nn::ActionEvaluation acted =
+      learner.model()->evaluate(rollout.observations.flatten(0, 1), rollout.actions.flatten(0, 1));
   rollout.log_probs = (acted.log_prob + at::randn({steps * envs}) * 0.3).reshape({steps, envs});
   rollout.values = acted.value.reshape({steps, envs});
   rollout.bootstrap_value = at::randn({envs});
@@ -114,8 +114,7 @@ TEST_P(FusedOnPolicyUpdate, A2cMatchesTheComposedNetworks) {
 
 INSTANTIATE_TEST_SUITE_P(AllMlpLayouts, FusedOnPolicyUpdate,
                          ::testing::Combine(::testing::Bool(), ::testing::Values("tanh", "relu"),
-                                            ::testing::Values(nn::ActionKind::kDiscrete,
-                                                              nn::ActionKind::kContinuous)));
+                                            ::testing::Values(nn::ActionKind::kDiscrete, nn::ActionKind::kContinuous)));
 
 // Pendulum-shaped transitions: 3-dim observations, one action in [-2, 2], every third terminated.
 TensorMap random_transitions(int64_t n) {
