@@ -61,24 +61,28 @@ Rollout random_rollout(int64_t steps, int64_t envs) {
   return rollout;
 }
 
+// Args of BM_Act and BM_PpoUpdate: the networks fused (1, as the learners run them) or composed
+// (0, nn::ActorCriticImpl::set_fused(false): LibTorch's modules, as before issue 52).
 void BM_Act(benchmark::State& state) {
   torch::manual_seed(1);
   Ppo ppo(cartpole_config());
+  ppo.model()->set_fused(state.range(1) != 0);
   const torch::Tensor obs = torch::randn({state.range(0), 4});
   c10::InferenceMode inference;
   for (auto _ : state) benchmark::DoNotOptimize(ppo.model()->act(obs).action);
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_Act)->Arg(4)->Arg(64);
+BENCHMARK(BM_Act)->ArgsProduct({{4, 64}, {0, 1}})->ArgNames({"batch", "fused"});
 
 void BM_PpoUpdate(benchmark::State& state) {
   torch::manual_seed(1);
   Ppo ppo(cartpole_config());
+  ppo.model()->set_fused(state.range(0) != 0);
   const Rollout rollout = random_rollout(128, 4);
   for (auto _ : state) benchmark::DoNotOptimize(ppo.update(rollout, 0.5));
   state.SetItemsProcessed(state.iterations() * 512);  // env steps covered per update
 }
-BENCHMARK(BM_PpoUpdate)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PpoUpdate)->Arg(0)->Arg(1)->ArgName("fused")->Unit(benchmark::kMillisecond);
 
 // The phases of one PPO minibatch step as Ppo::update runs them (ppo.cpp), written out here so
 // that each can be timed and its operations counted.

@@ -1,5 +1,7 @@
 #include "concord/nn/fused_linear_stack.h"
 
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/nextafter.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
@@ -105,6 +107,29 @@ TEST(FusedLinearStack, Float32BlasPathMatchesTheComposedLayers) {
   check_against_composed({4, 120, 84, 2}, Activation::kRelu, /*activate_last=*/false, at::kFloat, 128);
   check_against_composed({3, 16, 8}, Activation::kTanh, /*activate_last=*/true, at::kFloat, 33);
   check_against_composed({5, 7, 3}, Activation::kRelu, /*activate_last=*/true, at::kFloat, 1);
+}
+
+// The CPU path's own tanh: within 1.52 units in the last place of the exact value (LibTorch's own
+// is within 1) over a sweep of float32 from 0 to past 9, where tanh rounds to 1, on both signs,
+// and NaN stays NaN. One layer of weight 1 and bias 0 passes x through unchanged.
+TEST(FusedLinearStack, Float32TanhIsWithinTwoUnitsInTheLastPlace) {
+  ASSERT_NE(core::cblas_sgemm(), nullptr) << "the loaded BLAS exports no cblas_sgemm";
+  std::vector<float> values;
+  for (float v = 1e-30F; v < 12.0F; v = v < 1e-3F ? v * 1.5F : std::nextafter(v + v * 1.3e-4F, 100.0F)) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  values.push_back(std::numeric_limits<float>::quiet_NaN());
+  const auto n = static_cast<int64_t>(values.size());
+  const at::Tensor x = at::tensor(values).reshape({n, 1});
+  const at::Tensor out = fused_linear_stack(x, {at::ones({1, 1})}, {at::zeros({1})}, Activation::kTanh, true);
+  const at::Tensor exact = x.to(at::kDouble).tanh();
+  const at::Tensor rounded = exact.to(at::kFloat);
+  // One unit in the last place of the rounded exact value: the gap to the next float away from 0.
+  const at::Tensor ulp = (rounded.abs().nextafter(at::full_like(rounded, 2.0F)) - rounded.abs()).to(at::kDouble);
+  const at::Tensor error = ((out.to(at::kDouble) - exact).abs() / ulp).narrow(0, 0, n - 1);
+  EXPECT_LE(error.max().item<double>(), 1.52) << "at x = " << x.reshape(-1)[error.argmax()].item<float>();
+  EXPECT_TRUE(std::isnan(out[n - 1][0].item<float>()));
 }
 
 // The same in float32 when x is not contiguous: LibTorch's operations.

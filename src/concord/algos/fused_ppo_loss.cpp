@@ -1,6 +1,11 @@
 #include "concord/algos/fused_ppo_loss.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+#include <cstdint>
 
 namespace concord::algos {
 namespace {
@@ -9,6 +14,66 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr const char* kLossFn = "fused_ppo_loss";
+
+// The loss's sums and its gradients, in one pass over the minibatch: for float32 contiguous CPU
+// inputs the forward below is about 150 LibTorch operations (with their conversions and
+// temporaries), a third of a CartPole minibatch step's time, for 128 elements. The same formulas
+// term by term in float32, the sums accumulated in double (LibTorch sums float32 in float32 in
+// another order: the results differ in rounding only). NaN-free inputs assumed for the choices
+// of side, as the comparisons below make them.
+struct LossSums {
+  double pg = 0.0, v = 0.0, entropy = 0.0, log_ratio = 0.0, kl = 0.0, clipped = 0.0;
+};
+
+LossSums loss_pass(const float* new_log_probs, const float* old_log_probs, const float* advantages,
+                   const float* new_values, const float* old_values, const float* returns, const float* entropy,
+                   int64_t n, double clip_coef, bool clip_vloss, double vf_coef, float* d_log_probs, float* d_values) {
+  const auto inv_n = 1.0 / static_cast<double>(n);
+  // As LibTorch converts double scalars for float32 tensors.
+  const auto low = static_cast<float>(1.0 - clip_coef), high = static_cast<float>(1.0 + clip_coef);
+  const auto clip = static_cast<float>(clip_coef);
+  const auto d_log_prob_scale = static_cast<float>(-inv_n), d_value_scale = static_cast<float>(vf_coef * inv_n);
+  LossSums sums;
+  for (int64_t i = 0; i < n; ++i) {
+    const float log_ratio = new_log_probs[i] - old_log_probs[i];
+    const float ratio = std::exp(log_ratio);
+    const float surrogate = advantages[i] * ratio;
+    const float clipped_surrogate = advantages[i] * std::fmin(std::fmax(ratio, low), high);
+    sums.pg += std::fmin(surrogate, clipped_surrogate);
+    d_log_probs[i] = surrogate > clipped_surrogate ? 0.0F : surrogate * d_log_prob_scale;
+
+    const float error = new_values[i] - returns[i];
+    const float unclipped = error * error;
+    if (clip_vloss) {
+      const float delta = new_values[i] - old_values[i];
+      const float clipped_error = std::fmin(std::fmax(delta, -clip), clip) + old_values[i] - returns[i];
+      const float clipped = clipped_error * clipped_error;
+      sums.v += std::fmax(unclipped, clipped);
+      d_values[i] = (unclipped < clipped ? (std::fabs(delta) > clip ? 0.0F : clipped_error) : error) * d_value_scale;
+    } else {
+      sums.v += unclipped;
+      d_values[i] = error * d_value_scale;
+    }
+    sums.entropy += entropy[i];
+    sums.log_ratio += log_ratio;
+    sums.kl += (ratio - 1.0F) - log_ratio;
+    sums.clipped += std::fabs(ratio - 1.0F) > clip ? 1.0 : 0.0;
+  }
+  return sums;
+}
+
+bool one_pass(at::TensorList inputs) {
+  for (const at::Tensor& t : inputs) {
+    if (!(t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous())) return false;
+  }
+  return inputs[0].numel() > 0;
+}
+
+at::Tensor scalar(double value, const at::Tensor& like) {
+  at::Tensor out = at::empty({}, like.options());
+  *out.data_ptr<float>() = static_cast<float>(value);
+  return out;
+}
 
 struct PpoLossFunction : public torch::autograd::Function<PpoLossFunction> {
   // Returns {loss, policy_loss, value_loss, entropy, old_approx_kl, approx_kl, clipfrac}; only the
@@ -19,6 +84,30 @@ struct PpoLossFunction : public torch::autograd::Function<PpoLossFunction> {
                                const at::Tensor& old_values, const at::Tensor& returns, double clip_coef,
                                bool clip_vloss, double ent_coef, double vf_coef) {
     const double inv_n = 1.0 / static_cast<double>(new_log_probs.size(0));
+    // Only the loss is differentiated: its six diagnostics' gradients would otherwise be
+    // materialised as zeros (twelve operations) for backward to ignore.
+    ctx->set_materialize_grads(false);
+    if (one_pass({new_log_probs, new_values, entropy, old_log_probs, advantages, old_values, returns})) {
+      at::Tensor d_log_probs = at::empty_like(new_log_probs);
+      at::Tensor d_values = at::empty_like(new_values);
+      const LossSums sums =
+          loss_pass(new_log_probs.data_ptr<float>(), old_log_probs.data_ptr<float>(), advantages.data_ptr<float>(),
+                    new_values.data_ptr<float>(), old_values.data_ptr<float>(), returns.data_ptr<float>(),
+                    entropy.data_ptr<float>(), new_log_probs.size(0), clip_coef, clip_vloss, vf_coef,
+                    d_log_probs.data_ptr<float>(), d_values.data_ptr<float>());
+      const double pg_loss = -sums.pg * inv_n, v_loss = 0.5 * sums.v * inv_n, entropy_mean = sums.entropy * inv_n;
+      ctx->save_for_backward({d_log_probs, d_values});
+      ctx->saved_data["d_entropy"] = -ent_coef * inv_n;
+      variable_list out = {scalar(pg_loss - ent_coef * entropy_mean + vf_coef * v_loss, new_log_probs),
+                           scalar(pg_loss, new_log_probs),
+                           scalar(v_loss, new_log_probs),
+                           scalar(entropy_mean, new_log_probs),
+                           scalar(-sums.log_ratio * inv_n, new_log_probs),
+                           scalar(sums.kl * inv_n, new_log_probs),
+                           scalar(sums.clipped * inv_n, new_log_probs)};
+      ctx->mark_non_differentiable({out.begin() + 1, out.end()});
+      return out;
+    }
     const at::Tensor logratio = new_log_probs - old_log_probs;
     const at::Tensor ratio = logratio.exp();
 

@@ -9,6 +9,20 @@
 namespace concord::algos {
 
 void clip_gradient_norm(const torch::Tensor& gradient, double max_norm) {
+  if (gradient.device().is_cpu() && gradient.scalar_type() == at::kFloat && gradient.is_contiguous()) {
+    // On the CPU, two passes over the buffer and no LibTorch operation: the norm's squares summed
+    // in double (LibTorch sums them in float32, in another order), the rest as LibTorch rounds it.
+    float* g = gradient.data_ptr<float>();
+    const int64_t n = gradient.numel();
+    double squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) squares += static_cast<double>(g[i]) * g[i];
+    const float norm = static_cast<float>(std::sqrt(squares));
+    const float coefficient = std::fmin(static_cast<float>(max_norm) / (norm + 1e-6F), 1.0F);
+    if (coefficient < 1.0F) {
+      for (int64_t i = 0; i < n; ++i) g[i] *= coefficient;
+    }
+    return;
+  }
   const torch::Tensor coefficient = at::clamp(max_norm / (gradient.norm() + 1e-6), c10::nullopt, 1.0);
   gradient.mul_(coefficient);
 }

@@ -376,8 +376,8 @@ Metrics Sac::update(int64_t /*global_step*/, double progress) {
     if (gradient_steps_ % config_.policy_frequency == 0) {
       for (int64_t i = 0; i < config_.policy_frequency; ++i) {
         const nn::SquashedSample pi = model_->actor->sample(observations);
-        const at::Tensor min_qf_pi =
-            at::min(model_->qf1(observations, pi.action), model_->qf2(observations, pi.action));
+        const at::Tensor min_qf_pi = at::min(model_->qf1->forward_frozen(observations, pi.action),
+                                             model_->qf2->forward_frozen(observations, pi.action));
         const at::Tensor actor_loss = (alpha_tensor() * pi.log_prob - min_qf_pi).mean();
         step(actor_loss, *optimizers_.actor);
         last_actor_loss_ = actor_loss.detach();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "concord/core/config_problems.h"
+#include "concord/nn/fused_linear_stack.h"
 #include "concord/nn/init.h"
 
 namespace concord::nn {
@@ -18,6 +19,23 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   }
   out << "]";
   return out.str();
+}
+
+// x through `torso`'s layers and then `head` (when given) as one fused_linear_stack node, the
+// activation after every torso layer and none after the head. Without layers at all, x itself.
+torch::Tensor fused_mlp_stack(const torch::Tensor& x, const MlpTorso& torso, const torch::nn::Linear* head) {
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  for (const torch::nn::Linear& layer : torso->layers()) {
+    weights.push_back(layer->weight);
+    biases.push_back(layer->bias);
+  }
+  if (head != nullptr) {
+    weights.push_back((*head)->weight);
+    biases.push_back((*head)->bias);
+  }
+  if (weights.empty()) return x;
+  return fused_linear_stack(x, weights, biases, torso->activation(), /*activate_last=*/head == nullptr);
 }
 
 // CleanRL's head gains: a near-uniform initial policy, a unit-scale value.
@@ -187,10 +205,28 @@ torch::Tensor ActorCriticImpl::prepare(const torch::Tensor& obs) const {
   return config_.torso == "mlp" ? x.flatten(1) : x;
 }
 
-torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) { return run_torso(actor_torso_, x); }
+torch::Tensor ActorCriticImpl::actor_features(const torch::Tensor& x) {
+  return fused_mlp() ? fused_mlp_stack(x, actor_torso_.mlp, nullptr) : run_torso(actor_torso_, x);
+}
 
 torch::Tensor ActorCriticImpl::critic_features(const torch::Tensor& x) {
-  return run_torso(config_.shared_torso ? actor_torso_ : critic_torso_, x);
+  return config_.shared_torso ? actor_features(x) : run_torso(critic_torso_, x);
+}
+
+torch::Tensor ActorCriticImpl::head_output(torch::nn::Linear& head, const torch::Tensor& features) {
+  if (!fused_mlp()) return head->forward(features);
+  return fused_linear_stack(features, {head->weight}, {head->bias}, actor_torso_.mlp->activation(),
+                            /*activate_last=*/false);
+}
+
+torch::Tensor ActorCriticImpl::actor_output(const torch::Tensor& x) {
+  if (fused_mlp() && !config_.shared_torso) return fused_mlp_stack(x, actor_torso_.mlp, &actor_head_);
+  return head_output(actor_head_, actor_features(x));
+}
+
+torch::Tensor ActorCriticImpl::critic_output(const torch::Tensor& x) {
+  if (fused_mlp() && !config_.shared_torso) return fused_mlp_stack(x, critic_torso_.mlp, &critic_head_).squeeze(-1);
+  return head_output(critic_head_, critic_features(x)).squeeze(-1);
 }
 
 ActionDistribution ActorCriticImpl::make_distribution(const torch::Tensor& head_out) const {
@@ -202,27 +238,31 @@ ActionDistribution ActorCriticImpl::make_distribution(const torch::Tensor& head_
 
 PolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs) {
   const torch::Tensor x = prepare(obs);
-  const torch::Tensor actor_h = actor_features(x);
-  const torch::Tensor critic_h = config_.shared_torso ? actor_h : critic_features(x);
   PolicyOutput out;
-  const torch::Tensor head_out = actor_head_->forward(actor_h);
+  torch::Tensor head_out;
+  if (config_.shared_torso) {
+    // One torso pass feeding both heads.
+    const torch::Tensor h = actor_features(x);
+    head_out = head_output(actor_head_, h);
+    out.value = head_output(critic_head_, h).squeeze(-1);
+  } else {
+    head_out = actor_output(x);
+    out.value = critic_output(x);
+  }
   if (config_.action_kind == ActionKind::kDiscrete) {
     out.logits = head_out;
   } else {
     out.mean = head_out;
     out.log_std = log_std_;
   }
-  out.value = critic_head_->forward(critic_h).squeeze(-1);
   return out;
 }
 
 ActionDistribution ActorCriticImpl::distribution(const torch::Tensor& obs) {
-  return make_distribution(actor_head_->forward(actor_features(prepare(obs))));
+  return make_distribution(actor_output(prepare(obs)));
 }
 
-torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) {
-  return critic_head_->forward(critic_features(prepare(obs))).squeeze(-1);
-}
+torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) { return critic_output(prepare(obs)); }
 
 ActionDistribution ActorCriticImpl::distribution(const PolicyOutput& out) const {
   return make_distribution(out.logits.defined() ? out.logits : out.mean);

@@ -148,6 +148,11 @@ struct ActionEvaluation {
 // Submodules are "actor_torso" and "critic_torso" (or one "torso" when shared), "actor_head",
 // "critic_head", "obs_rms" when observations are normalised, and for continuous actions the
 // parameter "log_std". clone() gives a deep copy.
+//
+// An MLP torso runs with its head as one fused_linear_stack node (fused_linear_stack.h): the
+// same parameters and mathematics as the composed modules, to rounding, without LibTorch's
+// per-operation cost, which bounds a CartPole-sized update. set_fused(false) runs the composed
+// modules instead, the reference that tests pin the fused path against.
 class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
  public:
   // Validates the config (see ActorCriticConfig::validate) and builds the network.
@@ -179,6 +184,10 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
 
   const ActorCriticConfig& config() const { return config_; }
 
+  // Whether an MLP torso runs fused (the default) or as the composed modules; clone() keeps it.
+  void set_fused(bool fused) { fused_ = fused; }
+  bool fused() const { return fused_; }
+
  private:
   // A torso of any kind: exactly one holder is set.
   struct Torso {
@@ -194,6 +203,13 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   torch::Tensor prepare(const torch::Tensor& obs) const;
   torch::Tensor actor_features(const torch::Tensor& x);
   torch::Tensor critic_features(const torch::Tensor& x);
+  // `head` on torso features: fused when the torsos are.
+  torch::Tensor head_output(torch::nn::Linear& head, const torch::Tensor& features);
+  // The actor head's output (logits or mean) and the value [B] for prepared x.
+  torch::Tensor actor_output(const torch::Tensor& x);
+  torch::Tensor critic_output(const torch::Tensor& x);
+  // Whether the torsos are MLPs run through fused_linear_stack.
+  bool fused_mlp() const { return fused_ && actor_torso_.mlp; }
   ActionDistribution make_distribution(const torch::Tensor& head_out) const;
 
   ActorCriticConfig config_;
@@ -203,6 +219,7 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   torch::nn::Linear critic_head_{nullptr};
   torch::Tensor log_std_;            // [d], continuous actions only
   RunningMeanStd obs_rms_{nullptr};  // config_.normalize_observations only
+  bool fused_ = true;
 };
 TORCH_MODULE(ActorCritic);
 

@@ -5,6 +5,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <utility>
+#include <vector>
+
+#include "concord/nn/fused_linear_stack.h"
 
 namespace concord::nn {
 
@@ -29,6 +32,14 @@ void SoftQNetworkImpl::reset() {
 }
 
 torch::Tensor SoftQNetworkImpl::forward(const torch::Tensor& obs, const torch::Tensor& actions) {
+  return evaluate(obs, actions, /*frozen=*/false);
+}
+
+torch::Tensor SoftQNetworkImpl::forward_frozen(const torch::Tensor& obs, const torch::Tensor& actions) {
+  return evaluate(obs, actions, /*frozen=*/true);
+}
+
+torch::Tensor SoftQNetworkImpl::evaluate(const torch::Tensor& obs, const torch::Tensor& actions, bool frozen) {
   const torch::Tensor& weight = fc_q_->weight;
   const torch::Tensor x =
       (obs.dim() == 1 ? obs.unsqueeze(1) : obs.flatten(1)).to(weight.device(), weight.scalar_type());
@@ -40,7 +51,17 @@ torch::Tensor SoftQNetworkImpl::forward(const torch::Tensor& obs, const torch::T
             << config_.action_dim << "], got " << obs.sizes() << " and " << actions.sizes();
     throw std::invalid_argument(message.str());
   }
-  return fc_q_->forward(torso_->forward(at::cat({x, a}, 1))).squeeze(1);
+  const torch::Tensor input = at::cat({x, a}, 1);
+  if (!fused_) return fc_q_->forward(torso_->forward(input)).squeeze(1);
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  for (const torch::nn::Linear& layer : torso_->layers()) {
+    weights.push_back(frozen ? layer->weight.detach() : layer->weight);
+    biases.push_back(frozen ? layer->bias.detach() : layer->bias);
+  }
+  weights.push_back(frozen ? fc_q_->weight.detach() : fc_q_->weight);
+  biases.push_back(frozen ? fc_q_->bias.detach() : fc_q_->bias);
+  return fused_linear_stack(input, weights, biases, torso_->activation(), /*activate_last=*/false).squeeze(1);
 }
 
 }  // namespace concord::nn

@@ -29,6 +29,10 @@ struct SoftQNetworkConfig {
 // LibTorch's default initialisation (PyTorch's, which CleanRL's SAC uses). Observations [B, ...]
 // and actions [B, d] of any dtype on any device are converted to the parameters' dtype and
 // device. Submodules "torso" and "fc_q".
+//
+// The torso and fc_q run as one fused_linear_stack node (fused_linear_stack.h): the same
+// parameters and mathematics as the composed modules, to rounding, without LibTorch's
+// per-operation cost. set_fused(false) runs the composed modules, the reference of the tests.
 class SoftQNetworkImpl : public torch::nn::Cloneable<SoftQNetworkImpl> {
  public:
   // Throws std::invalid_argument for a dimension < 1 or a bad torso (see MlpTorso).
@@ -38,13 +42,24 @@ class SoftQNetworkImpl : public torch::nn::Cloneable<SoftQNetworkImpl> {
 
   // Q(s, a): [B].
   torch::Tensor forward(const torch::Tensor& obs, const torch::Tensor& actions);
+  // Q(s, a) whose gradient reaches the inputs but not the parameters: SAC's actor loss
+  // differentiates through the critics without stepping them, and the fused path then skips
+  // the products of the parameters' gradients (about a tenth of a SAC gradient step's
+  // arithmetic). The composed path computes them, unused.
+  torch::Tensor forward_frozen(const torch::Tensor& obs, const torch::Tensor& actions);
 
   const SoftQNetworkConfig& config() const { return config_; }
+  // Whether the layers run fused (the default) or as the composed modules; clone() keeps it.
+  void set_fused(bool fused) { fused_ = fused; }
+  bool fused() const { return fused_; }
 
  private:
   SoftQNetworkConfig config_;
   MlpTorso torso_{nullptr};
+  torch::Tensor evaluate(const torch::Tensor& obs, const torch::Tensor& actions, bool frozen);
+
   torch::nn::Linear fc_q_{nullptr};
+  bool fused_ = true;
 };
 TORCH_MODULE(SoftQNetwork);
 

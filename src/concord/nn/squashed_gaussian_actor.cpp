@@ -8,8 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "concord/core/torch_thread.h"
+#include "concord/nn/fused_linear_stack.h"
 
 namespace concord::nn {
 namespace {
@@ -101,21 +103,37 @@ torch::Tensor SquashedGaussianActorImpl::prepare(const torch::Tensor& obs) const
   return flat.to(fc_mean_->weight.device(), fc_mean_->weight.scalar_type());
 }
 
+torch::Tensor SquashedGaussianActorImpl::features(const torch::Tensor& x) {
+  if (!fused_ || torso_->layers().empty()) return torso_->forward(x);
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  for (const torch::nn::Linear& layer : torso_->layers()) {
+    weights.push_back(layer->weight);
+    biases.push_back(layer->bias);
+  }
+  return fused_linear_stack(x, weights, biases, torso_->activation(), /*activate_last=*/true);
+}
+
+torch::Tensor SquashedGaussianActorImpl::head(torch::nn::Linear& layer, const torch::Tensor& h) {
+  if (!fused_) return layer->forward(h);
+  return fused_linear_stack(h, {layer->weight}, {layer->bias}, torso_->activation(), /*activate_last=*/false);
+}
+
 SquashedGaussianActorImpl::Output SquashedGaussianActorImpl::forward(const torch::Tensor& obs) {
-  const torch::Tensor h = torso_->forward(prepare(obs));
+  const torch::Tensor h = features(prepare(obs));
   if (config_.use_sde) {
     const SdeParameters p = sde_parameters(h);
     return {p.mean, p.sigma.log()};
   }
-  const torch::Tensor mean = fc_mean_->forward(h);
+  const torch::Tensor mean = head(fc_mean_, h);
   const torch::Tensor log_std =
-      kSquashedLogStdMin + 0.5 * (kSquashedLogStdMax - kSquashedLogStdMin) * (fc_logstd_->forward(h).tanh() + 1.0);
+      kSquashedLogStdMin + 0.5 * (kSquashedLogStdMax - kSquashedLogStdMin) * (head(fc_logstd_, h).tanh() + 1.0);
   return {mean, log_std};
 }
 
 SquashedGaussianActorImpl::SdeParameters SquashedGaussianActorImpl::sde_parameters(const torch::Tensor& h) {
   SdeParameters p;
-  p.mean = fc_mean_->forward(h);
+  p.mean = head(fc_mean_, h);
   if (config_.clip_mean > 0.0) p.mean = p.mean.clamp(-config_.clip_mean, config_.clip_mean);
   p.std = sde_log_std_.exp();
   p.sigma = (h.square().mm(p.std.square()) + kSdeEpsilon).sqrt();
@@ -135,7 +153,7 @@ void SquashedGaussianActorImpl::reset_noise(int64_t batch) {
 SquashedSample SquashedGaussianActorImpl::sample(const torch::Tensor& obs) {
   if (config_.use_sde) {
     if (!sde_noise_.defined()) reset_noise();
-    const torch::Tensor h = torso_->forward(prepare(obs));
+    const torch::Tensor h = features(prepare(obs));
     const SdeParameters p = sde_parameters(h);
     // The exploration matrices W = std * noise, through which the loss reaches log_std.
     const torch::Tensor noise = sde_row_noise_.defined() && sde_row_noise_.size(0) == h.size(0)

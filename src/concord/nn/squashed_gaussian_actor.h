@@ -80,6 +80,10 @@ torch::Tensor squashed_gaussian_log_prob(const torch::Tensor& u, const torch::Te
 // converted to the parameters' dtype and device. Noise comes from core::thread_generator.
 // Submodules "torso", "fc_mean", "fc_logstd" (or the parameter "log_std" with gSDE); buffers
 // "action_scale" and "action_bias" [d].
+//
+// The torso and each head run as fused_linear_stack nodes (fused_linear_stack.h): the same
+// parameters and mathematics as the composed modules, to rounding, without LibTorch's
+// per-operation cost. set_fused(false) runs the composed modules, the reference of the tests.
 class SquashedGaussianActorImpl : public torch::nn::Cloneable<SquashedGaussianActorImpl> {
  public:
   // Throws std::invalid_argument for a dimension < 1, bounds of the wrong size, not finite, or
@@ -106,11 +110,17 @@ class SquashedGaussianActorImpl : public torch::nn::Cloneable<SquashedGaussianAc
   torch::Tensor deterministic_action(const torch::Tensor& obs);
 
   const SquashedGaussianActorConfig& config() const { return config_; }
+  // Whether the layers run fused (the default) or as the composed modules; clone() keeps it.
+  void set_fused(bool fused) { fused_ = fused; }
+  bool fused() const { return fused_; }
   const torch::Tensor& action_scale() const { return action_scale_; }
   const torch::Tensor& action_bias() const { return action_bias_; }
 
  private:
   torch::Tensor prepare(const torch::Tensor& obs) const;
+  // The torso's features, and a head's output on them, fused or composed.
+  torch::Tensor features(const torch::Tensor& x);
+  torch::Tensor head(torch::nn::Linear& layer, const torch::Tensor& h);
   // gSDE's mean, std = exp(log_std) [F, d] and sigma [B, d] for torso features h [B, F].
   struct SdeParameters {
     torch::Tensor mean, std, sigma;
@@ -126,6 +136,7 @@ class SquashedGaussianActorImpl : public torch::nn::Cloneable<SquashedGaussianAc
   torch::Tensor sde_row_noise_;           // gSDE: [batch, F, d], or undefined for batch 1
   torch::Tensor action_scale_;
   torch::Tensor action_bias_;
+  bool fused_ = true;
 };
 TORCH_MODULE(SquashedGaussianActor);
 
