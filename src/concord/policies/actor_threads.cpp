@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <utility>
+#include <vector>
 
 #include "concord/core/torch_thread.h"
 #include "concord/policies/transition_collector.h"
@@ -25,6 +26,7 @@ void act(int a, int explorer, int explorers, const std::string& name, ActingSeat
   const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };
+  std::vector<algos::TensorMap> stored(1);  // one step at a time, without copying its map
   while (!inlet.stopping()) {
     // Claim the steps first, so that the actors together take total_steps and no more.
     if (claimed.fetch_add(steps) >= inlet.total_steps()) break;
@@ -33,9 +35,10 @@ void act(int a, int explorer, int explorers, const std::string& name, ActingSeat
 
     algos::Actor& actor = seat.next_actor(steps);
     const algos::ActingContext context{false, inlet.stored(), inlet.total_steps(), explorer, explorers};
-    algos::TensorMap step = collector.step(actor, context, on_episode);
+    algos::TensorMap& step = stored.front();
+    step = collector.step(actor, context, on_episode);
     for (auto& [field, input] : seat.priority_inputs(step)) step[field] = std::move(input);
-    inlet.store({std::move(step)}, a, finished);
+    inlet.store(stored, a, finished);
     finished.clear();
   }
 }
