@@ -197,20 +197,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (cleanrl_script.empty()) continue;
-    concord::bench::BaselineOutcome baseline;
-    try {
-      baseline = concord::bench::run_python_baseline(
-          python, cleanrl_script,
-          {"--seed", std::to_string(seed), "--total-timesteps", std::to_string(steps), "--no-cuda"}, kSolvedReturn,
-          kSolvedWindow);
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "dqn_speed: --cleanrl %s: %s\n", cleanrl_script.c_str(), error.what());
-      return 1;
-    }
-    if (const std::string failure = concord::bench::describe_failure(cleanrl_script, baseline); !failure.empty()) {
-      std::fprintf(stderr, "dqn_speed: --cleanrl: %s\n", failure.c_str());
-      return 1;
-    }
+    const std::optional<concord::bench::BaselineOutcome> ran =
+        concord::bench::run_cleanrl("dqn_speed", python, cleanrl_script, seed, steps, kSolvedReturn, kSolvedWindow);
+    if (!ran) return 1;
+    const concord::bench::BaselineOutcome& baseline = *ran;
     rates[baseline_name].push_back(baseline.steps_per_second);
     walls[baseline_name].push_back(baseline.train_seconds);
     solved[baseline_name].push_back(baseline.solved_seconds.value_or(kNeverSolved));

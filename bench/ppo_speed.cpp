@@ -245,20 +245,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
       if (!with_baseline) continue;
-      concord::bench::BaselineOutcome baseline;
-      try {
-        baseline = concord::bench::run_python_baseline(
-            python, cleanrl_script,
-            {"--seed", std::to_string(seed), "--total-timesteps", std::to_string(setup.total_steps), "--no-cuda"},
-            kSolvedReturn, kSolvedWindow);
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "ppo_speed: --cleanrl %s: %s\n", cleanrl_script.c_str(), error.what());
-        return 1;
-      }
-      if (const std::string failure = concord::bench::describe_failure(cleanrl_script, baseline); !failure.empty()) {
-        std::fprintf(stderr, "ppo_speed: --cleanrl: %s\n", failure.c_str());
-        return 1;
-      }
+      const std::optional<concord::bench::BaselineOutcome> ran = concord::bench::run_cleanrl(
+          "ppo_speed", python, cleanrl_script, seed, setup.total_steps, kSolvedReturn, kSolvedWindow);
+      if (!ran) return 1;
+      const concord::bench::BaselineOutcome& baseline = *ran;
       baseline_rates.push_back(baseline.steps_per_second);
       baseline_solved.push_back(baseline.solved_seconds.value_or(kNeverSolved));
       std::printf("%-8s %-13s %4d %9lld %8.2f %9.0f %8s %12s %10s %9.1f %9.1f   (+%.1f s start-up, %.1f s wall)\n",

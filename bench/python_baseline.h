@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -262,6 +263,28 @@ inline std::string describe_failure(const std::string& script, const BaselineOut
   if (outcome.output_tail.empty()) text += " none";
   for (const std::string& line : outcome.output_tail) text += "\n  " + line;
   return text;
+}
+
+// CleanRL's script `script` for one seed and `steps` steps (its own defaults otherwise, on the
+// CPU), as ppo_speed and dqn_speed run it beside Concord's runs. Empty, after one line on stderr
+// naming `program` and what went wrong, when it cannot start or fails.
+inline std::optional<BaselineOutcome> run_cleanrl(const char* program, const std::string& python,
+                                                  const std::string& script, int seed, int64_t steps,
+                                                  double solved_return, int window) {
+  BaselineOutcome outcome;
+  try {
+    outcome = run_python_baseline(
+        python, script, {"--seed", std::to_string(seed), "--total-timesteps", std::to_string(steps), "--no-cuda"},
+        solved_return, window);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: --cleanrl %s: %s\n", program, script.c_str(), error.what());
+    return std::nullopt;
+  }
+  if (const std::string failure = describe_failure(script, outcome); !failure.empty()) {
+    std::fprintf(stderr, "%s: --cleanrl: %s\n", program, failure.c_str());
+    return std::nullopt;
+  }
+  return outcome;
 }
 
 }  // namespace concord::bench
