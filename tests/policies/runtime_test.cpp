@@ -15,6 +15,7 @@
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
 #include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/training_queue.h"
 #include "concord/policies/runtime/workers.h"
 
 namespace concord::policies::runtime {
@@ -308,6 +309,46 @@ TEST(CheckpointGate, AUnitThatOutlastsTheTimeoutFailsTheCheckpointNamingIt) {
       ThrowsMessage<std::runtime_error>(HasSubstr("a checkpoint waited 0.05 s for an update in progress to end")));
   release = true;
   workers.join();
+}
+
+// Per producer: every batch is the next unit of each producer in producer order, whichever pushed
+// first, and a producer's slots free only once its unit was learned from.
+TEST(TrainingQueue, PerProducerBatchesAreRoundsInProducerOrder) {
+  Workers workers("test", kShort, "policy.test.wait_timeout_seconds");
+  auto& queue = workers.make<TrainingQueue<int>>(2, true, 1, 2, "agent", "a trainer");
+  ASSERT_TRUE(queue.take_slot(1, "agent 1"));
+  queue.push(1, 10);
+  ASSERT_TRUE(queue.take_slot(0, "agent 0"));
+  queue.push(0, 0);
+  EXPECT_THAT([&] { queue.take_slot(0, "agent 0"); },
+              ThrowsMessage<std::runtime_error>(HasSubstr("agent 0 waited 0.05 s for the agent 0's training slots")));
+  queue.close();
+  std::vector<std::vector<int>> batches;
+  queue.consume([] { return true; },
+                [&](std::vector<int>& batch) {
+                  EXPECT_EQ(queue.size(), 0u);
+                  batches.push_back(batch);
+                });
+  EXPECT_EQ(batches, (std::vector<std::vector<int>>{{0, 10}}));
+  EXPECT_TRUE(queue.take_slot(0, "agent 0"));  // freed by the learning
+}
+
+// Pooled: batches of batch_size in arrival order, the last one short, and closed slots end the
+// producers.
+TEST(TrainingQueue, PooledBatchesTakeUnitsAsTheyArrive) {
+  Workers workers("test", kLong, "key");
+  auto& queue = workers.make<TrainingQueue<int>>(2, false, 3, 2, "agent", "a trainer");
+  for (int unit : {7, 3, 5}) {
+    ASSERT_TRUE(queue.take_slot(unit % 2, "agent"));
+    queue.push(unit % 2, unit);
+  }
+  EXPECT_EQ(queue.size(), 3u);
+  queue.close_slots();
+  EXPECT_FALSE(queue.take_slot(0, "agent 0"));
+  queue.close();
+  std::vector<std::vector<int>> batches;
+  queue.consume([] { return true; }, [&](std::vector<int>& batch) { batches.push_back(batch); });
+  EXPECT_EQ(batches, (std::vector<std::vector<int>>{{7, 3}, {5}}));
 }
 
 }  // namespace

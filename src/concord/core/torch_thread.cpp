@@ -5,6 +5,7 @@
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -85,5 +86,11 @@ ScopedThreadGenerator::ScopedThreadGenerator(at::Generator generator) : previous
 }
 
 ScopedThreadGenerator::~ScopedThreadGenerator() { current_generator = std::move(previous_); }
+
+at::Generator copy_of_process_generator() {
+  at::Generator process = at::detail::getDefaultCPUGenerator();  // a handle on the one generator
+  std::lock_guard<std::mutex> lock(process.mutex());
+  return process.clone();
+}
 
 }  // namespace concord::core

@@ -61,6 +61,9 @@ uint64_t thread_seed(uint64_t run_seed, uint64_t index);
 // generator's, so that it draws what `single` would have drawn on the main thread.
 std::thread torch_thread(at::Generator generator, std::function<void()> body);
 
+// A copy of the process-wide CPU generator as it stands now: what such a thread continues.
+at::Generator copy_of_process_generator();
+
 // The generator the calling thread draws with on `device`. LibTorch's random operators share one
 // process-wide generator unless handed another, so threads drawing from it at once make every
 // draw depend on how the scheduler interleaved them, and no run could be replayed. A thread

@@ -48,13 +48,8 @@ ApexPolicy::ApexPolicy(ApexConfig config, const envs::VectorEnvConfig& env_confi
                        torch::Device device)
     : config_(core::validated(config)), learner_(learner), device_(device), seed_(env_config.seed) {
   const int actors = config_.actors;
-  runtime::env_share(env_config, 0, actors, "apex", "actors (policy.apex.actors)");
-  runtime::require_thread_envs(env_config, "apex", "actor");
+  envs_ = runtime::thread_env_shares(env_config, actors, "apex", "actor", "actors (policy.apex.actors)");
   replicas_ = require_replay_feed(learner_, "apex", actors);
-  for (int a = 0; a < actors; ++a) {
-    envs_.push_back(std::make_unique<envs::VectorEnv>(
-        runtime::env_share(env_config, a, actors, "apex", "actors (policy.apex.actors)")));
-  }
 }
 
 void ApexPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,

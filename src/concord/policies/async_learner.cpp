@@ -13,6 +13,7 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/async_learner_replay.h"
+#include "concord/policies/collected_rollout.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/on_policy_update.h"
 #include "concord/policies/policy_registry.h"
@@ -27,9 +28,7 @@ namespace {
 
 // A rollout on its way from the collector to the learner.
 struct Collected {
-  algos::Rollout rollout;                            // a deep copy: the collector reuses its buffers
-  int64_t version = 0;                               // the parameter version that acted
-  std::vector<std::pair<double, int64_t>> episodes;  // (return, length) of episodes that ended
+  CollectedRollout collected;
   int64_t env_steps = 0;
   double seconds = 0.0;  // collecting it
 };
@@ -103,15 +102,11 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       rollouts.push(gate.unit([&] {
         Collected item;
         core::Stopwatch clock;
-        item.version = needed;
         acting.read([&](nn::ActorCritic& model, int64_t) {
-          item.rollout = collector
-                             .collect(model,
-                                      [&](double episode_return, int64_t episode_length) {
-                                        item.episodes.emplace_back(episode_return, episode_length);
-                                      })
-                             .clone();
+          runtime::InlineActing in_line(model);
+          item.collected = CollectedRollout::collect(collector, in_line);
         });
+        item.collected.version = needed;
         item.env_steps = collector.env_steps_per_rollout();
         item.seconds = clock.elapsed_seconds();
         return item;
@@ -132,15 +127,13 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       core::Stopwatch wait_clock;
       if (!rollouts.pop(item)) break;  // the collector failed: rethrown after the join
       wait_seconds += wait_clock.elapsed_seconds();
-      for (const auto& [episode_return, episode_length] : item.episodes) {
-        record_episode(episodes_, callbacks, episode_return, episode_length);
-      }
+      item.collected.record_episodes(episodes_, callbacks);
       state.global_step += item.env_steps;
       rollout_seconds += item.seconds;
 
       core::Stopwatch update_clock;
-      const int64_t policy_lag = state.updates - item.version;
-      algos::Metrics metrics = run_on_policy_update(learner, item.rollout, bonus_, state, total_steps);
+      const int64_t policy_lag = state.updates - item.collected.version;
+      algos::Metrics metrics = run_on_policy_update(learner, item.collected.rollout, bonus_, state, total_steps);
       const int64_t version = state.updates;
       versions.publish(version, [&](ActorCopy& copy) { copy.publish(learner, version); });
       update_seconds += update_clock.elapsed_seconds();
@@ -155,12 +148,8 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
 
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {
   // An off-policy learner learns from replayed experience of older parameters by design.
-  const bool on_policy = dynamic_cast<algos::OnPolicyLearner*>(&context.learner) != nullptr;
-  if (on_policy && config.max_policy_lag > 0 && !context.on_policy_learner().corrects_policy_lag()) {
-    throw std::invalid_argument(
-        "policy 'async_learner' acts with parameters up to max_policy_lag = " + std::to_string(config.max_policy_lag) +
-        " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; or set "
-        "policy.async_learner.max_policy_lag = 0)");
+  if (dynamic_cast<algos::OnPolicyLearner*>(&context.learner) != nullptr) {
+    require_lag_correction("async_learner", config.max_policy_lag, context.on_policy_learner(), "acts with parameters");
   }
   return std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
                                               context.learner, context.device, context.env_config.seed, context.bonus);

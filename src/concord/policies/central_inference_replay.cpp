@@ -55,11 +55,7 @@ CentralInferenceReplayPolicy::CentralInferenceReplayPolicy(const CentralInferenc
                                                            const explore::Bonus* bonus)
     : config_(core::validated(off_policy_layout(config))), learner_(learner), device_(device), seed_(env_config.seed) {
   refuse_bonus_off_policy(bonus, learner);
-  runtime::require_thread_envs(env_config, "central_inference", "agent");
-  for (int a = 0; a < config_.agents; ++a) {
-    envs_.push_back(std::make_unique<envs::VectorEnv>(
-        runtime::env_share(env_config, a, config_.agents, "central_inference", "agents")));
-  }
+  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "agent", "agents");
   replicas_ = require_replay_feed(learner_, "central_inference", config_.predictors);
 }
 

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "concord/core/timer.h"
+
 namespace concord::policies {
 
 std::string ThreadCounts::to_string() const {
@@ -51,6 +53,41 @@ ThreadCounts DynamicAdjustment::next(double tps) {
                           step(baseline_.trainers, maximum_.trainers)};
   measuring_trial_ = true;
   return current_;
+}
+
+AdjustedThreads::AdjustedThreads(ThreadCounts configured, bool adjust, double interval_seconds, uint64_t seed)
+    : agents(configured.agents, configured.agents, "agents"),
+      predictors(configured.predictors, configured.predictors, "predictors"),
+      trainers(configured.trainers, configured.trainers, "trainers"),
+      interval_(core::steady_duration(interval_seconds)),
+      interval_start_(std::chrono::steady_clock::now()) {
+  if (adjust) adjustment_ = std::make_unique<DynamicAdjustment>(configured, configured, seed);
+}
+
+void AdjustedThreads::poll(int64_t updates_done) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!adjustment_ || now - interval_start_ < interval_) return;
+  const double seconds = std::chrono::duration<double>(now - interval_start_).count();
+  const ThreadCounts next = adjustment_->next(static_cast<double>(updates_done - updates_at_interval_start_) / seconds);
+  agents.set_active(next.agents);
+  predictors.set_active(next.predictors);
+  trainers.set_active(next.trainers);
+  decisions_ = adjustment_->decisions();
+  interval_start_ = now;
+  updates_at_interval_start_ = updates_done;
+}
+
+void AdjustedThreads::close() {
+  agents.close();
+  predictors.close();
+  trainers.close();
+}
+
+void AdjustedThreads::add_metrics(algos::Metrics& metrics) const {
+  metrics["charts/active_agents"] = agents.active();
+  metrics["charts/active_predictors"] = predictors.active();
+  metrics["charts/active_trainers"] = trainers.active();
+  if (adjustment_) metrics["charts/adjustments"] = static_cast<double>(decisions_.load());
 }
 
 }  // namespace concord::policies

@@ -1,8 +1,13 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "concord/algos/actor.h"
+#include "concord/core/active_threads.h"
 #include "concord/core/rng.h"
 
 namespace concord::policies {
@@ -57,6 +62,31 @@ class DynamicAdjustment {
   int64_t decisions_ = 0;
   int64_t kept_ = 0;
   core::Rng rng_;
+};
+
+// GA3C's three pools of threads, created up front, with how many of each may work: all of them,
+// or, with adjustment on, what DynamicAdjustment chooses every interval from the updates done.
+//
+//   agent a:      while (threads.agents.wait_until_active(a)) { ... }
+//   supervisor:   threads.poll(updates_done)   often; moves the counts once an interval has passed
+class AdjustedThreads {
+ public:
+  AdjustedThreads(ThreadCounts configured, bool adjust, double interval_seconds, uint64_t seed);
+
+  void poll(int64_t updates_done);
+  // Wakes every parked thread for good: the run is over.
+  void close();
+  // charts/active_agents, _predictors and _trainers, and charts/adjustments if adjusting.
+  void add_metrics(algos::Metrics& metrics) const;
+
+  core::ActiveThreads agents, predictors, trainers;
+
+ private:
+  std::unique_ptr<DynamicAdjustment> adjustment_;  // null: the counts stay as configured
+  const std::chrono::steady_clock::duration interval_;
+  std::chrono::steady_clock::time_point interval_start_;
+  int64_t updates_at_interval_start_ = 0;
+  std::atomic<int64_t> decisions_{0};
 };
 
 }  // namespace concord::policies

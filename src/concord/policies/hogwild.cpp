@@ -38,7 +38,6 @@ const core::ConfigFields<HogwildConfig>& HogwildConfig::fields() {
 HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvConfig& env_config,
                              algos::Learner& learner, torch::Device device, explore::Bonus* bonus)
     : config_(core::validated(config)), device_(device), bonus_(bonus), seed_(env_config.seed) {
-  runtime::require_thread_envs(env_config, "hogwild", "worker");
   refuse_bonus_off_policy(bonus_, learner);
   auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner);
   auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner);
@@ -47,9 +46,8 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
   // per-thread settings. The run's W x num_envs envs are seeded as `single` seeds that many.
   envs::VectorEnvConfig run_envs = env_config;
   run_envs.num_envs = env_config.num_envs * config_.workers;
+  envs_ = runtime::thread_env_shares(run_envs, config_.workers, "hogwild", "worker", "workers");
   for (int w = 0; w < config_.workers; ++w) {
-    envs_.push_back(
-        std::make_unique<envs::VectorEnv>(runtime::env_share(run_envs, w, config_.workers, "hogwild", "workers")));
     if (on_policy != nullptr) {
       replicas_.push_back(on_policy->make_shared_replica());
     } else if (off_policy != nullptr) {

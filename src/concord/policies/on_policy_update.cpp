@@ -1,6 +1,7 @@
 #include "concord/policies/on_policy_update.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "concord/policies/exploration_bonus.h"
 
@@ -16,6 +17,16 @@ algos::Metrics run_on_policy_update(algos::OnPolicyLearner& learner, const algos
   check_finite(metrics, state);
   metrics.insert(bonus_metrics.begin(), bonus_metrics.end());
   return metrics;
+}
+
+void require_lag_correction(const std::string& policy, int64_t max_policy_lag, const algos::OnPolicyLearner& learner,
+                            const std::string& what) {
+  if (max_policy_lag <= 0 || learner.corrects_policy_lag()) return;  // a negative lag is the config's to refuse
+  throw std::invalid_argument("policy '" + policy + "' " + what +
+                              " up to max_policy_lag = " + std::to_string(max_policy_lag) +
+                              " updates old, which this algorithm does not correct (A2C: set algo.a2c.vtrace = true; "
+                              "or set policy." +
+                              policy + ".max_policy_lag = 0)");
 }
 
 }  // namespace concord::policies

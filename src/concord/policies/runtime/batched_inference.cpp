@@ -101,4 +101,11 @@ bool BatchedInference::serve_batch() {
   return true;
 }
 
+void BatchedInference::add_metrics(algos::Metrics& metrics, double seconds) const {
+  const auto rows = static_cast<double>(predicted_rows_.load());
+  metrics["charts/PPS"] = rows / seconds;
+  metrics["charts/prediction_batch_size"] = rows / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
+  metrics["charts/prediction_queue_length"] = static_cast<double>(requests_.size());
+}
+
 }  // namespace concord::policies::runtime

@@ -8,6 +8,7 @@
 #include <ATen/core/Generator.h>
 #include <torch/types.h>
 
+#include "concord/algos/actor.h"
 #include "concord/policies/actor_copy.h"
 #include "concord/policies/runtime/acting_source.h"
 #include "concord/policies/runtime/channel.h"
@@ -62,9 +63,9 @@ class BatchedInference {
   // No more requests: predictors answer what is queued, then serve_batch() returns false.
   void close() { requests_.close(); }
 
-  int64_t predicted_rows() const { return predicted_rows_.load(); }
-  int64_t forward_passes() const { return forward_passes_.load(); }
-  size_t queue_length() const { return requests_.size(); }
+  // charts/PPS (rows predicted per second of `seconds`), charts/prediction_batch_size (rows per
+  // forward pass) and charts/prediction_queue_length.
+  void add_metrics(algos::Metrics& metrics, double seconds) const;
 
  private:
   struct Request {

@@ -1,0 +1,22 @@
+#include "concord/policies/collected_rollout.h"
+
+namespace concord::policies {
+
+CollectedRollout CollectedRollout::collect(RolloutCollector& collector, runtime::ActingSource& source) {
+  CollectedRollout collected;
+  collected.rollout = collector
+                          .collect(source,
+                                   [&](double episode_return, int64_t episode_length) {
+                                     collected.episodes.emplace_back(episode_return, episode_length);
+                                   })
+                          .clone();
+  return collected;
+}
+
+void CollectedRollout::record_episodes(core::EpisodeStats& stats, const TrainingCallbacks& callbacks) const {
+  for (const auto& [episode_return, episode_length] : episodes) {
+    record_episode(stats, callbacks, episode_return, episode_length);
+  }
+}
+
+}  // namespace concord::policies
