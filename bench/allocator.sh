@@ -14,7 +14,7 @@ concord="$(cd "${2:-$root/build}" && pwd)/concord"
 shift $(($# < 2 ? $# : 2))
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] ||
-  configs=(ppo_minatar_breakout:100000 dqn_minatar_breakout:25000 ppo_cartpole:100000 dqn_cartpole:150000)
+  configs=(ppo_minatar_space_invaders:100000 dqn_minatar_breakout:25000 ppo_cartpole:100000 dqn_cartpole:150000)
 work="$(mktemp -d -t concord-allocator-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 command -v /usr/bin/time > /dev/null || { echo "bench/allocator.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }

@@ -288,7 +288,7 @@ if wanted fit; then
   report
 fi
 
-# 2d and 3b. PPO on MinAtar Breakout (configs/ppo_minatar_breakout.toml), env steps/s per policy: x =
+# 2d and 3b. PPO on MinAtar SpaceInvaders with the grid CNN (configs/ppo_minatar_space_invaders.toml), env steps/s per policy: x =
 # LibTorch threads, and env threads (sync_vector, async_learner) or agents (central_inference).
 ppo() {  # ppo GROUP POLICY X DEVICE
   local group=$1 policy=$2 x=$3 dev=$4 knob=()
@@ -298,7 +298,7 @@ ppo() {  # ppo GROUP POLICY X DEVICE
   esac
   local step="${group}_${policy}_x$x"
   run train "$group" "$step" "$policy on $dev" "$x" 60 -- $(pin "$x") "$concord" train \
-    --config configs/ppo_minatar_breakout.toml --policy "$policy" --total-timesteps "$ppo_steps" --seed 1 \
+    --config configs/ppo_minatar_space_invaders.toml --policy "$policy" --total-timesteps "$ppo_steps" --seed 1 \
     --progress off --run-root "$work/runs/$step" --set "run.torch_threads=$x" --set "run.device=$dev" \
     "${knob[@]}" "${ppo_extra[@]}"
   # Its per-update metrics: report.py takes steps/s from the first update to the last.

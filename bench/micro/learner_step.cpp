@@ -90,7 +90,7 @@ enum Phase { kGather, kForward, kLoss, kBackward, kClip, kAdam, kRead, kPhases }
 constexpr const char* kPhaseNames[kPhases] = {"gather", "forward", "loss", "backward", "clip", "adam", "read"};
 
 // The workloads of the breakdown: CleanRL's CartPole defaults (64-64 tanh MLPs, separate torsos,
-// 512-step rollouts in minibatches of 128) and configs/ppo_minatar_breakout.toml as shipped, read
+// 512-step rollouts in minibatches of 128) and configs/ppo_minatar_space_invaders.toml as shipped, read
 // through preset.h (MinAtar's grid CNN as a shared torso, uint8 [10, 10, 4] observations, 2048-step
 // rollouts in minibatches of 512).
 struct Workload {
@@ -108,7 +108,7 @@ Workload workload(int64_t which) {
     w.actions = torch::randint(0, 2, {512}, torch::kLong);
     w.minibatch = 128;
   } else {
-    const concord::bench::Preset preset = concord::bench::read_preset("ppo_minatar_breakout.toml");
+    const concord::bench::Preset preset = concord::bench::read_preset("ppo_minatar_space_invaders.toml");
     w.config = concord::bench::make_learner<Ppo>(preset)->config();
     const int64_t batch = w.config.num_steps * preset.env.num_envs;
     std::vector<int64_t> shape{batch};
