@@ -396,9 +396,9 @@ TEST(DqnTest, ReportsCleanRLsMetrics) {
   const Metrics exploration = dqn.actor().exploration(ActingContext{false, 250, 1000, 0, 1});
   ASSERT_EQ(exploration.size(), 1u);
   EXPECT_NEAR(exploration.at("charts/epsilon"), 1.0 - 0.95 * 0.5, 1e-12);
-  // Ape-X: actor 3 of 8 explores with 0.4^(1 + 7 * 3 / 7), whatever the step.
-  EXPECT_NEAR(dqn.make_actor_replica()->exploration(ActingContext{false, 250, 1000, 3, 8}).at("charts/epsilon"),
-              std::pow(0.4, 1.0 + 7.0 * 3.0 / 7.0), 1e-12);
+  // An actor the policy gives its own epsilon (Ape-X's) reports it, whatever the step.
+  EXPECT_NEAR(dqn.make_actor_replica()->exploration(ActingContext{false, 250, 1000, 3, 8, 0.0256}).at("charts/epsilon"),
+              0.0256, 1e-12);
 }
 
 // ---- acting ----
@@ -437,14 +437,17 @@ TEST(DqnTest, EpsilonFollowsMinAtarsScheduleAfterLearningStarts) {
   EXPECT_DOUBLE_EQ(dqn_epsilon(config, at_step(105000, 5000000)), 0.1);
 }
 
-TEST(DqnTest, EpsilonPerActorAsApeX) {
-  const DqnConfig config;  // apex_epsilon 0.4, apex_alpha 7
+// A policy's epsilon for an actor (Ape-X's) replaces the schedule, except when acting greedily.
+TEST(DqnTest, AnEpsilonThePolicyAssignsReplacesTheSchedule) {
+  const DqnConfig config;
   ActingContext context = at_step(123, 1000);
-  context.num_actors = 8;
-  for (int i = 0; i < 8; ++i) {
-    context.actor_index = i;
-    EXPECT_DOUBLE_EQ(dqn_epsilon(config, context), std::pow(0.4, 1.0 + 7.0 * i / 7.0)) << i;
-  }
+  context.epsilon = 0.0256;
+  EXPECT_DOUBLE_EQ(dqn_epsilon(config, context), 0.0256);
+  context.epsilon = 0.0;
+  EXPECT_DOUBLE_EQ(dqn_epsilon(config, context), 0.0);
+  context.deterministic = true;
+  context.epsilon = 0.5;
+  EXPECT_DOUBLE_EQ(dqn_epsilon(config, context), 0.0);
 }
 
 TEST(DqnTest, EpsilonIsZeroWhenDeterministicAndEndEAfterTraining) {
@@ -679,11 +682,11 @@ TEST(DqnTest, AnActorReplicaActsWithItsOwnCopyUntilAssigned) {
   set_head(dqn.online_network(), {1, 0, 0, 1}, {0, 0});
   EXPECT_TRUE(replica->act(o, greedy).actions.equal(at::tensor({1, 0}, at::kLong)));
 
-  // The same epsilons as the learner's actor: Ape-X's per actor (0.4 for actor 0 of 2), random
-  // half the time with the config's 0.5, whatever the network says.
+  // The same epsilons as the learner's actor: the one the policy assigns (Ape-X's 0.4 for actor 0
+  // of 2), random half the time with the config's 0.5, whatever the network says.
   const at::Tensor many = at::zeros({4000, 2});
   ActingContext apex = at_step(10, 100);
-  apex.num_actors = 2;
+  apex.epsilon = 0.4;
   const double greedy_share_apex = 1.0 - 0.4 / 2.0;  // action 0 greedy (first maximal)
   EXPECT_NEAR(1.0 - replica->act(many, apex).actions.to(at::kDouble).mean().item<double>(), greedy_share_apex, 0.03);
   EXPECT_NEAR(replica->act(many, at_step(10, 100)).actions.to(at::kDouble).mean().item<double>(), 0.25, 0.03);

@@ -141,6 +141,7 @@ TEST(ApexProcesses, EveryActorsStepsReachTheLearnerInOrderAndParametersReachTheA
     for (const algos::ActingContext& context : replica.contexts) {
       EXPECT_EQ(context.actor_index, rank - 1);
       EXPECT_EQ(context.num_actors, kActors);
+      EXPECT_DOUBLE_EQ(context.epsilon, std::pow(0.4, 1.0 + 7.0 * (rank - 1) / (kActors - 1)));  // Ape-X's
       EXPECT_EQ(context.total_steps, kTotal);
       EXPECT_GE(context.global_step, previous);
       previous = context.global_step;

@@ -4,6 +4,7 @@
 // stop every thread; then DQN with two actors learns CartPole-v1.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -23,6 +24,7 @@
 #include "concord/core/timer.h"
 #include "concord/envs/registry.h"
 #include "concord/policies/apex.h"
+#include "concord/policies/apex_config.h"
 #include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
 #include "policies/policy_fakes.h"
@@ -99,6 +101,8 @@ TEST(Apex, EveryActorsStepsReachTheLearnerInOrderOnItsOwnStream) {
     for (const algos::ActingContext& context : replica.contexts) {
       EXPECT_EQ(context.actor_index, a);
       EXPECT_EQ(context.num_actors, kActors);
+      // Ape-X's epsilon of actor a of A, 0.4^(1 + 7 a / (A - 1)), assigned by the policy.
+      EXPECT_DOUBLE_EQ(context.epsilon, std::pow(0.4, 1.0 + 7.0 * a / (kActors - 1)));
       EXPECT_EQ(context.total_steps, kTotal);
       EXPECT_FALSE(context.deterministic);
       EXPECT_GE(context.global_step, previous);
@@ -287,6 +291,22 @@ std::string refusal(algos::Learner& learner, const envs::VectorEnvConfig& env,
     return error.what();
   }
   return "";
+}
+
+// policy.apex.epsilon and alpha set every actor's epsilon; one actor follows the schedule.
+TEST(ApexConfig, ActorEpsilonsSpreadAsApeXs) {
+  ApexConfig config;
+  config.epsilon = 0.5;
+  config.alpha = 2.0;
+  const std::vector<double> epsilons = config.actor_epsilons(3);
+  ASSERT_EQ(epsilons.size(), 3u);
+  EXPECT_DOUBLE_EQ(epsilons[0], 0.5);
+  EXPECT_DOUBLE_EQ(epsilons[1], 0.25);
+  EXPECT_DOUBLE_EQ(epsilons[2], 0.125);
+  EXPECT_EQ(config.actor_epsilons(1), std::vector<double>{-1.0});
+  config.epsilon = 1.5;
+  EXPECT_THAT([&] { config.validate(); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("epsilon=1.5 must be in [0, 1]")));
 }
 
 TEST(Apex, RefusesWhatItCannotRunInOneLine) {

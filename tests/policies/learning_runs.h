@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 #include <torch/torch.h>
 
 #include "concord/algos/algorithm_registry.h"
@@ -19,6 +21,28 @@
 #include "concord/sync/sync_registry.h"
 
 namespace concord::policies::testing {
+
+// A shipped config (configs/<file>), read from the file so that the tests follow it: its [algo]
+// tables (as TOML, for Config::merge_toml), train.algo, env.num_envs and train.total_timesteps.
+struct Shipped {
+  std::string file;         // under configs/
+  std::string algo;         // train.algo
+  std::string algo_tables;  // the file's [algo] tables, as TOML
+  int num_envs = 0;
+  int64_t total_timesteps = 0;
+};
+
+inline Shipped shipped(const std::string& name) {
+  const std::string path = std::string(CONCORD_SOURCE_DIR) + "/configs/" + name;
+  const toml::table file = toml::parse_file(path);
+  toml::table algo_only;
+  algo_only.insert("algo", *file["algo"].as_table());
+  std::ostringstream text;
+  text << algo_only;
+  return {name, file["train"]["algo"].value<std::string>().value(), text.str(),
+          static_cast<int>(file["env"]["num_envs"].value<int64_t>().value()),
+          file["train"]["total_timesteps"].value<int64_t>().value()};
+}
 
 // Every algorithm, policy and sync key at its default, then `overrides` ("key=value").
 inline core::Config config_with(const std::vector<std::string>& overrides) {

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include <gtest/gtest.h>
-#include <toml++/toml.h>
 #include <torch/torch.h>
 
 #include "learning_outcome.h"
+#include "policies/learning_runs.h"
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/policies/evaluation.h"
@@ -60,26 +60,6 @@ envs::VectorEnvConfig cartpole(int num_envs, int threads, uint64_t seed = 7) {
 // above for 60,000 steps, A2C's defaults on 16 envs for 150,000) missed the bar on 12 and 6 of 20
 // seed-kernel runs in the sweep of bench/RESULTS.md; the shipped ones reached 500 on all 36 tried
 // (seeds 1-6, three kernels).
-struct Shipped {
-  std::string file;         // under configs/
-  std::string algo;         // train.algo
-  std::string algo_tables;  // the file's [algo] tables, as TOML
-  int num_envs = 0;
-  int64_t total_timesteps = 0;
-};
-
-Shipped shipped(const std::string& name) {
-  const std::string path = std::string(CONCORD_SOURCE_DIR) + "/configs/" + name;
-  const toml::table file = toml::parse_file(path);
-  toml::table algo_only;
-  algo_only.insert("algo", *file["algo"].as_table());
-  std::ostringstream text;
-  text << algo_only;
-  return {name, file["train"]["algo"].value<std::string>().value(), text.str(),
-          static_cast<int>(file["env"]["num_envs"].value<int64_t>().value()),
-          file["train"]["total_timesteps"].value<int64_t>().value()};
-}
-
 struct Case {
   std::string policy;
   std::string algo;
@@ -89,19 +69,19 @@ struct Case {
   std::vector<std::string> overrides;
   // A config under configs/ whose [algo] tables replace fast_config's settings (read once, when
   // the case is made); overrides go on top.
-  std::optional<Shipped> shipped_config;
+  std::optional<testing::Shipped> shipped_config;
 };
 
 // A case that trains configs/<file> as shipped, plus `overrides`.
 Case shipped_case(const std::string& policy, int env_threads, const std::string& file,
                   std::vector<std::string> overrides = {}) {
-  const Shipped config = shipped(file);
+  const testing::Shipped config = testing::shipped(file);
   return Case{policy, config.algo, config.num_envs, env_threads, config.total_timesteps, std::move(overrides), config};
 }
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.policy << " / " << c.algo; }
 
-class PolicyLearning : public testing::TestWithParam<Case> {};
+class PolicyLearning : public ::testing::TestWithParam<Case> {};
 
 // The deterministic evaluation return of one training run from `seed`.
 double train_and_evaluate(const Case& c, uint64_t seed) {
@@ -145,36 +125,37 @@ TEST_P(PolicyLearning, ReturnRisesWellAboveRandom) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryCompatiblePair, PolicyLearning,
-    testing::Values(shipped_case("single", 1, "ppo_cartpole.toml"), shipped_case("sync_vector", 2, "ppo_cartpole.toml"),
-                    shipped_case("single", 1, "a2c_cartpole.toml"), shipped_case("sync_vector", 2, "a2c_cartpole.toml"),
-                    // One update of lag: PPO's ratio corrects it, A2C needs V-trace.
-                    shipped_case("async_learner", 1, "ppo_cartpole.toml"),
-                    shipped_case("async_learner", 1, "a2c_cartpole.toml", {"algo.a2c.vtrace=true"}),
-                    Case{"hogwild", "a2c", 8, 1, 150'000, {"policy.hogwild.workers=2"}, std::nullopt},
-                    // The shipped PPO config (20 epochs per update), each of 2 workers with the
-                    // config's 8 envs: the batch that config is tuned for.
-                    Case{"hogwild", "ppo", 8, 1, 100'000, {"policy.hogwild.workers=2"}, shipped("ppo_cartpole.toml")},
-                    // Lagged experience: V-trace corrects A2C; backpressure (a short training queue)
-                    // keeps the lag near 10 updates.
-                    Case{"central_inference",
-                         "a2c",
-                         16,
-                         1,
-                         120'000,
-                         {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
-                          "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true",
-                          "algo.a2c.optimizer=\"adam\"", "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16",
-                          "algo.a2c.ent_coef=0.0", "algo.a2c.anneal_lr=true"},
-                         std::nullopt},
-                    Case{"central_inference",
-                         "ppo",
-                         16,
-                         1,
-                         100'000,
-                         {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
-                          "policy.central_inference.queue_capacity=8"},
-                         std::nullopt}),
-    [](const testing::TestParamInfo<Case>& param_info) {
+    ::testing::Values(
+        shipped_case("single", 1, "ppo_cartpole.toml"), shipped_case("sync_vector", 2, "ppo_cartpole.toml"),
+        shipped_case("single", 1, "a2c_cartpole.toml"), shipped_case("sync_vector", 2, "a2c_cartpole.toml"),
+        // One update of lag: PPO's ratio corrects it, A2C needs V-trace.
+        shipped_case("async_learner", 1, "ppo_cartpole.toml"),
+        shipped_case("async_learner", 1, "a2c_cartpole.toml", {"algo.a2c.vtrace=true"}),
+        Case{"hogwild", "a2c", 8, 1, 150'000, {"policy.hogwild.workers=2"}, std::nullopt},
+        // The shipped PPO config (20 epochs per update), each of 2 workers with the
+        // config's 8 envs: the batch that config is tuned for.
+        Case{"hogwild", "ppo", 8, 1, 100'000, {"policy.hogwild.workers=2"}, testing::shipped("ppo_cartpole.toml")},
+        // Lagged experience: V-trace corrects A2C; backpressure (a short training queue)
+        // keeps the lag near 10 updates.
+        Case{"central_inference",
+             "a2c",
+             16,
+             1,
+             120'000,
+             {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+              "policy.central_inference.queue_capacity=8", "algo.a2c.vtrace=true", "algo.a2c.optimizer=\"adam\"",
+              "algo.a2c.learning_rate=1e-3", "algo.a2c.num_steps=16", "algo.a2c.ent_coef=0.0",
+              "algo.a2c.anneal_lr=true"},
+             std::nullopt},
+        Case{"central_inference",
+             "ppo",
+             16,
+             1,
+             100'000,
+             {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+              "policy.central_inference.queue_capacity=8"},
+             std::nullopt}),
+    [](const ::testing::TestParamInfo<Case>& param_info) {
       return param_info.param.policy + "_" + param_info.param.algo;
     });
 

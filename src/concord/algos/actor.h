@@ -25,10 +25,13 @@ struct ActingContext {
   // their final value (stochastic evaluation).
   int64_t global_step = -1;
   int64_t total_steps = 0;
-  // This actor's index among num_actors actors that explore differently (Ape-X's per-actor
-  // epsilon); 0 of 1 for policies whose actors all explore alike.
+  // This actor's index among num_actors actors that explore differently; 0 of 1 for policies
+  // whose actors all explore alike.
   int actor_index = 0;
   int num_actors = 1;
+  // An exploration rate the policy assigns this actor (Ape-X's per-actor epsilon), for algorithms
+  // that have one (DQN's epsilon); < 0: the algorithm's own schedule.
+  double epsilon = -1.0;
 };
 
 // What an Actor returns for observations [B, ...]: the actions (int64 [B] for discrete action

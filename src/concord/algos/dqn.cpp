@@ -188,9 +188,6 @@ const core::ConfigFields<DqnConfig>& DqnConfig::fields() {
       {"priority_beta0", &DqnConfig::priority_beta0,
        "Prioritised replay: importance exponent beta at the start, annealed linearly to 1 over training"},
       {"priority_eps", &DqnConfig::priority_eps, "Prioritised replay: priority = |TD error| + priority_eps"},
-      {"apex_epsilon", &DqnConfig::apex_epsilon,
-       "Ape-X per-actor epsilon base: actor i of A acts with apex_epsilon^(1 + apex_alpha i / (A - 1))"},
-      {"apex_alpha", &DqnConfig::apex_alpha, "Ape-X per-actor epsilon exponent"},
       {"checkpoint_replay", &DqnConfig::checkpoint_replay,
        "Save the replay in checkpoints and restore it on resume (false: a resumed run refills an empty replay)"},
   };
@@ -226,8 +223,6 @@ void DqnConfig::validate() const {
                  "finite and >= 0");
   problems.check(priority_beta0 >= 0.0 && priority_beta0 <= 1.0, "priority_beta0", priority_beta0, "in [0, 1]");
   problems.check(priority_eps > 0.0, "priority_eps", priority_eps, "> 0");
-  problems.check(apex_epsilon >= 0.0 && apex_epsilon <= 1.0, "apex_epsilon", apex_epsilon, "in [0, 1]");
-  problems.check(apex_alpha >= 0.0, "apex_alpha", apex_alpha, ">= 0");
   problems.throw_if_any("algo.dqn config");
 }
 
@@ -236,13 +231,7 @@ void DqnConfig::validate() const {
 double dqn_epsilon(const DqnConfig& config, const ActingContext& context) {
   if (context.deterministic) return 0.0;
   if (context.global_step < 0) return config.end_e;
-  if (context.num_actors > 1) {
-    // Ape-X (Horgan et al., 2018): a fixed epsilon per actor, from apex_epsilon (actor 0) down to
-    // apex_epsilon^(1 + apex_alpha) (the last).
-    const double i = context.actor_index;
-    const double actors = context.num_actors;
-    return std::pow(config.apex_epsilon, 1.0 + config.apex_alpha * i / (actors - 1.0));
-  }
+  if (context.epsilon >= 0.0) return context.epsilon;
   const double duration = config.exploration_steps > 0
                               ? static_cast<double>(config.exploration_steps)
                               : config.exploration_fraction * static_cast<double>(context.total_steps);

@@ -25,8 +25,9 @@ namespace concord::algos {
 // Deep Q-Networks (Mnih et al., 2015) as CleanRL's dqn.py runs it, with switches for the published
 // extensions: Double DQN (van Hasselt et al., 2016), dueling networks (Wang et al., 2016), n-step
 // returns, proportional prioritised replay (Schaul et al., 2016), MinAtar's settings (Young & Tian,
-// 2019: centered RMSprop, Huber loss, random acting until learning starts) and Ape-X's per-actor
-// epsilons (Horgan et al., 2018). The defaults are dqn.py's (CartPole-v1).
+// 2019: centered RMSprop, Huber loss, random acting until learning starts) and Ape-X's initial
+// priorities (Horgan et al., 2018; its per-actor epsilons are the policy's, policy.apex). The defaults are dqn.py's
+// (CartPole-v1).
 //
 // Steps are environment steps summed over every env (off_policy_learner.h), as global_step is.
 struct DqnConfig {
@@ -61,8 +62,6 @@ struct DqnConfig {
   double priority_alpha = 0.6;               // prioritised: priority exponent
   double priority_beta0 = 0.4;               // prioritised: importance exponent at progress 0 (-> 1 at 1)
   double priority_eps = 1e-6;                // prioritised: priority = |td error| + priority_eps
-  double apex_epsilon = 0.4;                 // Ape-X: eps_i = apex_epsilon^(1 + apex_alpha i / (A - 1))
-  double apex_alpha = 7.0;                   // Ape-X: the exponent's spread over the A actors
   bool checkpoint_replay = false;            // checkpoints hold the replay (and load() restores it)
   nn::ActorCriticConfig network;             // the torso keys algo.<key>; obs_shape and action_dim come
                                              // from the env's spaces (dqn.py's MLP: hidden_sizes
@@ -78,7 +77,7 @@ struct DqnConfig {
 // Epsilon of the epsilon-greedy behaviour policy for whoever acts, by the first rule that applies:
 //   context.deterministic            0 (greedy)
 //   context.global_step < 0          end_e (acting after training)
-//   context.num_actors = A > 1       Ape-X: apex_epsilon^(1 + apex_alpha * actor_index / (A - 1))
+//   context.epsilon >= 0             that epsilon, which the policy assigns (Ape-X's per actor)
 //   decay_after_learning_starts      MinAtar: 1 while t < learning_starts, then linear from start_e
 //                                    to end_e over D steps counted from learning_starts, end_e after
 //   otherwise                        CleanRL's linear_schedule: max(start_e + (end_e - start_e) t / D,

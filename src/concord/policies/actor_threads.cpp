@@ -18,7 +18,7 @@ struct Actors {
   std::atomic<int64_t> claimed;
 };
 
-void act(int a, int explorer, int explorers, const std::string& name, ActingSeat& seat, envs::VectorEnv& env,
+void act(int a, algos::ActingContext context, const std::string& name, ActingSeat& seat, envs::VectorEnv& env,
          torch::Device device, std::atomic<int64_t>& claimed, ReplayInlet& inlet) {
   TransitionCollector collector(env, device);
   const int64_t steps = collector.num_envs();
@@ -34,7 +34,8 @@ void act(int a, int explorer, int explorers, const std::string& name, ActingSeat
     if (inlet.stopping()) break;
 
     algos::Actor& actor = seat.next_actor(steps);
-    const algos::ActingContext context{false, inlet.stored(), inlet.total_steps(), explorer, explorers};
+    context.global_step = inlet.stored();
+    context.total_steps = inlet.total_steps();
     algos::TensorMap& step = stored.front();
     step = collector.step(actor, context, on_episode);
     for (auto& [field, input] : seat.priority_inputs(step)) step[field] = std::move(input);
@@ -45,7 +46,7 @@ void act(int a, int explorer, int explorers, const std::string& name, ActingSeat
 
 }  // namespace
 
-void start_actor_threads(const std::string& noun, bool distinct_exploration,
+void start_actor_threads(const std::string& noun, const std::vector<double>& actor_epsilons,
                          std::vector<std::unique_ptr<ActingSeat>> seats,
                          std::vector<std::unique_ptr<envs::VectorEnv>>& envs, torch::Device device, uint64_t seed,
                          runtime::Workers& workers, ReplayInlet& inlet) {
@@ -53,14 +54,15 @@ void start_actor_threads(const std::string& noun, bool distinct_exploration,
   const int count = static_cast<int>(envs.size());
   for (int a = 0; a < count; ++a) {
     std::string name = noun + " " + std::to_string(a);
-    if (distinct_exploration) name += " of " + std::to_string(count);
-    const int explorer = distinct_exploration ? a : 0;
-    const int explorers = distinct_exploration ? count : 1;
+    const bool distinct = !actor_epsilons.empty();
+    if (distinct) name += " of " + std::to_string(count);
+    const algos::ActingContext explorer{
+        false, 0, 0, distinct ? a : 0, distinct ? count : 1, distinct ? actor_epsilons[static_cast<size_t>(a)] : -1.0};
     ActingSeat& seat = *actors.seats[static_cast<size_t>(a)];
     envs::VectorEnv& env = *envs[static_cast<size_t>(a)];
     workers.start(name, core::thread_seed(seed, static_cast<uint64_t>(a)),
-                  [a, explorer, explorers, name, &seat, &env, device, &actors, &inlet] {
-                    act(a, explorer, explorers, name, seat, env, device, actors.claimed, inlet);
+                  [a, explorer, name, &seat, &env, device, &actors, &inlet] {
+                    act(a, explorer, name, seat, env, device, actors.claimed, inlet);
                   });
   }
 }

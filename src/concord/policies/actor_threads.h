@@ -36,10 +36,10 @@ class ActingSeat {
 //             a = seat.next_actor(steps).act(o, context);  o', r, ... = envs[i].step(a)
 //             inlet.store(step, i)
 //
-// Actor i explores as the Actor's i of envs.size() when `distinct_exploration` (Ape-X's
-// epsilons), else as 0 of 1. `noun` names a thread: "actor" ("actor 0 of 2" when exploring
-// distinctly), "agent" ("agent 0"). The threads, their seats and their claims live on `workers`.
-void start_actor_threads(const std::string& noun, bool distinct_exploration,
+// Actor i explores as the Actor's i of envs.size() with actor_epsilons[i] when given (Ape-X's),
+// else as 0 of 1 on the algorithm's schedule. `noun` names a thread: "actor" ("actor 0 of 2" when
+// exploring distinctly), "agent" ("agent 0"). The threads, their seats and their claims live on `workers`.
+void start_actor_threads(const std::string& noun, const std::vector<double>& actor_epsilons,
                          std::vector<std::unique_ptr<ActingSeat>> seats,
                          std::vector<std::unique_ptr<envs::VectorEnv>>& envs, torch::Device device, uint64_t seed,
                          runtime::Workers& workers, ReplayInlet& inlet);

@@ -28,8 +28,8 @@ namespace concord::policies {
 //     lock: learner.observe(step, stream i);        until global_step >= total_steps
 //           global_step += its envs
 //
-// Actor i of A > 1 explores as the algorithm's Actor decides from ActingContext's actor_index and
-// num_actors (DQN: Ape-X's eps_i = 0.4^(1 + 7 i / (A - 1))). Where its replica gives the inputs
+// Actor i of A > 1 acts with Ape-X's epsilon eps_i = epsilon^(1 + alpha i / (A - 1)) (policy.apex,
+// 0.4 and 7; ActingContext::epsilon, for algorithms that have one). Where its replica gives the inputs
 // of initial priorities (ActorReplica::priority_inputs: its Q estimates), each step goes to
 // observe() with them, and the learner starts each transition at its TD error. The learner's update() runs
 // beside the actors' observe() (OffPolicyLearner::observes_while_updating), and its updates are

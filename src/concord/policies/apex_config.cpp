@@ -1,5 +1,6 @@
 #include "concord/policies/apex_config.h"
 
+#include <cmath>
 #include <string>
 
 #include "concord/core/config_problems.h"
@@ -20,6 +21,8 @@ void ApexConfig::validate() const {
                  " exceeds max_env_steps_per_update=" + std::to_string(max_env_steps_per_update) +
                  ": the learner would wait for steps the actors may not take");
   }
+  problems.check(epsilon >= 0.0 && epsilon <= 1.0, "epsilon", epsilon, "in [0, 1]");
+  problems.check(alpha >= 0.0, "alpha", alpha, ">= 0");
   problems.check(wait_timeout_seconds > 0.0, "wait_timeout_seconds", wait_timeout_seconds, "> 0");
   if (on_actor_failure != "continue" && on_actor_failure != "abort") {
     problems.add("on_actor_failure must be \"continue\" or \"abort\", got \"" + on_actor_failure + "\"");
@@ -45,11 +48,24 @@ const core::ConfigFields<ApexConfig>& ApexConfig::fields() {
        "max_env_steps_per_update equal, the replay ratio is pinned from both sides)"},
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A wait between the actors and the learner longer than this is an error naming it"},
+      {"epsilon", &C::epsilon, "Ape-X's exploration: actor i of A > 1 acts with epsilon^(1 + alpha i / (A - 1))"},
+      {"alpha", &C::alpha, "Ape-X's exploration: the exponent's spread over the actors"},
       {"on_actor_failure", &C::on_actor_failure,
        "Across processes: continue (drop an actor rank that dies or stalls and train on with the others) or abort "
        "(the run fails naming it)"},
   };
   return kFields;
+}
+
+double ApexConfig::actor_epsilon(int actor, int count) const {
+  if (count <= 1) return -1.0;
+  return std::pow(epsilon, 1.0 + alpha * static_cast<double>(actor) / static_cast<double>(count - 1));
+}
+
+std::vector<double> ApexConfig::actor_epsilons(int count) const {
+  std::vector<double> epsilons;
+  for (int a = 0; a < count; ++a) epsilons.push_back(actor_epsilon(a, count));
+  return epsilons;
 }
 
 }  // namespace concord::policies

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "concord/core/config_fields.h"
 
@@ -36,6 +37,17 @@ struct ApexConfig {
   // with the others (Ape-X's actors are many and interchangeable); "abort" fails the run naming
   // it. An actor thread's failure always fails the run (it shares the learner's process).
   std::string on_actor_failure = "continue";
+  // Ape-X's exploration: actor i of A > 1 acts epsilon-greedily with epsilon^(1 + alpha i / (A - 1)),
+  // from epsilon (actor 0) down to epsilon^(1 + alpha) (the last), whatever the step; one actor
+  // follows the algorithm's own schedule. Algorithms without an epsilon ignore it.
+  double epsilon = 0.4;
+  double alpha = 7.0;
+
+  // The epsilon of actor i of `count` (ActingContext::epsilon): -1, the algorithm's schedule, for
+  // a single actor.
+  double actor_epsilon(int actor, int count) const;
+  // Every actor's, in order.
+  std::vector<double> actor_epsilons(int count) const;
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;

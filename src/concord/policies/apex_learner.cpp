@@ -82,7 +82,9 @@ int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearne
 
 void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learner, ApexStepSource& source,
                         TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
-                        const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes, int num_actors) {
+                        const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes,
+                        const std::vector<double>& actor_epsilons) {
+  const int num_actors = std::max(1, static_cast<int>(actor_epsilons.size()));
   UpdateReporter reporter(state, checkpoint_interval_steps);
   const int64_t learning_from = std::max(learner.learning_starts(), state.global_step);
   int64_t allowed_step = initial_allowance(config, learner, state);
@@ -133,7 +135,8 @@ void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learn
     // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
     algos::Metrics exploration;
     for (int a = 0; a < num_actors; ++a) {
-      const algos::ActingContext context{false, step, total_steps, a, num_actors};
+      const double epsilon = actor_epsilons.empty() ? -1.0 : actor_epsilons[static_cast<size_t>(a)];
+      const algos::ActingContext context{false, step, total_steps, a, num_actors, epsilon};
       for (const auto& [name, value] : learner.actor().exploration(context)) exploration[name] += value;
     }
     for (const auto& [name, value] : exploration) metrics.emplace(name, value / num_actors);

@@ -91,6 +91,7 @@ int64_t initial_allowance(const ApexConfig& config, const algos::OffPolicyLearne
 // on. Returns at total_steps, when should_stop says so or the source failed.
 void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learner, ApexStepSource& source,
                         TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
-                        const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes, int num_actors);
+                        const TrainingCallbacks& callbacks, const core::EpisodeStats& episodes,
+                        const std::vector<double>& actor_epsilons);
 
 }  // namespace concord::policies

@@ -145,7 +145,8 @@ void ApexProcessesPolicy::train(TrainingState& state, int64_t total_steps, int64
     act(total_steps);
     return;
   }
-  ReplayFeedPlan plan{"apex", "actors", config_, "policy.apex.max_env_steps_per_update", config_.actors, {}};
+  ReplayFeedPlan plan{
+      "apex", "actors", config_, "policy.apex.max_env_steps_per_update", config_.actor_epsilons(config_.actors), {}};
   plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
     // The communication thread's errors name the rank that failed.
     workers.start("", core::thread_seed(env_config_.seed, 0),
@@ -194,7 +195,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     finished.clear();
     for (int64_t t = 0; t < steps; ++t) {
       acting_step = std::max(acting_step, learner_step + own_steps);
-      const algos::ActingContext context{false, acting_step, total_steps, a, actors};
+      const algos::ActingContext context{false, acting_step, total_steps, a, actors, config_.actor_epsilon(a, actors)};
       const algos::TensorMap step = collector.step(replica, context, on_episode);
       own_steps += collector.num_envs();
       for (size_t field = 0; field < collected; ++field) columns[field].push_back(step.at(names[field]));

@@ -29,8 +29,7 @@ namespace concord::policies {
 //       wait for control k (stop, or go on)             it (stream a), then answer it
 //       send segment k + 1
 //
-// Actor a explores as the algorithm's Actor decides from ActingContext's actor_index a and
-// num_actors A (DQN: Ape-X's eps_a = 0.4^(1 + 7 a / (A - 1))), with global_step the learner's at
+// Actor a of A acts with Ape-X's epsilon (ApexConfig::actor_epsilon), with global_step the learner's at
 // its last control plus its own steps since. Where the replica gives the inputs of initial
 // priorities (ActorReplica::priority_inputs), the actor computes them for each segment at once
 // and sends them with it, as Ape-X's actors do. Answering only once a segment is stored holds a

@@ -66,7 +66,7 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
   pace.max_env_steps_per_update = learner_.train_frequency();
   pace.min_env_steps_per_update = learner_.train_frequency();
   pace.wait_timeout_seconds = config_.wait_timeout_seconds;
-  ReplayFeedPlan plan{"central_inference", "agents", pace, "one update per train_frequency", 1, {}};
+  ReplayFeedPlan plan{"central_inference", "agents", pace, "one update per train_frequency", {}, {}};
   plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
     auto& service =
         workers.make<runtime::BatchedActing>(replicas_, inlet.parameters(), config_.agents, envs_.front()->num_envs(),
@@ -81,7 +81,7 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
     }
     std::vector<std::unique_ptr<ActingSeat>> seats;
     for (int a = 0; a < config_.agents; ++a) seats.push_back(std::make_unique<Predicted>(service.client(a)));
-    start_actor_threads("agent", false, std::move(seats), envs_, device_, seed_, workers, inlet);
+    start_actor_threads("agent", {}, std::move(seats), envs_, device_, seed_, workers, inlet);
   };
   feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
 }

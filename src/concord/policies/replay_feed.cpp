@@ -46,7 +46,7 @@ class Run final : public ReplayInlet, public ApexStepSource {
     // OffPolicyLearner::observes_while_updating asks for.
     workers_.run([this] {
       learn_back_to_back(plan_.pace, learner_, *this, state_, total_steps_, checkpoint_interval_steps_,
-                         stored_.pausing(callbacks_, state_), episodes_, plan_.exploring_actors);
+                         stored_.pausing(callbacks_, state_), episodes_, plan_.actor_epsilons);
     });
     // Everything the feeders stored is in: the final count and the episodes not yet handed over.
     state_.global_step = stored_.count();

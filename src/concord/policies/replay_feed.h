@@ -50,8 +50,10 @@ struct ReplayFeedPlan {
   std::string feeder_noun;  // what feeds it, in errors: "actors" ("the actors took no step ...")
   // publish_every, max_ and min_env_steps_per_update, wait_timeout_seconds (the other fields unused).
   ApexConfig pace;
-  std::string pace_key;      // the setting a feeder waiting for the learner is told to raise
-  int exploring_actors = 1;  // how many explore differently (learn_back_to_back's num_actors)
+  std::string pace_key;  // the setting a feeder waiting for the learner is told to raise
+  // One exploration rate per actor that explores differently (Ape-X's, ApexConfig::actor_epsilons;
+  // -1: the algorithm's schedule), or none when every actor explores alike.
+  std::vector<double> actor_epsilons;
   // Called once per run, before the learner waits for its first steps: starts the threads that
   // feed the replay, on `workers`, storing into `inlet` (actor threads: actor_threads.h; a thread
   // serving actor processes: apex_processes.h).
