@@ -10,6 +10,7 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/policies/concat_envs.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/on_policy_update.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/env_shares.h"
@@ -149,10 +150,10 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       for (int a = 0; a < actors.size(); ++a) actors.settle(a, sent_by, "took no control message");
     }
 
-    metrics["charts/policy_lag"] = lag_sum / static_cast<double>(parts.size());
+    metrics[metric::kPolicyLag] = lag_sum / static_cast<double>(parts.size());
     metrics["actors/alive"] = static_cast<double>(actors.alive_count());
-    metrics["time/receive_seconds"] = receive_seconds;
-    metrics["time/update_seconds"] = update_seconds;
+    metrics[metric::kReceiveSeconds] = receive_seconds;
+    metrics[metric::kUpdateSeconds] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
   }
 }

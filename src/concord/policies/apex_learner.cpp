@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "concord/core/timer.h"
+#include "concord/policies/metric_names.h"
 
 namespace concord::policies {
 
@@ -127,11 +128,11 @@ void learn_back_to_back(const ApexConfig& config, algos::OffPolicyLearner& learn
     if (run_updates % config.publish_every == 0) source.publish(state.updates);
 
     source.after_update();
-    metrics["charts/SPS"] = reporter.steps_per_second(step);
-    metrics["charts/updates_per_env_step"] =
+    metrics[metric::kStepsPerSecond] = reporter.steps_per_second(step);
+    metrics[metric::kUpdatesPerEnvStep] =
         static_cast<double>(run_updates) / static_cast<double>(std::max<int64_t>(step - learning_from, 1));
-    metrics["time/update_seconds"] = update_seconds;
-    metrics["time/learner_wait_seconds"] = wait_seconds;
+    metrics[metric::kUpdateSeconds] = update_seconds;
+    metrics[metric::kLearnerWaitSeconds] = wait_seconds;
     // Each actor's exploration metrics (Ape-X's epsilons differ by actor), averaged over the actors.
     algos::Metrics exploration;
     for (int a = 0; a < num_actors; ++a) {

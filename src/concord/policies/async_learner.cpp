@@ -15,6 +15,7 @@
 #include "concord/policies/async_learner_replay.h"
 #include "concord/policies/collected_rollout.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/on_policy_update.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
@@ -137,10 +138,10 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
       const int64_t version = state.updates;
       versions.publish(version, [&](ActorCopy& copy) { copy.publish(learner, version); });
       update_seconds += update_clock.elapsed_seconds();
-      metrics["charts/policy_lag"] = static_cast<double>(policy_lag);
-      metrics["time/rollout_seconds"] = rollout_seconds;
-      metrics["time/update_seconds"] = update_seconds;
-      metrics["time/learner_wait_seconds"] = wait_seconds;
+      metrics[metric::kPolicyLag] = static_cast<double>(policy_lag);
+      metrics[metric::kRolloutSeconds] = rollout_seconds;
+      metrics[metric::kUpdateSeconds] = update_seconds;
+      metrics[metric::kLearnerWaitSeconds] = wait_seconds;
       reporter.report(state, metrics, episodes_, pausing);
     }
   });

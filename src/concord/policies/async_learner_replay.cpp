@@ -8,6 +8,7 @@
 
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/parameter_versions.h"
 #include "concord/policies/runtime/workers.h"
@@ -133,10 +134,10 @@ void train_async_off_policy(const AsyncLearnerConfig& config, envs::VectorEnv& e
         algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps, [&] { publish(++version); });
         update_seconds += update_clock.elapsed_seconds();
         if (metrics.empty()) continue;
-        metrics["charts/policy_lag"] = static_cast<double>(lag_of_step);
-        metrics["time/rollout_seconds"] = rollout_seconds;
-        metrics["time/update_seconds"] = update_seconds;
-        metrics["time/learner_wait_seconds"] = wait_seconds;
+        metrics[metric::kPolicyLag] = static_cast<double>(lag_of_step);
+        metrics[metric::kRolloutSeconds] = rollout_seconds;
+        metrics[metric::kUpdateSeconds] = update_seconds;
+        metrics[metric::kLearnerWaitSeconds] = wait_seconds;
         reporter.report(state, metrics, episodes, callbacks);
       }
       std::lock_guard<std::mutex> lock(spent_mutex);

@@ -20,6 +20,7 @@
 #include "concord/policies/concat_envs.h"
 #include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/on_policy_update.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/batched_inference.h"
@@ -164,9 +165,9 @@ class CentralInferenceRun {
     }
     const double seconds = std::max(reporter_.elapsed_seconds(), 1e-9);
     inference_.add_metrics(metrics, seconds);
-    metrics["charts/TPS"] = static_cast<double>(updates_done_.load()) / seconds;
-    metrics["charts/policy_lag"] = lag / static_cast<double>(segments.size());
-    metrics["charts/training_queue_length"] = static_cast<double>(training_.size());
+    metrics[metric::kTrainingsPerSecond] = static_cast<double>(updates_done_.load()) / seconds;
+    metrics[metric::kPolicyLag] = lag / static_cast<double>(segments.size());
+    metrics[metric::kTrainingQueueLength] = static_cast<double>(training_.size());
     threads_.add_metrics(metrics);
     reporter_.report(state_, metrics, episodes_, callbacks_);
   }

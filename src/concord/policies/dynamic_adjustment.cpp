@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "concord/core/timer.h"
+#include "concord/policies/metric_names.h"
 
 namespace concord::policies {
 
@@ -84,10 +85,10 @@ void AdjustedThreads::close() {
 }
 
 void AdjustedThreads::add_metrics(algos::Metrics& metrics) const {
-  metrics["charts/active_agents"] = agents.active();
-  metrics["charts/active_predictors"] = predictors.active();
-  metrics["charts/active_trainers"] = trainers.active();
-  if (adjustment_) metrics["charts/adjustments"] = static_cast<double>(decisions_.load());
+  metrics[metric::kActiveAgents] = agents.active();
+  metrics[metric::kActivePredictors] = predictors.active();
+  metrics[metric::kActiveTrainers] = trainers.active();
+  if (adjustment_) metrics[metric::kAdjustments] = static_cast<double>(decisions_.load());
 }
 
 }  // namespace concord::policies

@@ -1,4 +1,5 @@
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/metric_names.h"
 
 #include <stdexcept>
 
@@ -15,8 +16,8 @@ algos::Rollout with_bonus(explore::Bonus& bonus, const algos::Rollout& rollout, 
 
   algos::Rollout learned = rollout;
   learned.rewards = rollout.rewards + bonuses;
-  metrics["charts/bonus_mean"] = bonuses.mean().item<double>();
-  metrics["charts/env_reward_mean"] = rollout.rewards.mean().item<double>();
+  metrics[metric::kBonusMean] = bonuses.mean().item<double>();
+  metrics[metric::kEnvRewardMean] = rollout.rewards.mean().item<double>();
   return learned;
 }
 

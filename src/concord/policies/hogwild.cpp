@@ -10,6 +10,7 @@
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
@@ -86,7 +87,7 @@ void HogwildPolicy::train(TrainingState& state, int64_t total_steps, int64_t che
     ++state.updates;
     check_finite(metrics, state);
     metrics.insert(extra.begin(), extra.end());
-    metrics["charts/worker"] = w;
+    metrics[metric::kWorker] = w;
     reporter.report(state, metrics, episodes, pausing);
     if (callbacks.should_stop && callbacks.should_stop()) workers.stop();
   };

@@ -1,4 +1,5 @@
 #include "concord/policies/policy.h"
+#include "concord/policies/metric_names.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,9 +62,9 @@ double UpdateReporter::steps_per_second(int64_t global_step) const {
 
 void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
                             const TrainingCallbacks& callbacks) {
-  metrics.emplace("charts/SPS", steps_per_second(state.global_step));
-  if (auto recent = episodes.recent_mean_return()) metrics["charts/episodic_return"] = *recent;
-  if (auto recent = episodes.recent_mean_length()) metrics["charts/episodic_length"] = *recent;
+  metrics.emplace(metric::kStepsPerSecond, steps_per_second(state.global_step));
+  if (auto recent = episodes.recent_mean_return()) metrics[metric::kEpisodicReturn] = *recent;
+  if (auto recent = episodes.recent_mean_length()) metrics[metric::kEpisodicLength] = *recent;
   // Bookkeeping never needs gradients, and with them an in-place copy from the parameters made
   // its destination part of the graph: the CLI's snapshot of the parameters chained one node per
   // update, about 400 bytes each, until a long DQN run overflowed the stack freeing them.

@@ -9,6 +9,7 @@
 
 #include "concord/core/timer.h"
 #include "concord/policies/exploration_bonus.h"
+#include "concord/policies/metric_names.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/transition_collector.h"
 
@@ -65,8 +66,8 @@ void SinglePolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingStat
     core::Stopwatch update_clock;
     algos::Metrics metrics = run_on_policy_update(learner, collected, bonus_, state, total_steps);
     update_seconds += update_clock.elapsed_seconds();
-    metrics["time/rollout_seconds"] = rollout_seconds;
-    metrics["time/update_seconds"] = update_seconds;
+    metrics[metric::kRolloutSeconds] = rollout_seconds;
+    metrics[metric::kUpdateSeconds] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
   }
 }
@@ -109,8 +110,8 @@ void SinglePolicy::train_off_policy(algos::OffPolicyLearner& learner, TrainingSt
     algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps);
     update_seconds += update_clock.elapsed_seconds();
     if (metrics.empty()) continue;
-    metrics["time/rollout_seconds"] = rollout_seconds;
-    metrics["time/update_seconds"] = update_seconds;
+    metrics[metric::kRolloutSeconds] = rollout_seconds;
+    metrics[metric::kUpdateSeconds] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
   }
 }

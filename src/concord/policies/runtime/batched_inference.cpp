@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "concord/core/torch_thread.h"
+#include "concord/policies/metric_names.h"
 
 namespace concord::policies::runtime {
 namespace {
@@ -103,9 +104,9 @@ bool BatchedInference::serve_batch() {
 
 void BatchedInference::add_metrics(algos::Metrics& metrics, double seconds) const {
   const auto rows = static_cast<double>(predicted_rows_.load());
-  metrics["charts/PPS"] = rows / seconds;
-  metrics["charts/prediction_batch_size"] = rows / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
-  metrics["charts/prediction_queue_length"] = static_cast<double>(requests_.size());
+  metrics[metric::kPredictionsPerSecond] = rows / seconds;
+  metrics[metric::kPredictionBatchSize] = rows / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
+  metrics[metric::kPredictionQueueLength] = static_cast<double>(requests_.size());
 }
 
 }  // namespace concord::policies::runtime
