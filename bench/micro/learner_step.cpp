@@ -22,10 +22,12 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include "concord/algos/fused_adam.h"
 #include "concord/algos/fused_ppo_loss.h"
 #include "concord/algos/gae.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/algos/ppo.h"
+#include "concord/core/torch_thread.h"
 #include "operation_count.h"
 #include "preset.h"
 
@@ -122,6 +124,8 @@ Workload workload(int64_t which) {
 
 void BM_PpoMinibatchBreakdown(benchmark::State& state) {
   torch::manual_seed(1);
+  // As training runs (run.flush_denormals), which the one-pass Adam needs.
+  concord::core::set_flush_denormals(true);
   const Workload w = workload(state.range(1));
   const PpoConfig& config = w.config;
   Ppo ppo(config);
@@ -171,7 +175,7 @@ void BM_PpoMinibatchBreakdown(benchmark::State& state) {
     phase_done(kBackward);
     concord::algos::clip_gradient_norm(parameters.gradient(), config.max_grad_norm);
     phase_done(kClip);
-    optimizer.step();
+    if (!concord::algos::fused_adam_step(optimizer)) optimizer.step();  // as gradient_step does
     phase_done(kAdam);
     benchmark::DoNotOptimize(loss.clipfrac.item<double>());
     phase_done(kRead);
