@@ -321,7 +321,8 @@ TEST(TrainingQueue, PerProducerBatchesAreRoundsInProducerOrder) {
   ASSERT_TRUE(queue.take_slot(0, "agent 0"));
   queue.push(0, 0);
   EXPECT_THAT([&] { queue.take_slot(0, "agent 0"); },
-              ThrowsMessage<std::runtime_error>(HasSubstr("agent 0 waited 0.05 s for the agent 0's training slots")));
+              ThrowsMessage<std::runtime_error>(
+                  HasSubstr("agent 0 waited 0.05 s for the training slots of agent 0 to free up")));
   queue.close();
   std::vector<std::vector<int>> batches;
   queue.consume([] { return true; },

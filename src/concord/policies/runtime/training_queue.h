@@ -35,10 +35,10 @@ class TrainingQueue {
                 const std::string& producer_noun, const std::string& consumer)
       : workers_(workers), per_producer_(per_producer), batch_size_(batch_size) {
     for (int i = 0; i < (per_producer ? producers : 1); ++i) {
-      const std::string whose = per_producer ? producer_noun + " " + std::to_string(i) + "'s " : "";
-      queues_.push_back(&workers.make<Channel<Unit>>(whose + "training queue", static_cast<size_t>(slots),
+      const std::string whose = per_producer ? " of " + producer_noun + " " + std::to_string(i) : "";
+      queues_.push_back(&workers.make<Channel<Unit>>("training queue" + whose, static_cast<size_t>(slots),
                                                      "the " + producer_noun + "s", consumer));
-      slots_.push_back(&workers.make<Slots>(whose + "training slots", slots));
+      slots_.push_back(&workers.make<Slots>("training slots" + whose, slots));
     }
   }
 
