@@ -17,7 +17,6 @@
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/metric_names.h"
 #include "concord/policies/on_policy_update.h"
-#include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
@@ -56,10 +55,9 @@ AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_pt
   if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
     replica_ = off_policy->make_actor_replica();
     if (!replica_) {
-      throw std::invalid_argument(
+      throw NeedsOneThreadPolicy(
           "policy 'async_learner' acts from a copy of the learner's network, which this algorithm cannot make "
-          "(OffPolicyLearner::make_actor_replica); use train.policy " +
-          one_thread_policies());
+          "(OffPolicyLearner::make_actor_replica)");
     }
   }
 }

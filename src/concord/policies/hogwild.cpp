@@ -11,7 +11,6 @@
 #include "concord/core/torch_thread.h"
 #include "concord/policies/exploration_bonus.h"
 #include "concord/policies/metric_names.h"
-#include "concord/policies/policy_registry.h"
 #include "concord/policies/rollout_collector.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
 #include "concord/policies/runtime/env_shares.h"
@@ -54,10 +53,8 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
     } else if (off_policy != nullptr) {
       off_replicas_.push_back(off_policy->make_shared_replica());
       if (!off_replicas_.back()) {
-        throw std::invalid_argument(
-            "policy 'hogwild' shares the learner's parameters among its workers, which this "
-            "algorithm cannot do; use train.policy " +
-            one_thread_policies());
+        throw NeedsOneThreadPolicy(
+            "policy 'hogwild' shares the learner's parameters among its workers, which this algorithm cannot do");
       }
     }
   }

@@ -51,6 +51,14 @@ class Policy {
   virtual bool survives_failed_ranks() const { return false; }
 };
 
+// A refusal that the policies whose model runs on one thread alone would not make: make_policy
+// completes its one line with their names, from the registry ("...; use train.policy single or
+// sync_vector"), so that no policy needs to know the others.
+class NeedsOneThreadPolicy : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // What check_finite throws: the learner's numbers went wrong, so its state is not worth saving.
 class NonFiniteMetric : public std::runtime_error {
  public:

@@ -204,7 +204,11 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
                           (entry.placement == Placement::kThreadsOrProcesses &&
                            (context.communicator == nullptr || context.communicator->world_size() == 1));
   if (on_threads) core::require_thread_safe_blas("policy '" + name + "'");
-  return entry.make(context, prefix_of(name));
+  try {
+    return entry.make(context, prefix_of(name));
+  } catch (const NeedsOneThreadPolicy& refusal) {
+    throw std::invalid_argument(std::string(refusal.what()) + "; use train.policy " + one_thread_policies());
+  }
 }
 
 }  // namespace concord::policies

@@ -10,7 +10,6 @@
 #include <c10/core/GradMode.h>
 
 #include "concord/policies/apex_learner.h"
-#include "concord/policies/policy_registry.h"
 
 namespace concord::policies {
 namespace {
@@ -165,19 +164,15 @@ void feed_replay(const ReplayFeedPlan& plan, algos::OffPolicyLearner& learner, c
 std::vector<std::unique_ptr<algos::ActorReplica>> require_replay_feed(algos::OffPolicyLearner& learner,
                                                                       const std::string& policy, int copies) {
   if (!learner.observes_while_updating()) {
-    throw std::invalid_argument("policy '" + policy +
-                                "' stores transitions while the learner updates, which this algorithm does not "
-                                "support; use train.policy " +
-                                one_thread_policies());
+    throw NeedsOneThreadPolicy("policy '" + policy +
+                               "' stores transitions while the learner updates, which this algorithm does not support");
   }
   std::vector<std::unique_ptr<algos::ActorReplica>> replicas;
   for (int i = 0; i < copies; ++i) {
     std::unique_ptr<algos::ActorReplica> replica = learner.make_actor_replica();
     if (replica == nullptr) {
-      throw std::invalid_argument("policy '" + policy +
-                                  "' acts with copies of the learner's network, which this algorithm cannot make; "
-                                  "use train.policy " +
-                                  one_thread_policies());
+      throw NeedsOneThreadPolicy("policy '" + policy +
+                                 "' acts with copies of the learner's network, which this algorithm cannot make");
     }
     replicas.push_back(std::move(replica));
   }
