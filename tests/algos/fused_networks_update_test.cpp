@@ -17,6 +17,7 @@
 #include <string>
 #include <tuple>
 
+#include "algos/pendulum_fixture.h"
 #include "concord/algos/a2c.h"
 #include "concord/algos/experience.h"
 #include "concord/algos/ppo.h"
@@ -116,37 +117,16 @@ INSTANTIATE_TEST_SUITE_P(AllMlpLayouts, FusedOnPolicyUpdate,
                          ::testing::Combine(::testing::Bool(), ::testing::Values("tanh", "relu"),
                                             ::testing::Values(nn::ActionKind::kDiscrete, nn::ActionKind::kContinuous)));
 
-// Pendulum-shaped transitions: 3-dim observations, one action in [-2, 2], every third terminated.
-TensorMap random_transitions(int64_t n) {
-  TensorMap step;
-  step[transition::kObservations] = at::randn({n, 3});
-  step[transition::kActions] = at::rand({n, 1}) * 4.0 - 2.0;
-  step[transition::kRewards] = at::randn({n});
-  at::Tensor terminated = at::zeros({n});
-  for (int64_t i = 0; i < n; i += 3) terminated[i] = 1.0;
-  step[transition::kTerminated] = terminated;
-  step[transition::kTruncated] = at::zeros({n});
-  step[transition::kNextObservations] = at::randn({n, 3});
-  return step;
-}
-
 class FusedSacUpdate : public ::testing::TestWithParam<std::string> {};
 
 // Two gradient steps (critics, actor and alpha at each, targets mixed after each) on batches of
 // 32, from the same replay, parameters and noise.
 TEST_P(FusedSacUpdate, MatchesTheComposedNetworks) {
-  SacConfig config;
-  config.buffer_size = 64;
+  SacConfig config = test_util::small_pendulum_sac_config();
   config.batch_size = 32;
-  config.learning_starts = 10;
   config.policy_frequency = 1;
-  config.network.obs_shape = {3};
-  config.network.action_kind = nn::ActionKind::kContinuous;
-  config.network.action_dim = 1;
   config.network.hidden_sizes = {32, 32};
   config.network.activation = GetParam();
-  config.network.action_low = {-2.0};
-  config.network.action_high = {2.0};
   torch::manual_seed(41);
   Sac fused(config);
   torch::manual_seed(41);
@@ -158,7 +138,7 @@ TEST_P(FusedSacUpdate, MatchesTheComposedNetworks) {
   composed.targets()->qf2->set_fused(false);
   ASSERT_TRUE(fused.flat_parameters().values().equal(composed.flat_parameters().values()));
   torch::manual_seed(42);
-  const TensorMap transitions = random_transitions(48);
+  const TensorMap transitions = test_util::random_pendulum_transitions(48);
   fused.observe(transitions);
   composed.observe(transitions);
 

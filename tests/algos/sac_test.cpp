@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "algos/pendulum_fixture.h"
 #include "concord/algos/algorithm_registry.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/config.h"
@@ -29,37 +30,10 @@
 namespace concord::algos {
 namespace {
 
-// Pendulum-shaped: 3-dim observations, one action in [-2, 2]; small networks and replay.
-SacConfig small_config() {
-  SacConfig config;
-  config.buffer_size = 64;
-  config.batch_size = 8;
-  config.learning_starts = 10;
-  config.network.obs_shape = {3};
-  config.network.action_kind = nn::ActionKind::kContinuous;
-  config.network.action_dim = 1;
-  config.network.hidden_sizes = {16, 16};
-  config.network.activation = "relu";
-  config.network.action_low = {-2.0};
-  config.network.action_high = {2.0};
-  return config;
-}
+using test_util::random_pendulum_transitions;
+using test_util::small_pendulum_sac_config;
 
 at::Tensor vec(std::vector<float> values) { return at::tensor(values); }
-
-// n random transitions, every third terminated.
-TensorMap random_step(int64_t n) {
-  TensorMap step;
-  step[transition::kObservations] = at::randn({n, 3});
-  step[transition::kActions] = at::rand({n, 1}) * 4.0 - 2.0;
-  step[transition::kRewards] = at::randn({n});
-  at::Tensor terminated = at::zeros({n});
-  for (int64_t i = 0; i < n; i += 3) terminated[i] = 1.0;
-  step[transition::kTerminated] = terminated;
-  step[transition::kTruncated] = at::zeros({n});
-  step[transition::kNextObservations] = at::randn({n, 3});
-  return step;
-}
 
 // A module's parameters, flattened and copied.
 at::Tensor snapshot(const torch::nn::Module& module) {
@@ -89,7 +63,7 @@ struct HandBatch {
 // y = r + gamma * (1 - d) * (min(Q1_t, Q2_t) - alpha * log pi(a'|s')), min = 1 here, with a' and
 // its log-probability computed by hand in double precision from the same noise.
 TEST(Sac, SoftQTargetBootstrapsTruncationNotTermination) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.gamma = 0.9;
   Sac sac(config);
   nn::SoftQNetwork target1 = sac.targets()->qf1;
@@ -125,7 +99,7 @@ TEST(Sac, SoftQTargetBootstrapsTruncationNotTermination) {
 }
 
 TEST(Sac, SoftQTargetWithoutEntropyIsTheClippedDoubleQTarget) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.autotune = false;
   config.alpha = 0.0;
   config.gamma = 0.5;
@@ -141,14 +115,14 @@ TEST(Sac, SoftQTargetWithoutEntropyIsTheClippedDoubleQTarget) {
 
 TEST(Sac, UpdateReturnsNothingBeforeABatch) {
   torch::manual_seed(0);
-  Sac sac(small_config());
-  sac.observe(random_step(7));  // one short of batch_size = 8
+  Sac sac(small_pendulum_sac_config());
+  sac.observe(random_pendulum_transitions(7));  // one short of batch_size = 8
   const at::Tensor before = sac.flat_parameters().values().detach().clone();
   EXPECT_TRUE(sac.update(100, 0.5).empty());
   EXPECT_TRUE(sac.flat_parameters().values().equal(before));
   EXPECT_EQ(sac.gradient_steps_done(), 0);
   EXPECT_EQ(sac.updates(), 0);
-  sac.observe(random_step(1));
+  sac.observe(random_pendulum_transitions(1));
   const Metrics metrics = sac.update(101, 0.5);
   EXPECT_FALSE(metrics.empty());
   EXPECT_EQ(sac.gradient_steps_done(), 1);
@@ -156,10 +130,10 @@ TEST(Sac, UpdateReturnsNothingBeforeABatch) {
 
 TEST(Sac, TheActorAndAlphaLearnOnlyEveryPolicyFrequencySteps) {
   torch::manual_seed(1);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.policy_frequency = 2;
   Sac sac(config);
-  sac.observe(random_step(32));
+  sac.observe(random_pendulum_transitions(32));
   const at::Tensor actor0 = snapshot(*sac.model()->actor);
   const at::Tensor critics0 = at::cat({snapshot(*sac.model()->qf1), snapshot(*sac.model()->qf2)});
   const double alpha0 = sac.alpha();
@@ -193,12 +167,12 @@ TEST(Sac, TheActorAndAlphaLearnOnlyEveryPolicyFrequencySteps) {
 // show three steps, which one actor step at gradient step 3 would not: the second of two
 // identical learners stops after a single actor step and they differ.
 TEST(Sac, TheDelayedUpdateRunsPolicyFrequencyActorSteps) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.policy_frequency = 3;
   config.autotune = false;
   torch::manual_seed(2);
   Sac sac(config);
-  sac.observe(random_step(32));
+  sac.observe(random_pendulum_transitions(32));
   const at::Tensor actor0 = snapshot(*sac.model()->actor);
   sac.update(11, 0.0);
   sac.update(12, 0.0);
@@ -217,13 +191,13 @@ TEST(Sac, TheDelayedUpdateRunsPolicyFrequencyActorSteps) {
 
 TEST(Sac, TargetsAreExactlyTauMixed) {
   torch::manual_seed(3);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.tau = 0.25;
   config.target_network_frequency = 2;
   Sac sac(config);
   // The targets start as copies of the critics.
   EXPECT_TRUE(snapshot(*sac.targets()).equal(at::cat({snapshot(*sac.model()->qf1), snapshot(*sac.model()->qf2)})));
-  sac.observe(random_step(32));
+  sac.observe(random_pendulum_transitions(32));
 
   const at::Tensor targets0 = snapshot(*sac.targets());
   sac.update(11, 0.0);  // gradient step 1: no target update
@@ -240,7 +214,7 @@ TEST(Sac, TargetsAreExactlyTauMixed) {
 // and its log_std the given constant.
 void expect_alpha_moves(double logstd_bias, bool rises) {
   torch::manual_seed(4);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.policy_frequency = 1;
   Sac sac(config);
   nn::SquashedGaussianActor policy = sac.model()->actor;
@@ -251,7 +225,7 @@ void expect_alpha_moves(double logstd_bias, bool rises) {
     param(*policy, "fc_logstd.weight").zero_();
     param(*policy, "fc_logstd.bias").fill_(logstd_bias);
   }
-  sac.observe(random_step(32));
+  sac.observe(random_pendulum_transitions(32));
   EXPECT_DOUBLE_EQ(sac.alpha(), 1.0);  // log_alpha starts at 0
   EXPECT_DOUBLE_EQ(sac.target_entropy(), -1.0);
   const Metrics metrics = sac.update(11, 0.0);
@@ -274,12 +248,12 @@ TEST(Sac, AlphaRisesWhileTheEntropyIsBelowTheTarget) { expect_alpha_moves(-100.0
 
 TEST(Sac, FixedAlphaDoesNotMove) {
   torch::manual_seed(5);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.autotune = false;
   config.alpha = 0.3;
   config.policy_frequency = 1;
   Sac sac(config);
-  sac.observe(random_step(32));
+  sac.observe(random_pendulum_transitions(32));
   const Metrics metrics = sac.update(11, 0.0);
   EXPECT_DOUBLE_EQ(sac.alpha(), 0.3);
   EXPECT_NEAR(metrics.at("losses/alpha"), 0.3, 1e-7);
@@ -289,7 +263,7 @@ TEST(Sac, FixedAlphaDoesNotMove) {
 
 TEST(Sac, ActsRandomlyInTheBoxBeforeLearningStarts) {
   torch::manual_seed(6);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.network.action_dim = 2;
   config.network.action_low = {-2.0, 0.0};
   config.network.action_high = {2.0, 1.0};
@@ -334,11 +308,11 @@ TEST(Sac, ActsRandomlyInTheBoxBeforeLearningStarts) {
 }
 
 TEST(Sac, SaveLoadRoundTripContinuesIdentically) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.checkpoint_replay = true;
   torch::manual_seed(7);
   Sac a(config);
-  a.observe(random_step(40));
+  a.observe(random_pendulum_transitions(40));
   for (int64_t step = 11; step < 16; ++step) a.update(step, 0.1);
   core::Checkpoint checkpoint;
   a.save(checkpoint);
@@ -366,24 +340,24 @@ TEST(Sac, SaveLoadRoundTripContinuesIdentically) {
 
 TEST(Sac, CheckpointWithoutReplayKeepsTheReplay) {
   torch::manual_seed(10);
-  Sac a(small_config());
-  a.observe(random_step(20));
+  Sac a(small_pendulum_sac_config());
+  a.observe(random_pendulum_transitions(20));
   core::Checkpoint checkpoint;
   a.save(checkpoint);
   for (const auto& entry : checkpoint.tensors) EXPECT_NE(entry.first.rfind("replay/", 0), 0u) << entry.first;
-  Sac b(small_config());
-  b.observe(random_step(3));
+  Sac b(small_pendulum_sac_config());
+  b.observe(random_pendulum_transitions(3));
   b.load(checkpoint);
   EXPECT_EQ(b.replay().size(), 3);
 }
 
 TEST(Sac, LoadRefusesAnotherAlgorithmAndChangesNothing) {
   torch::manual_seed(11);
-  Sac a(small_config());
+  Sac a(small_pendulum_sac_config());
   core::Checkpoint checkpoint;
   a.save(checkpoint);
   checkpoint.metadata["algorithm"] = "ppo";
-  Sac b(small_config());
+  Sac b(small_pendulum_sac_config());
   const at::Tensor before = b.flat_parameters().values().detach().clone();
   try {
     b.load(checkpoint);
@@ -396,13 +370,13 @@ TEST(Sac, LoadRefusesAnotherAlgorithmAndChangesNothing) {
 
 TEST(Sac, LoadRefusesMismatchesBeforeChangingAnything) {
   torch::manual_seed(12);
-  Sac a(small_config());
-  a.observe(random_step(10));
+  Sac a(small_pendulum_sac_config());
+  a.observe(random_pendulum_transitions(10));
   a.update(11, 0.0);
   core::Checkpoint good;
   a.save(good);
 
-  Sac b(small_config());
+  Sac b(small_pendulum_sac_config());
   const at::Tensor before = b.flat_parameters().values().detach().clone();
   const at::Tensor targets_before = snapshot(*b.targets());
   const auto expect_refused = [&](const core::Checkpoint& checkpoint, const std::string& words) {
@@ -432,7 +406,7 @@ TEST(Sac, LoadRefusesMismatchesBeforeChangingAnything) {
   extra.tensors["model/qf3.fc_q.bias"] = at::zeros({1});
   expect_refused(extra, "model/qf3.fc_q.bias");
 
-  SacConfig wider = small_config();
+  SacConfig wider = small_pendulum_sac_config();
   wider.network.hidden_sizes = {32, 16};
   torch::manual_seed(13);
   Sac c(wider);
@@ -442,7 +416,7 @@ TEST(Sac, LoadRefusesMismatchesBeforeChangingAnything) {
 }
 
 TEST(Sac, RefusesADiscreteActionSpaceInOneLine) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.network.action_kind = nn::ActionKind::kDiscrete;
   config.network.action_dim = 3;
   try {
@@ -453,13 +427,13 @@ TEST(Sac, RefusesADiscreteActionSpaceInOneLine) {
     EXPECT_NE(message.find("continuous"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
-  config = small_config();
+  config = small_pendulum_sac_config();
   config.network.torso = "cnn";
   EXPECT_THROW(Sac{config}, std::invalid_argument);
 }
 
 TEST(Sac, ValidateListsBadHyperparameters) {
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.tau = 0.0;
   config.policy_frequency = 0;
   try {
@@ -473,17 +447,17 @@ TEST(Sac, ValidateListsBadHyperparameters) {
 }
 
 TEST(Sac, ObserveRequiresEveryStoredField) {
-  Sac sac(small_config());
-  TensorMap step = random_step(2);
+  Sac sac(small_pendulum_sac_config());
+  TensorMap step = random_pendulum_transitions(2);
   step.erase(transition::kNextObservations);
   EXPECT_THROW(sac.observe(step), std::invalid_argument);
   // Truncation is not needed: next_observations already bootstraps it.
-  step = random_step(2);
+  step = random_pendulum_transitions(2);
   step.erase(transition::kTruncated);
   sac.observe(step);
   EXPECT_EQ(sac.replay().size(), 2);
   // One action dimension may come as [B].
-  step = random_step(2);
+  step = random_pendulum_transitions(2);
   step[transition::kActions] = step[transition::kActions].squeeze(1);
   sac.observe(step);
   EXPECT_EQ(sac.replay().size(), 4);
@@ -491,7 +465,7 @@ TEST(Sac, ObserveRequiresEveryStoredField) {
 
 TEST(Sac, TheModelClonesDeeply) {
   torch::manual_seed(15);
-  Sac sac(small_config());
+  Sac sac(small_pendulum_sac_config());
   const auto copy = std::dynamic_pointer_cast<SacModelImpl>(sac.model()->clone());
   ASSERT_NE(copy, nullptr);
   EXPECT_TRUE(snapshot(*copy).equal(snapshot(*sac.model())));
@@ -521,7 +495,7 @@ TEST(Sac, TheRegistryBuildsItAndRefusesDiscreteActions) {
 // sde_sample_freq, for that many steps within it); each env has its own exploration matrix.
 TEST(Sac, GsdeActingHoldsTheNoiseForACollection) {
   torch::manual_seed(9);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.use_sde = true;
   config.log_std_init = 0.0;
   config.learning_starts = 0;
@@ -560,7 +534,7 @@ TEST(Sac, LearnsABandit) {
   for (const bool sde : {false, true}) {
     SCOPED_TRACE(sde ? "gSDE" : "state-dependent log std");
     torch::manual_seed(14);
-    SacConfig config = small_config();
+    SacConfig config = small_pendulum_sac_config();
     config.use_sde = sde;
     config.gamma = 0.0;
     config.buffer_size = 2000;
@@ -602,7 +576,7 @@ TEST(Sac, LearnsABandit) {
 
 TEST(Sac, AnActorReplicaActsWithThePolicysSliceOfTheFlatBuffer) {
   torch::manual_seed(22);
-  Sac sac(small_config());
+  Sac sac(small_pendulum_sac_config());
   EXPECT_TRUE(sac.observes_while_updating());
   const std::unique_ptr<ActorReplica> replica = sac.make_actor_replica();
   ASSERT_NE(replica, nullptr);
@@ -640,12 +614,12 @@ TEST(Sac, AnActorReplicaActsWithThePolicysSliceOfTheFlatBuffer) {
 
 TEST(Sac, ObserveMayRunOnAnotherThreadWhileUpdating) {
   torch::manual_seed(23);
-  SacConfig config = small_config();
+  SacConfig config = small_pendulum_sac_config();
   config.buffer_size = 4096;
   Sac sac(config);
-  sac.observe(random_step(16));
+  sac.observe(random_pendulum_transitions(16));
   std::thread observer([&sac] {
-    for (int i = 0; i < 500; ++i) sac.observe(random_step(2));
+    for (int i = 0; i < 500; ++i) sac.observe(random_pendulum_transitions(2));
   });
   int64_t updates = 0;
   for (int i = 0; i < 200; ++i) updates += sac.update(10 + i, 0.5).empty() ? 0 : 1;

@@ -52,9 +52,9 @@ void start_actor_threads(const std::string& noun, const std::vector<double>& act
                          runtime::Workers& workers, ReplayInlet& inlet) {
   Actors& actors = workers.make<Actors>(std::move(seats), inlet.stored());
   const int count = static_cast<int>(envs.size());
+  const bool distinct = !actor_epsilons.empty();
   for (int a = 0; a < count; ++a) {
     std::string name = noun + " " + std::to_string(a);
-    const bool distinct = !actor_epsilons.empty();
     if (distinct) name += " of " + std::to_string(count);
     const algos::ActingContext explorer{
         false, 0, 0, distinct ? a : 0, distinct ? count : 1, distinct ? actor_epsilons[static_cast<size_t>(a)] : -1.0};

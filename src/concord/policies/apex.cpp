@@ -56,12 +56,11 @@ void ApexPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkp
                        const TrainingCallbacks& callbacks) {
   ReplayFeedPlan plan{
       "apex", "actors", config_, "policy.apex.max_env_steps_per_update", config_.actor_epsilons(config_.actors), {}};
-  plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
+  plan.start_feeders = [this, epsilons = plan.actor_epsilons](runtime::Workers& workers, ReplayInlet& inlet) {
     std::vector<std::unique_ptr<ActingSeat>> seats;
     for (auto& replica : replicas_)
       seats.push_back(std::make_unique<OwnCopy>(*replica, inlet.parameters(), config_.refresh_every));
-    start_actor_threads("actor", config_.actor_epsilons(config_.actors), std::move(seats), envs_, device_, seed_,
-                        workers, inlet);
+    start_actor_threads("actor", epsilons, std::move(seats), envs_, device_, seed_, workers, inlet);
   };
   feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
 }

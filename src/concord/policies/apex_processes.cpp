@@ -171,9 +171,10 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
   const int64_t steps = (config_.refresh_every + collector.num_envs() - 1) / collector.num_envs();
   const std::vector<std::string> names = segment_fields(replica);
   const size_t collected = names.size() - replica.priority_input_fields().size();
-  int64_t learner_step = 0;  // at the last control
-  int64_t own_steps = 0;     // since the last control
-  int64_t acting_step = 0;   // the global_step it acts at: never going back
+  int64_t learner_step = 0;                                 // at the last control
+  int64_t own_steps = 0;                                    // since the last control
+  int64_t acting_step = 0;                                  // the global_step it acts at: never going back
+  const double epsilon = config_.actor_epsilon(a, actors);  // Ape-X's, fixed for the run
 
   // Control k; false when it says stop. Parameters that follow it are the replica's from now on.
   const auto receive_control = [&] {
@@ -195,7 +196,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
     finished.clear();
     for (int64_t t = 0; t < steps; ++t) {
       acting_step = std::max(acting_step, learner_step + own_steps);
-      const algos::ActingContext context{false, acting_step, total_steps, a, actors, config_.actor_epsilon(a, actors)};
+      const algos::ActingContext context{false, acting_step, total_steps, a, actors, epsilon};
       const algos::TensorMap step = collector.step(replica, context, on_episode);
       own_steps += collector.num_envs();
       for (size_t field = 0; field < collected; ++field) columns[field].push_back(step.at(names[field]));
