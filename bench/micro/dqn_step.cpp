@@ -207,7 +207,7 @@ const Preset& breakdown_preset(int64_t which) {
 // The phases of one Dqn::update gradient step (dqn.cpp), written out here so that each can be
 // timed and its operations counted.
 void BM_DqnUpdateBreakdown(benchmark::State& state) {
-  namespace replay = concord::algos::dqn_replay;
+  namespace replay = concord::algos::replay_field;
   torch::manual_seed(1);
   const Preset& preset = breakdown_preset(state.range(0));
   const std::unique_ptr<Dqn> learner = make_learner<Dqn>(preset);

@@ -98,9 +98,9 @@ at::Tensor flat_copy(const torch::nn::Module& module) {
 
 // The sample batch of the target tests: s'_1 = (1, 0), s'_2 = (0, 1).
 TensorMap target_batch(std::vector<float> discounts) {
-  return {{dqn_replay::kReturn, at::tensor({1.0f, 0.5f})},
-          {dqn_replay::kDiscount, at::tensor(discounts)},
-          {dqn_replay::kBootstrapObservation, matrix({1, 0, 0, 1}, 2)}};
+  return {{replay_field::kReturn, at::tensor({1.0f, 0.5f})},
+          {replay_field::kDiscount, at::tensor(discounts)},
+          {replay_field::kBootstrapObservation, matrix({1, 0, 0, 1}, 2)}};
 }
 
 TEST(DqnTest, VanillaTargetIsReturnPlusDiscountedTargetMax) {
@@ -150,7 +150,7 @@ TEST(DqnTest, NStepTransitionsFromAStreamWithATruncationAndATermination) {
   dqn.observe(step(o(7), {1}, {128}, {0}, {0}, o(8)));  // t = 5's window is full
 
   const TensorMap fields = replay_fields(dqn);
-  ASSERT_EQ(fields.at(dqn_replay::kReturn).size(0), 6);
+  ASSERT_EQ(fields.at(replay_field::kReturn).size(0), 6);
   const std::vector<float> returns{1 + 0.5f * 2 + 0.25f * 4,    2 + 0.5f * 4, 4, 8 + 0.5f * 16, 16,
                                    32 + 0.5f * 64 + 0.25f * 128};
   const std::vector<float> discounts{0.125f, 0.25f, 0.5f, 0.0f, 0.0f, 0.125f};
@@ -158,12 +158,12 @@ TEST(DqnTest, NStepTransitionsFromAStreamWithATruncationAndATermination) {
   const std::vector<int64_t> actions{0, 1, 0, 1, 0, 1};
   for (int64_t i = 0; i < 6; ++i) {
     SCOPED_TRACE("t = " + std::to_string(i));
-    EXPECT_EQ(fields.at(dqn_replay::kObservation)[i][0].item<float>(), static_cast<float>(i));
-    EXPECT_EQ(fields.at(dqn_replay::kAction)[i].item<int64_t>(), actions[i]);
-    EXPECT_EQ(fields.at(dqn_replay::kReturn)[i].item<float>(), returns[i]);
-    EXPECT_EQ(fields.at(dqn_replay::kDiscount)[i].item<float>(), discounts[i]);
-    EXPECT_EQ(fields.at(dqn_replay::kBootstrapObservation)[i][0].item<float>(), bootstrap[i][0]);
-    EXPECT_EQ(fields.at(dqn_replay::kBootstrapObservation)[i][1].item<float>(), bootstrap[i][1]);
+    EXPECT_EQ(fields.at(replay_field::kObservation)[i][0].item<float>(), static_cast<float>(i));
+    EXPECT_EQ(fields.at(replay_field::kAction)[i].item<int64_t>(), actions[i]);
+    EXPECT_EQ(fields.at(replay_field::kReturn)[i].item<float>(), returns[i]);
+    EXPECT_EQ(fields.at(replay_field::kDiscount)[i].item<float>(), discounts[i]);
+    EXPECT_EQ(fields.at(replay_field::kBootstrapObservation)[i][0].item<float>(), bootstrap[i][0]);
+    EXPECT_EQ(fields.at(replay_field::kBootstrapObservation)[i][1].item<float>(), bootstrap[i][1]);
   }
 
   // The targets of those transitions: Q_target(o) = (o_0 + o_1, o_0 - o_1), so max = o_0 + |o_1|.
@@ -194,14 +194,14 @@ TEST(DqnTest, OneStepTransitionsAreWhatAnNStepQueueOfOneGives) {
     }
   }
   const TensorMap fields = replay_fields(dqn);
-  ASSERT_EQ(fields.at(dqn_replay::kReturn).size(0), static_cast<int64_t>(expected.size()));
+  ASSERT_EQ(fields.at(replay_field::kReturn).size(0), static_cast<int64_t>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
     const auto row = static_cast<int64_t>(i);
-    EXPECT_TRUE(fields.at(dqn_replay::kObservation)[row].equal(expected[i].observation)) << i;
-    EXPECT_EQ(fields.at(dqn_replay::kAction)[row].item<int64_t>(), expected[i].action.item<int64_t>()) << i;
-    EXPECT_EQ(fields.at(dqn_replay::kReturn)[row].item<float>(), static_cast<float>(expected[i].reward)) << i;
-    EXPECT_EQ(fields.at(dqn_replay::kDiscount)[row].item<float>(), static_cast<float>(expected[i].discount)) << i;
-    EXPECT_TRUE(fields.at(dqn_replay::kBootstrapObservation)[row].equal(expected[i].bootstrap_observation)) << i;
+    EXPECT_TRUE(fields.at(replay_field::kObservation)[row].equal(expected[i].observation)) << i;
+    EXPECT_EQ(fields.at(replay_field::kAction)[row].item<int64_t>(), expected[i].action.item<int64_t>()) << i;
+    EXPECT_EQ(fields.at(replay_field::kReturn)[row].item<float>(), static_cast<float>(expected[i].reward)) << i;
+    EXPECT_EQ(fields.at(replay_field::kDiscount)[row].item<float>(), static_cast<float>(expected[i].discount)) << i;
+    EXPECT_TRUE(fields.at(replay_field::kBootstrapObservation)[row].equal(expected[i].bootstrap_observation)) << i;
   }
 }
 
@@ -215,7 +215,7 @@ TEST(DqnTest, ByteObservationsStayBytesInTheReplay) {
   Dqn dqn(config);
   const at::Tensor o = at::randint(2, {2, 3, 3, 2}, at::kByte);
   dqn.observe(step(o, {0, 1}, {0, 1}, {0, 0}, {0, 0}, o));
-  EXPECT_EQ(replay_fields(dqn).at(dqn_replay::kObservation).scalar_type(), at::kByte);
+  EXPECT_EQ(replay_fields(dqn).at(replay_field::kObservation).scalar_type(), at::kByte);
   EXPECT_EQ(dqn.actor().act(o, {}).actions.sizes(), (std::vector<int64_t>{2}));
 }
 

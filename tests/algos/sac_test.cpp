@@ -78,7 +78,8 @@ TEST(Sac, SoftQTargetBootstrapsTruncationNotTermination) {
   const HandBatch batch;
 
   torch::manual_seed(7);
-  const at::Tensor y = sac.soft_q_target(batch.rewards, batch.terminated, batch.next_observations);
+  // The discount the replay stores for a one-step transition: gamma, or 0 after a termination.
+  const at::Tensor y = sac.soft_q_target(batch.rewards, (1.0 - batch.terminated) * 0.9, batch.next_observations);
   torch::manual_seed(7);
   const at::Tensor noise = at::randn({3, 1});  // the one draw soft_q_target makes
   const auto policy = sac.model()->actor->forward(batch.next_observations);
@@ -109,7 +110,7 @@ TEST(Sac, SoftQTargetWithoutEntropyIsTheClippedDoubleQTarget) {
   make_constant(target1, 4.0f);
   make_constant(target2, -2.0f);
   const HandBatch batch;
-  const at::Tensor y = sac.soft_q_target(batch.rewards, batch.terminated, batch.next_observations);
+  const at::Tensor y = sac.soft_q_target(batch.rewards, (1.0 - batch.terminated) * 0.5, batch.next_observations);
   EXPECT_TRUE(y.allclose(vec({1.0f - 1.0f, 2.0f, -0.5f - 1.0f})));
 }
 

@@ -39,7 +39,6 @@ namespace {
 constexpr const char* kAlgorithm = "dqn";
 constexpr const char* kModelPrefix = "model/";
 constexpr const char* kTargetPrefix = "target/";
-constexpr const char* kReplayPrefix = "replay/";
 constexpr const char* kOptimizerTensor = "optimizer";
 
 // The one-line refusal of a continuous action space, then the config's own checks.
@@ -67,83 +66,20 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const DqnConfig& config,
                                               torch::optim::AdamOptions(config.learning_rate).eps(config.adam_eps));
 }
 
-ReplayBufferConfig replay_config(const DqnConfig& config, at::ScalarType observation_dtype) {
-  const std::vector<int64_t>& shape = config.network.obs_shape;
-  ReplayBufferConfig replay;
-  replay.capacity = config.buffer_size;
-  replay.prioritized = config.prioritized;
-  replay.alpha = config.priority_alpha;
-  replay.fields = {
-      {dqn_replay::kObservation, {shape, observation_dtype}},
-      {dqn_replay::kAction, {{}, at::kLong}},
-      {dqn_replay::kReturn, {{}, at::kFloat}},
-      {dqn_replay::kDiscount, {{}, at::kFloat}},
-      {dqn_replay::kBootstrapObservation, {shape, observation_dtype}},
-  };
-  return replay;
-}
-
-// `t` on the host as `dtype` (its own by default), without dispatching an operation where it
-// already is: a step is a few rows, and each operation costs more than its copy.
-at::Tensor on_host(const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
-  const at::ScalarType wanted = dtype.value_or(t.scalar_type());
-  if (t.device().is_cpu() && t.scalar_type() == wanted && !t.requires_grad()) return t;
-  return t.detach().to(at::kCPU, wanted);
-}
-
-// A host copy of `t` (as `dtype`, its own by default) that nobody else writes to, in one operation.
-at::Tensor host_copy(const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
-  const at::ScalarType wanted = dtype.value_or(t.scalar_type());
-  if (t.device().is_cpu() && t.scalar_type() == wanted && !t.requires_grad()) return t.clone();
-  return t.detach().to(at::kCPU, wanted, /*non_blocking=*/false, /*copy=*/true);
-}
-
-// Rows [...] as one [k, ...] tensor; a single row as a view of itself (the replay copies it).
-at::Tensor stack_rows(const std::vector<at::Tensor>& rows) {
-  return rows.size() == 1 ? rows.front().unsqueeze(0) : at::stack(rows);
-}
-
-// `values` as a float CPU tensor, rounded as .to(at::kFloat) rounds, in one allocation.
-at::Tensor host_floats(const std::vector<double>& values) {
-  at::Tensor out = at::empty({static_cast<int64_t>(values.size())}, at::kFloat);
-  float* data = out.data_ptr<float>();
-  for (size_t i = 0; i < values.size(); ++i) data[i] = static_cast<float>(values[i]);
-  return out;
-}
-
-// A step's acting estimates (transition::kActingQ and kActingNextValue, [rows] each, from an
-// Ape-X actor), as two host double tensors; none when the actor gave none (new transitions then
-// take the replay's maximum) or the replay samples uniformly. One without the other is refused.
-std::optional<std::pair<at::Tensor, at::Tensor>> acting_estimates(const TensorMap& step, int64_t rows,
-                                                                  bool prioritized) {
-  const auto q = step.find(transition::kActingQ);
-  const auto next_value = step.find(transition::kActingNextValue);
-  const bool has_q = q != step.end() && q->second.defined();
-  const bool has_next_value = next_value != step.end() && next_value->second.defined();
-  if (has_q != has_next_value) {
-    tensor_checks::fail("Dqn::observe", std::string("the acting estimates come together: '") +
-                                            (has_q ? transition::kActingNextValue : transition::kActingQ) +
-                                            "' is missing");
-  }
-  if (!has_q || !prioritized) return std::nullopt;
-  tensor_checks::check_1d("Dqn::observe", transition::kActingQ, q->second, rows);
-  tensor_checks::check_1d("Dqn::observe", transition::kActingNextValue, next_value->second, rows);
-  return std::make_pair(on_host(q->second, at::kDouble).contiguous(),
-                        on_host(next_value->second, at::kDouble).contiguous());
-}
-
-// Ape-X's initial priority of a transition, by the acting network's estimates:
-// |G + discount * V(bootstrap observation) - Q(o, a)| + eps, the learner's own priority formula
-// (update()) with the actor's network in place of both online and target network.
-double initial_priority(double return_, double discount, double bootstrap_value, double q_taken, double eps) {
-  return std::abs(return_ + discount * bootstrap_value - q_taken) + eps;
-}
-
-// The replay sampler's seed, drawn from LibTorch's generator so that torch::manual_seed fixes it.
-uint64_t seed_from_torch() {
-  const at::Tensor draw =
-      at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong);
-  return static_cast<uint64_t>(draw.item<int64_t>());
+// DQN's replay: env-dtype observations (uint8 grids stay uint8), action indices, its n-step
+// return and, prioritised, Ape-X's initial priorities.
+ReplaySpec replay_spec(const DqnConfig& config) {
+  ReplaySpec spec;
+  spec.owner = "Dqn::observe";
+  spec.observation_shape = config.network.obs_shape;
+  spec.num_actions = config.network.action_dim;
+  spec.capacity = config.buffer_size;
+  spec.n_step = config.n_step;
+  spec.gamma = config.gamma;
+  spec.prioritized = config.prioritized;
+  spec.priority_alpha = config.priority_alpha;
+  spec.priority_eps = config.priority_eps;
+  return spec;
 }
 
 }  // namespace
@@ -374,7 +310,7 @@ Dqn::Dqn(DqnConfig config, torch::Device device)
       target_parameters_(*target_),
       optimizer_(make_optimizer(config_, parameters_)),
       actor_(online_, config_),
-      rng_(seed_from_torch()),
+      replay_(replay_spec(config_)),
       // The target starts as the online network: every multiple of the target period up to
       // learning_starts (when no update has happened yet) counts as synced.
       target_sync_step_(config_.learning_starts / config_.target_network_frequency * config_.target_network_frequency) {
@@ -398,7 +334,7 @@ Dqn::Dqn(Dqn& primary, double final_epsilon)
                acting.end_e = final_epsilon;
                return acting;
              }()),
-      rng_(seed_from_torch()),
+      replay_(replay_spec(config_)),
       primary_(&primary) {
   share_optimizer_state(*optimizer_, *primary.optimizer_);
 }
@@ -412,166 +348,22 @@ std::unique_ptr<OffPolicyLearner> Dqn::make_shared_replica() {
   // No replay to fill: a fresh learner's target counts as synced at step 0, not at learning_starts.
   if (updates_ == 0) target_sync_step_ = 0;
   // A3C's final epsilons, one draw per thread.
-  const double u = core::uniform(rng_, 0.0, 1.0);
+  const double u = core::uniform(replay_.generator(), 0.0, 1.0);
   const double final_epsilon = u < 0.4 ? 0.1 : (u < 0.7 ? 0.01 : 0.5);
   return std::unique_ptr<OffPolicyLearner>(new Dqn(*this, final_epsilon));
 }
 
-ReplayBuffer& Dqn::replay_for(at::ScalarType observation_dtype) {
-  if (!replay_) replay_ = std::make_unique<ReplayBuffer>(replay_config(config_, observation_dtype));
-  return *replay_;
-}
-
-void Dqn::observe(const TensorMap& step, int stream) {
-  constexpr const char* kFn = "Dqn::observe";
-  auto field = [&step](const char* name) -> const at::Tensor& {
-    const auto found = step.find(name);
-    if (found == step.end() || !found->second.defined()) {
-      tensor_checks::fail(kFn, std::string("field '") + name + "' is missing");
-    }
-    return found->second;
-  };
-  const at::Tensor& observations = field(transition::kObservations);
-  const at::Tensor& next_observations = field(transition::kNextObservations);
-  if (observations.dim() < 1 || next_observations.sizes() != observations.sizes()) {
-    tensor_checks::fail(kFn, "observations and next_observations must be [B, ...] of one shape, got " +
-                                 tensor_checks::describe(observations) + " and " +
-                                 tensor_checks::describe(next_observations));
-  }
-  const std::vector<int64_t>& shape = config_.network.obs_shape;
-  if (observations.sizes().slice(1) != at::IntArrayRef(shape)) {
-    std::ostringstream expected;
-    expected << at::IntArrayRef(shape);
-    tensor_checks::fail(
-        kFn, "observations must be [B, " + expected.str().substr(1) + ", got " + tensor_checks::describe(observations));
-  }
-  const int64_t rows = observations.size(0);
-  // Checked on the host rows: a reduction per bound costs more than the env step.
-  const auto check_action_range = [&](const at::Tensor& a) {
-    const int64_t* action_values = a.data_ptr<int64_t>();
-    const auto [lowest, highest] = std::minmax_element(action_values, action_values + rows);
-    if (*lowest < 0 || *highest >= online_->num_actions()) {
-      tensor_checks::fail(kFn, "actions must lie in [0, " + std::to_string(online_->num_actions()) + "), got " +
-                                   std::to_string(*lowest) + " to " + std::to_string(*highest));
-    }
-  };
-  for (const char* name :
-       {transition::kActions, transition::kRewards, transition::kTerminated, transition::kTruncated}) {
-    tensor_checks::check_1d(kFn, name, field(name), rows);
-  }
-  const at::Tensor& actions = field(transition::kActions);
-  if (at::isFloatingType(actions.scalar_type()) || actions.scalar_type() == at::kBool) {
-    tensor_checks::fail(kFn, "actions must be integer action indices, got " + tensor_checks::describe(actions));
-  }
-  if (rows == 0) return;
-  const auto estimates = acting_estimates(step, rows, config_.prioritized);
-
-  c10::NoGradGuard no_grad;
-  if (config_.n_step == 1) {
-    // The one-step target: G = r_t, discount = gamma (0 after a termination; a truncation
-    // bootstraps), from next_observations (the final observation where an episode ended). The
-    // numbers an NStepQueue of n = 1 gives, without the per-env queues. The replay copies the
-    // rows, so host tensors go in as they are; discounts are written on the host (a step is a
-    // few rows, and an operation per field would cost more than the env step).
-    const at::Tensor a = on_host(actions, at::kLong).contiguous();
-    check_action_range(a);
-    const at::Tensor terminated = on_host(field(transition::kTerminated), at::kFloat).contiguous();
-    at::Tensor discounts = at::empty({rows}, at::kFloat);
-    const float* ended = terminated.data_ptr<float>();
-    float* discount = discounts.data_ptr<float>();
-    for (int64_t b = 0; b < rows; ++b) discount[b] = ended[b] != 0.0f ? 0.0f : static_cast<float>(config_.gamma);
-    const at::Tensor o = on_host(observations);
-    const at::Tensor r = on_host(field(transition::kRewards), at::kFloat).contiguous();
-    std::optional<at::Tensor> priorities;
-    if (estimates) {
-      priorities = at::empty({rows}, at::kFloat);
-      const double* q = estimates->first.data_ptr<double>();
-      const double* next_value = estimates->second.data_ptr<double>();
-      for (int64_t b = 0; b < rows; ++b) {
-        priorities->data_ptr<float>()[b] = static_cast<float>(
-            initial_priority(r.data_ptr<float>()[b], discount[b], next_value[b], q[b], config_.priority_eps));
-      }
-    }
-    replay_for(o.scalar_type())
-        .add(
-            {
-                {dqn_replay::kObservation, o},
-                {dqn_replay::kAction, a},
-                {dqn_replay::kReturn, r},
-                {dqn_replay::kDiscount, discounts},
-                {dqn_replay::kBootstrapObservation, on_host(next_observations)},
-            },
-            priorities);
-    return;
-  }
-
-  // n-step windows keep steps by reference: give them copies nobody else writes to.
-  const at::Tensor o = host_copy(observations);
-  const at::Tensor next_o = host_copy(next_observations);
-  const at::Tensor a = host_copy(actions, at::kLong).contiguous();
-  check_action_range(a);
-  // Flags and rewards are read on the host, without an operation where they already are (as the
-  // one-step path): a step is a few rows, and each operation costs more than the step.
-  const at::Tensor term = on_host(field(transition::kTerminated), at::kFloat).contiguous();
-  const at::Tensor trunc = on_host(field(transition::kTruncated), at::kFloat).contiguous();
-  const at::Tensor r = on_host(field(transition::kRewards), at::kDouble).contiguous();
-  ReplayBuffer& replay = replay_for(o.scalar_type());
-
-  // n-step: each env's window (n_step_returns.h) emits the transitions it completes.
-  std::vector<NStepQueue>& queues = n_step_queues_[stream];
-  if (queues.empty()) queues.assign(static_cast<size_t>(rows), NStepQueue(config_.n_step, config_.gamma));
-  if (static_cast<int64_t>(queues.size()) != rows) {
-    tensor_checks::fail(kFn, "stream " + std::to_string(stream) + " had " + std::to_string(queues.size()) +
-                                 " environments, this step has " + std::to_string(rows));
-  }
-  std::vector<at::Tensor> observation_rows, action_rows, bootstrap_rows;
-  std::vector<double> returns, discounts, priorities;
-  for (int64_t b = 0; b < rows; ++b) {
-    // The actor's estimates travel in the window with their step: a transition completed here
-    // takes Q(o_t, a_t) from its first step and the bootstrap value from its last.
-    ActingEstimates acting;
-    if (estimates) acting = {estimates->first.data_ptr<double>()[b], estimates->second.data_ptr<double>()[b]};
-    for (NStepTransition& done :
-         queues[static_cast<size_t>(b)].push(o[b], a[b], r.data_ptr<double>()[b], term.data_ptr<float>()[b] != 0.0f,
-                                             trunc.data_ptr<float>()[b] != 0.0f, next_o[b], acting)) {
-      observation_rows.push_back(std::move(done.observation));
-      action_rows.push_back(std::move(done.action));
-      returns.push_back(done.reward);
-      discounts.push_back(done.discount);
-      bootstrap_rows.push_back(std::move(done.bootstrap_observation));
-      if (estimates) {
-        priorities.push_back(
-            initial_priority(done.reward, done.discount, done.bootstrap_value, done.q_first, config_.priority_eps));
-      }
-    }
-  }
-  if (returns.empty()) return;
-  std::optional<at::Tensor> initial;
-  // A stream that starts giving estimates mid-window completes its first transitions without one
-  // (NaN): those, and only then, take the replay's maximum.
-  const bool complete = estimates && std::none_of(priorities.begin(), priorities.end(),
-                                                  [](double priority) { return std::isnan(priority); });
-  if (complete) initial = host_floats(priorities);
-  replay.add(
-      {
-          {dqn_replay::kObservation, stack_rows(observation_rows)},
-          {dqn_replay::kAction, stack_rows(action_rows)},
-          {dqn_replay::kReturn, host_floats(returns)},
-          {dqn_replay::kDiscount, host_floats(discounts)},
-          {dqn_replay::kBootstrapObservation, stack_rows(bootstrap_rows)},
-      },
-      initial);
-}
+void Dqn::observe(const TensorMap& step, int stream) { replay_.add(step, stream); }
 
 at::Tensor Dqn::td_targets(const TensorMap& batch) {
   // Inference mode, not only no-grad: its operations skip autograd's dispatch entirely (a good
   // share of a CartPole update's operations are here). The targets are inference tensors: the
   // loss reads them without saving them for backward.
   c10::InferenceMode inference;
-  const at::Tensor next = on_device(batch.at(dqn_replay::kBootstrapObservation), device_);
+  const at::Tensor next = on_device(batch.at(replay_field::kBootstrapObservation), device_);
   const at::Tensor q_next = target_->forward(next);
-  const at::Tensor returns = on_device(batch.at(dqn_replay::kReturn), device_);
-  const at::Tensor discounts = on_device(batch.at(dqn_replay::kDiscount), device_);
+  const at::Tensor returns = on_device(batch.at(replay_field::kReturn), device_);
+  const at::Tensor discounts = on_device(batch.at(replay_field::kDiscount), device_);
   if (config_.double_dqn) {
     // Double DQN: the online network chooses a*, the target network evaluates it.
     const at::Tensor best = online_->forward(next).argmax(/*dim=*/1, /*keepdim=*/true);
@@ -587,7 +379,7 @@ Metrics Dqn::update(int64_t global_step, double progress) {
   }
   tensor_checks::check_unit_interval("Dqn::update", "progress", progress);
   if (primary_ != nullptr) return update_shared(global_step);
-  if (!replay_ || replay_->size() < config_.batch_size) return {};
+  if (replay_.size() < config_.batch_size) return {};
 
   // Prioritised replay's importance exponent, annealed from beta0 to 1 over training.
   const double beta = config_.prioritized ? config_.priority_beta0 + (1.0 - config_.priority_beta0) * progress : 1.0;
@@ -596,15 +388,16 @@ Metrics Dqn::update(int64_t global_step, double progress) {
   at::Tensor loss;
   at::Tensor q_taken;
   for (int64_t g = 0; g < config_.gradient_steps; ++g) {
-    const ReplaySample sample = replay_->sample(config_.batch_size, rng_, beta);
+    const ReplaySample sample = replay_.sample(config_.batch_size, beta);
     const TensorMap batch = to_device(sample.fields, device_);
 
     // y = G + discount * Q_target(o', a*), no gradient.
     const at::Tensor y = td_targets(batch);
     // loss = mean w * l(Q_online(o, a) - y) over the replayed actions (fused_td_loss.h); w are
     // prioritised replay's importance weights, which correct its sampling.
-    const TdLoss td = fused_td_loss(online_->forward(batch.at(dqn_replay::kObservation)), batch.at(dqn_replay::kAction),
-                                    y, config_.prioritized ? sample.weights.to(device_) : at::Tensor(), config_.loss);
+    const TdLoss td =
+        fused_td_loss(online_->forward(batch.at(replay_field::kObservation)), batch.at(replay_field::kAction), y,
+                      config_.prioritized ? sample.weights.to(device_) : at::Tensor(), config_.loss);
     loss = td.loss;
     q_taken = td.q_taken;
     gradient_step(loss, parameters_, *optimizer_, clip, sync_strategy());
@@ -612,7 +405,7 @@ Metrics Dqn::update(int64_t global_step, double progress) {
     // New priorities: the TD errors the step was taken on.
     if (config_.prioritized) {
       const at::Tensor td_errors = (q_taken - y).abs().to(at::kCPU, at::kDouble);
-      replay_->update_priorities(sample.indices, td_errors + config_.priority_eps);
+      replay_.update_priorities(sample.indices, td_errors + config_.priority_eps);
     }
   }
   ++updates_;
@@ -642,14 +435,13 @@ void Dqn::follow_target(int64_t global_step) {
 }
 
 Metrics Dqn::update_shared(int64_t global_step) {
-  if (!replay_) return {};
-  const TensorMap queued = replay_->take_all();
-  if (queued.at(dqn_replay::kAction).size(0) == 0) return {};
+  const TensorMap queued = replay_.take_all();
+  if (queued.empty() || queued.at(replay_field::kAction).size(0) == 0) return {};
   const TensorMap batch = to_device(queued, device_);
   // y = G + discount * Q_target(o', a*) with the shared target network, no gradient.
   const at::Tensor y = td_targets(batch);
-  const TdLoss td = fused_td_loss(online_->forward(batch.at(dqn_replay::kObservation)), batch.at(dqn_replay::kAction),
-                                  y, at::Tensor(), config_.loss);
+  const TdLoss td = fused_td_loss(online_->forward(batch.at(replay_field::kObservation)),
+                                  batch.at(replay_field::kAction), y, at::Tensor(), config_.loss);
   const double clip = config_.max_grad_norm > 0.0 ? config_.max_grad_norm : std::numeric_limits<double>::infinity();
   // The gradient on this thread alone; the step on the shared parameters and statistics takes
   // turns with the other replicas' (gradient_step's step_lock says why).
@@ -672,9 +464,7 @@ void Dqn::save(core::Checkpoint& checkpoint) const {
   save_module(checkpoint, kModelPrefix, *online_);
   save_module(checkpoint, kTargetPrefix, *target_);
   save_optimizer(checkpoint, kOptimizerTensor, *optimizer_);
-  if (config_.checkpoint_replay && replay_) {
-    for (const auto& [name, tensor] : replay_->state()) checkpoint.tensors[kReplayPrefix + name] = tensor;
-  }
+  replay_.save(checkpoint, config_.checkpoint_replay);
   checkpoint.metadata["algorithm"] = kAlgorithm;
   checkpoint.metadata["updates"] = updates_;
   checkpoint.metadata["target_sync_step"] = target_sync_step_;
@@ -695,27 +485,15 @@ void Dqn::load(const core::Checkpoint& checkpoint) {
   check_module(checkpoint, kTargetPrefix, *target_, hints);
   check_optimizer(checkpoint, kOptimizerTensor, *make_optimizer(config_, parameters_), device_);
 
-  std::unique_ptr<ReplayBuffer> restored;
-  const TensorMap replay_state = core::tensors_under(checkpoint, kReplayPrefix);
-  if (config_.checkpoint_replay && !replay_state.empty()) {
-    const at::Tensor observations =
-        core::checkpoint_tensor(checkpoint, std::string(kReplayPrefix) + "fields/" + dqn_replay::kObservation);
-    try {
-      restored = std::make_unique<ReplayBuffer>(replay_config(config_, observations.scalar_type()));
-      restored->load_state(replay_state);
-    } catch (const std::invalid_argument& error) {
-      core::checkpoint_corrupt(std::string("the replay (tensors '") + kReplayPrefix +
-                               "...') does not fit: " + error.what());
-    }
-  }
+  Replay::Saved replay = replay_.read(checkpoint, config_.checkpoint_replay);
 
   load_module(checkpoint, kModelPrefix, *online_);
   load_module(checkpoint, kTargetPrefix, *target_);
   load_optimizer(checkpoint, kOptimizerTensor, *optimizer_, device_);
   updates_ = updates;
   target_sync_step_ = target_sync_step;
-  replay_ = std::move(restored);
-  n_step_queues_.clear();
+  // Without contents the replay empties: a resumed run refills it as it acts.
+  replay_.restore(std::move(replay), /*keep_unsaved_contents=*/false);
 }
 
 }  // namespace concord::algos

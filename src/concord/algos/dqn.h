@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "concord/algos/actor.h"
-#include "concord/algos/n_step_returns.h"
 #include "concord/algos/off_policy_learner.h"
-#include "concord/algos/replay_buffer.h"
+#include "concord/algos/replay.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/rng.h"
 #include "concord/nn/actor_critic.h"
@@ -103,22 +102,11 @@ class EpsilonGreedyActor : public Actor {
   DqnConfig config_;
 };
 
-// The fields of the transitions DQN keeps in its replay, each with leading dimension N.
-namespace dqn_replay {
-inline constexpr const char* kObservation = "observation";  // o_t, the env's dtype and shape
-inline constexpr const char* kAction = "action";            // a_t, int64 []
-inline constexpr const char* kReturn = "return";            // G_t, float [] (n-step, n_step_returns.h)
-inline constexpr const char* kDiscount = "discount";        // gamma^m, or 0 after a termination, float []
-inline constexpr const char* kBootstrapObservation = "bootstrap_observation";  // o_{t+m} (or a final one)
-}  // namespace dqn_replay
-
 // The DQN Learner: an online Q-network (the one that learns, acts and is flat_parameters()), a
-// target network that follows it, the optimiser, the replay and one n-step window per env.
+// target network that follows it, the optimiser, and its replay (replay.h: the n-step adder,
+// Ape-X's initial priorities, the buffer and the sampler).
 //
-//   observe(step, stream):
-//     per env: (G_t, discount_t, bootstrap o) of the window that completes (NStepQueue; for n = 1
-//     G = r_t, discount = gamma or 0 after a termination, bootstrap o = next_observations[t]: the
-//     same numbers, without the queues) -> replay
+//   observe(step, stream):  the replay adds the n-step transitions the step completes
 //
 //   update(global_step, progress):                   (nothing while replay < batch_size)
 //     repeat gradient_steps times:
@@ -143,10 +131,10 @@ inline constexpr const char* kBootstrapObservation = "bootstrap_observation";  /
 // the actor's (EpsilonGreedyActor::exploration), which the policy reports: under Ape-X each actor
 // has its own.
 //
-// Observations go into the replay in the env's dtype (uint8 grids stay uint8): the replay is built
-// at the first observe(), which fixes the dtype. It lives on the CPU; sampled batches move to the
-// network's device. Replay sampling draws from a core::Rng seeded from LibTorch's generator at
-// construction (seed it with torch::manual_seed). Not thread-safe, except actor().act() beside
+// Observations go into the replay in the env's dtype (uint8 grids stay uint8): its buffer is
+// built at the first observe(), which fixes the dtype. It lives on the CPU; sampled batches move
+// to the network's device. Replay sampling draws from a core::Rng seeded from LibTorch's generator
+// at construction (seed it with torch::manual_seed). Not thread-safe, except actor().act() beside
 // update() where the policy allows it, and observe() beside update() (observes_while_updating).
 class Dqn : public OffPolicyLearner {
  public:
@@ -159,9 +147,9 @@ class Dqn : public OffPolicyLearner {
   torch::nn::Module& network() override { return *online_; }
   nn::FlatParameters& flat_parameters() override { return parameters_; }
 
-  // Throws std::invalid_argument for a missing field, rows that disagree, non-integer or
-  // out-of-range actions, or a batch size that differs from the stream's earlier steps. n-step
-  // windows keep (CPU copies of) up to n - 1 steps per env until they complete.
+  // Replay::add: throws std::invalid_argument for a missing field, rows that disagree,
+  // non-integer or out-of-range actions, or a batch size that differs from the stream's earlier
+  // steps.
   void observe(const TensorMap& step, int stream = 0) override;
   // Throws std::invalid_argument if global_step < 0 or progress is outside [0, 1].
   Metrics update(int64_t global_step, double progress) override;
@@ -179,13 +167,14 @@ class Dqn : public OffPolicyLearner {
   // 0.4, 0.3 and 0.3 (A3C's). learning_starts does not apply: there is no replay to fill. Throws
   // std::invalid_argument, in one line, with prioritized replay.
   std::unique_ptr<OffPolicyLearner> make_shared_replica() override;
-  // True: observe() writes the n-step windows (which update() never reads) and the replay, which
-  // is thread-safe; the replay built by the first observe() is what needs the contract's
-  // happens-before.
+  // True: observe() writes the replay's n-step windows (which update() never reads) and its
+  // buffer, which is thread-safe; the buffer built by the first observe() is what needs the
+  // contract's happens-before.
   bool observes_while_updating() const override { return true; }
 
   // Tensors "model/<name>" (online) and "target/<name>", "optimizer" (LibTorch's archive bytes in a
-  // uint8 tensor), with checkpoint_replay the replay's state() as "replay/<name>"; metadata
+  // uint8 tensor), the sampler as "replay_rng" and, with checkpoint_replay, the replay's contents
+  // as "replay/<name>" (Replay::save); metadata
   // "algorithm" = "dqn", "updates" and "target_sync_step". The n-step windows are not saved: they
   // belong to episodes that a resumed run does not continue (its envs start afresh).
   //
@@ -200,7 +189,7 @@ class Dqn : public OffPolicyLearner {
   // leaving the learner unchanged.
   void load(const core::Checkpoint& checkpoint) override;
 
-  // y = G + discount * Q_target(o', a*) for a batch of replay fields (dqn_replay; any device),
+  // y = G + discount * Q_target(o', a*) for a batch of replay fields (replay_field; any device),
   // without gradient: [N] on the network's device, an inference tensor (computed under
   // InferenceMode: read it freely, but clone it before saving it for backward).
   at::Tensor td_targets(const TensorMap& batch);
@@ -212,7 +201,7 @@ class Dqn : public OffPolicyLearner {
   // The optimiser update() steps, for a caller that times update()'s phases apart (bench/micro).
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   // nullptr until the first observe() (or a load() that restored a replay).
-  const ReplayBuffer* replay() const { return replay_.get(); }
+  const ReplayBuffer* replay() const { return replay_.buffer(); }
   // Updates that changed something (each of gradient_steps gradient steps), restored by load().
   int64_t updates() const { return updates_; }
   // The multiple of target_network_frequency the target last followed the online network at.
@@ -221,8 +210,6 @@ class Dqn : public OffPolicyLearner {
  private:
   // A shared replica of `primary` acting with `final_epsilon` (make_shared_replica).
   Dqn(Dqn& primary, double final_epsilon);
-  // Builds the replay for observations of `dtype` on the first observe().
-  ReplayBuffer& replay_for(at::ScalarType observation_dtype);
   // A shared replica's update(): one gradient step on the queued transitions.
   Metrics update_shared(int64_t global_step);
   // The target follows the online network at every multiple of target_network_frequency.
@@ -236,9 +223,7 @@ class Dqn : public OffPolicyLearner {
   nn::FlatParameters target_parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   EpsilonGreedyActor actor_;
-  std::unique_ptr<ReplayBuffer> replay_;
-  std::map<int, std::vector<NStepQueue>> n_step_queues_;  // stream -> one queue per env (n > 1)
-  core::Rng rng_;                                         // replay sampling
+  Replay replay_;  // its generator also draws a shared replica's A3C epsilon
   int64_t updates_ = 0;
   int64_t target_sync_step_ = 0;
   Dqn* primary_ = nullptr;   // a shared replica's: whose parameters, target and counters it shares

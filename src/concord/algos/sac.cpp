@@ -34,10 +34,6 @@ constexpr const char* kAlgorithm = "sac";
 // (max_grad_norm = 0 would zero the gradient instead).
 constexpr double kNoClipping = std::numeric_limits<double>::infinity();
 
-// The transition fields SAC stores; truncation needs none (next_observations bootstraps it).
-const char* const kStoredFields[] = {transition::kObservations, transition::kActions, transition::kRewards,
-                                     transition::kTerminated, transition::kNextObservations};
-
 int64_t obs_dim_of(const nn::ActorCriticConfig& network) {
   int64_t dim = 1;
   for (int64_t size : network.obs_shape) dim *= size;
@@ -58,16 +54,18 @@ nn::SoftQNetworkConfig critic_config(const SacConfig& config) {
           config.network.activation};
 }
 
-ReplayBufferConfig replay_config(const SacConfig& config) {
-  ReplayBufferConfig replay;
-  replay.capacity = config.buffer_size;
-  const std::vector<int64_t>& obs_shape = config.network.obs_shape;
-  replay.fields = {{transition::kObservations, {obs_shape, at::kFloat}},
-                   {transition::kActions, {{config.network.action_dim}, at::kFloat}},
-                   {transition::kRewards, {{}, at::kFloat}},
-                   {transition::kTerminated, {{}, at::kFloat}},
-                   {transition::kNextObservations, {obs_shape, at::kFloat}}};
-  return replay;
+// SAC's replay: float observations, float actions of action_dim, one-step targets. Truncation
+// needs no field of its own (next_observations bootstraps it), so a step may leave it out.
+ReplaySpec replay_spec(const SacConfig& config) {
+  ReplaySpec spec;
+  spec.owner = "Sac::observe";
+  spec.observation_shape = config.network.obs_shape;
+  spec.observation_dtype = at::kFloat;
+  spec.action_shape = {config.network.action_dim};
+  spec.capacity = config.buffer_size;
+  spec.gamma = config.gamma;
+  spec.require_truncated = false;
+  return spec;
 }
 
 SacModel build_model(const SacConfig& config, torch::Device device) {
@@ -140,21 +138,6 @@ class SacActorReplica final : public ActorReplica {
   int64_t offset_ = 0;
   SacActor actor_;
 };
-
-at::Tensor text_bytes(const std::string& text) {
-  at::Tensor bytes = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
-  std::memcpy(bytes.data_ptr<uint8_t>(), text.data(), text.size());
-  return bytes;
-}
-
-std::string bytes_text(const at::Tensor& bytes) {
-  const at::Tensor contiguous = bytes.to(at::kCPU).contiguous();
-  return std::string(reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()),
-                     static_cast<size_t>(contiguous.numel()));
-}
-
-constexpr const char* kReplayPrefix = "replay/";
-constexpr const char* kReplayRng = "replay_rng";
 
 }  // namespace
 
@@ -278,10 +261,7 @@ Sac::Sac(SacConfig config, torch::Device device)
       target_parameters_(*targets_),
       critic_values_(critic_slice(parameters_, model_)),
       optimizers_(make_optimizers()),
-      replay_(std::make_unique<ReplayBuffer>(replay_config(config_))),
-      rng_(static_cast<uint64_t>(
-          at::randint(std::numeric_limits<int64_t>::max(), {1}, core::thread_generator(at::kCPU), at::kLong)
-              .item<int64_t>())),
+      replay_(replay_spec(config_)),
       actor_(std::make_unique<SacActor>(model_->actor, config_.learning_starts, config_.train_frequency,
                                         config_.sde_sample_freq)),
       target_entropy_(-static_cast<double>(config_.network.action_dim)) {
@@ -308,21 +288,7 @@ Sac::Optimizers Sac::make_optimizers() const {
   return optimizers;
 }
 
-void Sac::observe(const TensorMap& step, int /*stream*/) {
-  TensorMap batch;
-  for (const char* name : kStoredFields) {
-    const auto found = step.find(name);
-    if (found == step.end() || !found->second.defined()) {
-      throw std::invalid_argument(std::string("Sac::observe: field \"") + name + "\" is missing");
-    }
-    at::Tensor tensor = found->second.to(at::kFloat);
-    // [B] for a one-element field (a scalar Box's observations, one action dimension) is [B, 1].
-    const std::vector<int64_t>& shape = replay_->config().fields.at(name).shape;
-    if (tensor.dim() == 1 && shape.size() == 1 && shape[0] == 1) tensor = tensor.unsqueeze(1);
-    batch[name] = tensor;
-  }
-  replay_->add(batch);
-}
+void Sac::observe(const TensorMap& step, int stream) { replay_.add(step, stream); }
 
 double Sac::alpha() const { return config_.autotune ? model_->log_alpha.detach().exp().item<double>() : config_.alpha; }
 
@@ -335,35 +301,36 @@ void Sac::step(const at::Tensor& loss, torch::optim::Optimizer& optimizer) {
   gradient_step(loss, parameters_, optimizer, kNoClipping, sync_strategy());
 }
 
-at::Tensor Sac::soft_q_target(const at::Tensor& rewards, const at::Tensor& terminated,
-                              const at::Tensor& next_observations) {
+at::Tensor Sac::soft_q_target(const at::Tensor& returns, const at::Tensor& discounts,
+                              const at::Tensor& bootstrap_observations) {
   c10::NoGradGuard no_grad;
-  const nn::SquashedSample next = model_->actor->sample(next_observations);
+  const nn::SquashedSample next = model_->actor->sample(bootstrap_observations);
   const at::Tensor min_qf_next_target =
-      at::min(targets_->qf1(next_observations, next.action), targets_->qf2(next_observations, next.action)) -
+      at::min(targets_->qf1(bootstrap_observations, next.action), targets_->qf2(bootstrap_observations, next.action)) -
       alpha_tensor() * next.log_prob;
-  const at::Tensor r = rewards.to(device_, at::kFloat).reshape(-1);
-  const at::Tensor d = terminated.to(device_, at::kFloat).reshape(-1);
-  return r + (1.0 - d) * config_.gamma * min_qf_next_target;
+  const at::Tensor g = returns.to(device_, at::kFloat).reshape(-1);
+  const at::Tensor discount = discounts.to(device_, at::kFloat).reshape(-1);
+  // CleanRL's r + (1 - d) * gamma * target, with (1 - d) * gamma stored as the discount.
+  return g + discount * min_qf_next_target;
 }
 
 Metrics Sac::update(int64_t /*global_step*/, double progress) {
   if (!(progress >= 0.0 && progress <= 1.0)) {
     throw std::invalid_argument("Sac::update: progress must be in [0, 1], got " + std::to_string(progress));
   }
-  if (replay_->size() < config_.batch_size) return {};
+  if (replay_.size() < config_.batch_size) return {};
 
   at::Tensor qf1_loss, qf2_loss, qf_values;
   for (int64_t g = 0; g < config_.gradient_steps; ++g) {
-    const TensorMap data = to_device(replay_->sample(config_.batch_size, rng_).fields, device_);
+    const TensorMap data = to_device(replay_.sample(config_.batch_size).fields, device_);
     // gSDE: log_std may have changed since the last draw (SB3 draws anew every gradient step).
     if (config_.use_sde) model_->actor->reset_noise();
-    const at::Tensor& observations = data.at(transition::kObservations);
-    const at::Tensor& actions = data.at(transition::kActions);
+    const at::Tensor& observations = data.at(replay_field::kObservation);
+    const at::Tensor& actions = data.at(replay_field::kAction);
 
     // Soft policy evaluation: both critics regress on the soft Bellman target.
-    const at::Tensor next_q_value = soft_q_target(data.at(transition::kRewards), data.at(transition::kTerminated),
-                                                  data.at(transition::kNextObservations));
+    const at::Tensor next_q_value = soft_q_target(data.at(replay_field::kReturn), data.at(replay_field::kDiscount),
+                                                  data.at(replay_field::kBootstrapObservation));
     const at::Tensor qf1_a_values = model_->qf1(observations, actions);
     const at::Tensor qf2_a_values = model_->qf2(observations, actions);
     qf1_loss = at::mse_loss(qf1_a_values, next_q_value);
@@ -428,12 +395,7 @@ void Sac::save(core::Checkpoint& checkpoint) const {
   save_optimizer(checkpoint, "optimizer/actor", *optimizers_.actor);
   save_optimizer(checkpoint, "optimizer/q", *optimizers_.q);
   save_optimizer(checkpoint, "optimizer/alpha", *optimizers_.alpha);
-  std::ostringstream rng;
-  rng << rng_;
-  checkpoint.tensors[kReplayRng] = text_bytes(rng.str());
-  if (config_.checkpoint_replay) {
-    for (const auto& [name, tensor] : replay_->state()) checkpoint.tensors[kReplayPrefix + name] = tensor;
-  }
+  replay_.save(checkpoint, config_.checkpoint_replay);
   checkpoint.metadata["algorithm"] = kAlgorithm;
   checkpoint.metadata["updates"] = updates_;
   checkpoint.metadata["gradient_steps"] = gradient_steps_;
@@ -460,29 +422,13 @@ void Sac::load(const core::Checkpoint& checkpoint) {
   check_optimizer(checkpoint, "optimizer/actor", *scratch.actor, device_);
   check_optimizer(checkpoint, "optimizer/q", *scratch.q, device_);
   check_optimizer(checkpoint, "optimizer/alpha", *scratch.alpha, device_);
-  core::Rng rng;
-  {
-    std::istringstream in(bytes_text(core::checkpoint_tensor(checkpoint, kReplayRng)));
-    in >> rng;
-    if (in.fail()) core::checkpoint_corrupt(std::string("tensor '") + kReplayRng + "' is not a generator state");
-  }
-  const TensorMap replay_state = core::tensors_under(checkpoint, kReplayPrefix);
-  std::unique_ptr<ReplayBuffer> replay;
-  if (!replay_state.empty()) {
-    replay = std::make_unique<ReplayBuffer>(replay_->config());
-    try {
-      replay->load_state(replay_state);
-    } catch (const std::invalid_argument& error) {
-      core::checkpoint_corrupt(std::string("its replay does not fit this learner's: ") + error.what());
-    }
-  }
+  Replay::Saved replay = replay_.read(checkpoint, /*accept_contents=*/true);
 
   // Then change everything.
   load_module(checkpoint, "model/", *model_);
   load_module(checkpoint, "target/", *targets_);
   for (const auto& [name, optimizer] : optimizers) load_optimizer(checkpoint, name, *optimizer, device_);
-  rng_ = rng;
-  if (replay) replay_ = std::move(replay);
+  replay_.restore(std::move(replay), /*keep_unsaved_contents=*/true);
   updates_ = updates;
   gradient_steps_ = gradient_steps;
   last_actor_loss_ = at::Tensor();

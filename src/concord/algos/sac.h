@@ -13,7 +13,7 @@
 
 #include "concord/algos/actor.h"
 #include "concord/algos/off_policy_learner.h"
-#include "concord/algos/replay_buffer.h"
+#include "concord/algos/replay.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/rng.h"
 #include "concord/nn/actor_critic.h"
@@ -160,8 +160,9 @@ class Sac : public OffPolicyLearner {
   torch::nn::Module& network() override { return *model_; }
   nn::FlatParameters& flat_parameters() override { return parameters_; }
 
-  // Stores observations, actions, rewards, terminated and next_observations of the step (the
-  // other fields are not needed). Throws std::invalid_argument for a missing or mis-shaped field.
+  // The replay (replay.h) adds the step's one-step transitions: observations, actions, rewards,
+  // terminated and next_observations are needed (truncated is not). Throws
+  // std::invalid_argument for a missing or mis-shaped field.
   void observe(const TensorMap& step, int stream = 0) override;
   // Throws std::invalid_argument if progress is outside [0, 1].
   Metrics update(int64_t global_step, double progress) override;
@@ -170,13 +171,14 @@ class Sac : public OffPolicyLearner {
   // A SacActor (same learning_starts) over a clone of the policy network alone: assign() takes
   // the whole flat buffer and copies the policy's slice of it.
   std::unique_ptr<ActorReplica> make_actor_replica() override;
-  // True: observe() only adds to the replay, which is thread-safe and built at construction.
+  // True: observe() only adds to the replay, whose buffer is thread-safe and built at
+  // construction.
   bool observes_while_updating() const override { return true; }
 
   // Tensors "model/<name>" (parameters, log_alpha and the action scale and bias),
   // "target/<name>" (the target critics), "optimizer/actor", "optimizer/q", "optimizer/alpha"
   // (LibTorch's archive bytes in uint8 tensors), "replay_rng" (the sampler's state as text bytes)
-  // and, with checkpoint_replay, "replay/<name>" (ReplayBuffer::state()); metadata "algorithm"
+  // and, with checkpoint_replay, "replay/<name>" (Replay::save); metadata "algorithm"
   // = "sac", "updates", "gradient_steps".
   void save(core::Checkpoint& checkpoint) const override;
   // Checks everything before changing anything; throws core::CheckpointError naming another
@@ -185,11 +187,13 @@ class Sac : public OffPolicyLearner {
   // "replay/..." leaves the replay as it is.
   void load(const core::Checkpoint& checkpoint) override;
 
-  // The soft Bellman target of a batch, without gradient (one draw of a' ~ pi(s')):
-  //   y = r + gamma * (1 - terminated) * (min(Q1_target, Q2_target)(s', a') - alpha * log pi(a'|s'))
-  // rewards and terminated [B], next_observations [B, ...]; returns [B] on the model's device.
-  at::Tensor soft_q_target(const at::Tensor& rewards, const at::Tensor& terminated,
-                           const at::Tensor& next_observations);
+  // The soft Bellman target of a batch of replay fields, without gradient (one draw of
+  // a' ~ pi(s')):
+  //   y = G + discount * (min(Q1_target, Q2_target)(s', a') - alpha * log pi(a'|s'))
+  // with G = r and discount = gamma * (1 - terminated) for SAC's one-step transitions: returns and
+  // discounts [B], bootstrap_observations s' [B, ...]; returns [B] on the model's device.
+  at::Tensor soft_q_target(const at::Tensor& returns, const at::Tensor& discounts,
+                           const at::Tensor& bootstrap_observations);
 
   // The entropy coefficient in use: exp(log_alpha) with autotune, else config().alpha.
   double alpha() const;
@@ -198,7 +202,7 @@ class Sac : public OffPolicyLearner {
   const SacConfig& config() const { return config_; }
   SacModel model() const { return model_; }
   SacTargets targets() const { return targets_; }
-  const ReplayBuffer& replay() const { return *replay_; }
+  const ReplayBuffer& replay() const { return *replay_.buffer(); }
   // update() calls that updated (not those that returned no metrics), and gradient steps taken.
   int64_t updates() const { return updates_; }
   int64_t gradient_steps_done() const { return gradient_steps_; }
@@ -222,8 +226,7 @@ class Sac : public OffPolicyLearner {
   nn::FlatParameters target_parameters_;
   at::Tensor critic_values_;  // the slice of parameters_.values() that holds qf1 then qf2
   Optimizers optimizers_;
-  std::unique_ptr<ReplayBuffer> replay_;
-  core::Rng rng_;
+  Replay replay_;
   std::unique_ptr<SacActor> actor_;
   double target_entropy_;
   int64_t updates_ = 0;

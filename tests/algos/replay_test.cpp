@@ -1,3 +1,4 @@
+#include "concord/algos/replay.h"
 #include "concord/algos/replay_buffer.h"
 
 #include <ATen/core/Tensor.h>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "algos/tensor_test_util.h"
+#include "concord/core/checkpoint.h"
+#include "concord/core/checkpoint_fields.h"
 #include "concord/core/rng.h"
 #include "hang_guard.h"
 
@@ -540,6 +543,137 @@ TEST(ReplayBufferTest, BetaScheduleAnnealsLinearlyToOne) {
   EXPECT_THROW((BetaSchedule{1.5, 10}).at(0), std::invalid_argument);
   EXPECT_THROW((BetaSchedule{0.4, -1}).at(0), std::invalid_argument);
   EXPECT_THROW(schedule.at(-1), std::invalid_argument);
+}
+
+// ---- Replay (replay.h): the adder, the sampler and their checkpoint ----
+
+// A continuous-action replay of [2] observations (SAC's form).
+ReplaySpec continuous_spec(int64_t n_step = 1) {
+  ReplaySpec spec;
+  spec.owner = "Test::observe";
+  spec.observation_shape = {2};
+  spec.observation_dtype = at::kFloat;
+  spec.action_shape = {1};
+  spec.capacity = 16;
+  spec.n_step = n_step;
+  spec.gamma = 0.5;
+  return spec;
+}
+
+// One step of B envs: o = (t, b), actions [B] (one action dimension), rewards r, flags.
+TensorMap env_step(float t, std::vector<float> rewards, std::vector<float> terminated, std::vector<float> truncated) {
+  const int64_t rows = static_cast<int64_t>(rewards.size());
+  const at::Tensor envs = at::arange(rows, at::kFloat);
+  return {{transition::kObservations, at::stack({at::full({rows}, t), envs}, 1).to(at::kDouble)},
+          {transition::kActions, at::full({rows}, t / 10.0f)},
+          {transition::kRewards, at::tensor(rewards)},
+          {transition::kTerminated, at::tensor(terminated)},
+          {transition::kTruncated, at::tensor(truncated)},
+          {transition::kNextObservations, at::stack({at::full({rows}, t + 1.0f), envs}, 1).to(at::kDouble)}};
+}
+
+TEST(ReplayTest, OneStepTransitionsStoreTheDiscountAndTheDeclaredForms) {
+  torch::manual_seed(0);
+  Replay replay(continuous_spec());
+  EXPECT_EQ(replay.buffer()->size(), 0) << "a declared observation dtype builds the buffer at once";
+  replay.add(env_step(3, {1, 2, 4}, {0, 1, 0}, {0, 0, 1}));
+  ASSERT_EQ(replay.size(), 3);
+  TensorMap fields;
+  for (const auto& [name, tensor] : replay.buffer()->state()) {
+    if (name.rfind("fields/", 0) == 0) fields[name.substr(7)] = tensor;
+  }
+  // Observations converted to the declared float, actions [B] as [B, 1].
+  EXPECT_EQ(fields.at(replay_field::kObservation).scalar_type(), at::kFloat);
+  EXPECT_EQ(fields.at(replay_field::kAction).sizes(), (std::vector<int64_t>{3, 1}));
+  EXPECT_FLOAT_EQ(fields.at(replay_field::kAction)[2][0].item<float>(), 0.3f);
+  // The termination stops the bootstrap; the truncation does not.
+  EXPECT_TRUE(fields.at(replay_field::kDiscount).equal(at::tensor(std::vector<float>{0.5f, 0.0f, 0.5f})));
+  EXPECT_TRUE(fields.at(replay_field::kReturn).equal(at::tensor(std::vector<float>{1, 2, 4})));
+  EXPECT_EQ(fields.at(replay_field::kBootstrapObservation)[1][0].item<float>(), 4.0f);
+}
+
+TEST(ReplayTest, NStepWindowsAreKeptPerStreamAndEnv) {
+  torch::manual_seed(0);
+  Replay replay(continuous_spec(/*n_step=*/2));
+  replay.add(env_step(0, {1, 1}, {0, 0}, {0, 0}), /*stream=*/0);
+  replay.add(env_step(0, {8}, {0}, {0}), /*stream=*/1);  // another stream, its own window
+  EXPECT_EQ(replay.size(), 0);
+  replay.add(env_step(1, {2, 2}, {0, 1}, {0, 0}), 0);
+  ASSERT_EQ(replay.size(), 3) << "two full windows, and env 1's last step cut by its termination";
+  const TensorMap all = replay.take_all();
+  // G = 1 + 0.5 * 2 for the full windows (discount 0.25), 2 alone after the termination.
+  EXPECT_TRUE(all.at(replay_field::kReturn).equal(at::tensor(std::vector<float>{2, 2, 2})));
+  EXPECT_TRUE(all.at(replay_field::kDiscount).equal(at::tensor(std::vector<float>{0.25f, 0.0f, 0.0f})));
+  EXPECT_TRUE(all.at(replay_field::kObservation).select(1, 0).equal(at::tensor(std::vector<float>{0, 0, 1})));
+  expect_invalid_argument(
+      [&] {
+        replay.add(env_step(2, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}), 0);
+      },
+      {"Test::observe", "stream 0 had 2 environments, this step has 3"});
+}
+
+TEST(ReplayTest, RefusesMalformedStepsNamingItsOwner) {
+  torch::manual_seed(0);
+  ReplaySpec discrete = continuous_spec();
+  discrete.num_actions = 2;
+  discrete.observation_dtype.reset();
+  Replay indices(discrete);
+  EXPECT_EQ(indices.buffer(), nullptr) << "the env's dtype is fixed by the first step";
+  TensorMap step = env_step(0, {1}, {0}, {0});
+  expect_invalid_argument([&] { indices.add(step); }, {"Test::observe", "integer action indices"});
+  step[transition::kActions] = at::tensor(std::vector<int64_t>{2});
+  expect_invalid_argument([&] { indices.add(step); }, {"actions must lie in [0, 2), got 2 to 2"});
+  step[transition::kActions] = at::tensor(std::vector<int64_t>{1});
+  step.erase(transition::kTruncated);
+  expect_invalid_argument([&] { indices.add(step); }, {"field 'truncated' is missing"});
+  step[transition::kTruncated] = at::zeros({1});
+  step[transition::kObservations] = at::zeros({1, 3});
+  expect_invalid_argument([&] { indices.add(step); }, {"observations must be [1, 2]"});
+
+  ReplaySpec lenient = continuous_spec();
+  lenient.require_truncated = false;
+  Replay one_step(lenient);
+  TensorMap untruncated = env_step(0, {1}, {0}, {0});
+  untruncated.erase(transition::kTruncated);
+  one_step.add(untruncated);
+  EXPECT_EQ(one_step.size(), 1);
+  expect_invalid_argument([&] { Replay(ReplaySpec{}); }, {"capacity must be >= 1"});
+}
+
+TEST(ReplayTest, ACheckpointRestoresTheSamplerAndTheContents) {
+  torch::manual_seed(3);
+  Replay saved(continuous_spec());
+  for (int t = 0; t < 5; ++t) saved.add(env_step(static_cast<float>(t), {1, 2}, {0, 0}, {0, 0}));
+  saved.sample(4);
+  core::Checkpoint checkpoint;
+  saved.save(checkpoint, /*with_contents=*/true);
+  EXPECT_EQ(checkpoint.tensors.count("replay_rng"), 1u);
+  EXPECT_EQ(checkpoint.tensors.count("replay/fields/observation"), 1u);
+
+  torch::manual_seed(4);  // another sampler seed, overwritten by the checkpoint's
+  Replay restored(continuous_spec());
+  restored.restore(restored.read(checkpoint, /*accept_contents=*/true), /*keep_unsaved_contents=*/false);
+  ASSERT_EQ(restored.size(), 10);
+  const ReplaySample next = saved.sample(6);
+  const ReplaySample again = restored.sample(6);
+  EXPECT_TRUE(next.indices.equal(again.indices)) << "the sampler continues where it was saved";
+
+  // Without contents: kept, or emptied, as the learner asks.
+  core::Checkpoint sampler_only;
+  saved.save(sampler_only, /*with_contents=*/false);
+  EXPECT_EQ(core::tensors_under(sampler_only, "replay/").size(), 0u);
+  restored.restore(restored.read(sampler_only, true), /*keep_unsaved_contents=*/true);
+  EXPECT_EQ(restored.size(), 10);
+  restored.restore(restored.read(sampler_only, true), /*keep_unsaved_contents=*/false);
+  EXPECT_EQ(restored.size(), 0);
+
+  // Contents of another form are refused before anything changes.
+  ReplaySpec wider = continuous_spec();
+  wider.observation_shape = {3};
+  Replay other(wider);
+  EXPECT_THROW(other.read(checkpoint, true), core::CheckpointError);
+  checkpoint.tensors["replay_rng"] = at::zeros({3}, at::kByte);
+  EXPECT_THROW(restored.read(checkpoint, true), core::CheckpointError);
 }
 
 }  // namespace
