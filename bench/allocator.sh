@@ -6,7 +6,8 @@
 # side.
 #   bash bench/allocator.sh [repeats (3)] [build dir (build)] [config[:steps] ...]
 # Configs (names under configs/) default to PPO and DQN on MinAtar Breakout, and PPO and DQN on
-# CartPole, each for a few seconds to a minute of training.
+# CartPole, each for a few seconds to a minute of training. Needs a build without TCMalloc
+# (-DCONCORD_TCMALLOC=OFF): with it, glibc's settings do not apply.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 repeats="${1:-3}"
@@ -17,6 +18,10 @@ configs=("$@")
   configs=(ppo_minatar_space_invaders:100000 dqn_minatar_breakout:25000 ppo_cartpole:100000 dqn_cartpole:150000)
 work="$(mktemp -d -t concord-allocator-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
+if "$concord" --version 2>/dev/null | grep -q tcmalloc; then
+  echo "bench/allocator.sh: $concord links TCMalloc, where glibc's settings do not apply; compare them in a build configured with -DCONCORD_TCMALLOC=OFF" >&2
+  exit 1
+fi
 command -v /usr/bin/time > /dev/null || { echo "bench/allocator.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 one_run() {  # <config> <steps> <mode: default|concord>; prints "<wall s> <minor faults>"

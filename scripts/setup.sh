@@ -11,6 +11,9 @@ packages=(
   # gives wrong products when several threads multiply at once (hogwild, thread ranks). Concord
   # still runs it with one BLAS thread per caller (src/concord/core/blas.cpp).
   libopenblas0-pthread
+  # TCMalloc, which Concord's programs link (CMakeLists.txt, CONCORD_TCMALLOC): LibTorch allocates
+  # and frees many small tensors each update, and glibc's malloc took about a tenth of PPO's time.
+  libtcmalloc-minimal4
   libcli11-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev

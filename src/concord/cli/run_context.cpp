@@ -1,7 +1,5 @@
 #include "concord/cli/run_context.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +10,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "concord/core/allocator.h"
 #include "concord/core/atomic_file.h"
 #include "concord/core/blas.h"
 #include "concord/core/config_fields.h"
@@ -133,12 +132,6 @@ std::string gigabytes(double bytes) {
 
 namespace {
 
-// Heap bytes in use, from glibc's allocator (small blocks and mmapped ones).
-double heap_bytes_in_use() {
-  const struct mallinfo2 info = mallinfo2();
-  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
-}
-
 // What one env of the engine really costs (the env object, its generator, the engine's per-env
 // buffers), measured on a small engine of the same env: sizes differ by env and by build, and an
 // estimate from the observation alone missed most of it (a million CartPoles took 23 GB).
@@ -147,12 +140,12 @@ double engine_bytes_per_env(const envs::VectorEnvConfig& config) {
   small.num_envs = static_cast<int>(std::min<int64_t>(config.num_envs, 64));
   small.num_threads = 1;
   small.batch_size = 0;
-  const double before = heap_bytes_in_use();
+  const double before = core::heap_bytes_in_use();
   double measured = 0.0;
   {
     envs::VectorEnv engine(small);
     engine.reset();
-    measured = heap_bytes_in_use() - before;
+    measured = core::heap_bytes_in_use() - before;
   }
   return std::max(measured, 0.0) / static_cast<double>(small.num_envs);
 }

@@ -6,6 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 
+// Defined by TCMalloc (gperftools), where a program links it (CMakeLists.txt, CONCORD_TCMALLOC);
+// null otherwise.
+extern "C" const char* tc_version(int* major, int* minor, const char** patch) __attribute__((weak));
+extern "C" int MallocExtension_GetNumericProperty(const char* property, size_t* value) __attribute__((weak));
+
 namespace concord::core {
 namespace {
 
@@ -37,7 +42,12 @@ std::string user_choice() {
 
 struct KeepFreedMemory {
   KeepFreedMemory() {
-    if (const std::string choice = user_choice(); !choice.empty()) {
+    const std::string choice = user_choice();  // checks CONCORD_MALLOC in every program
+    if (tcmalloc_linked()) {
+      settings() = "tcmalloc (keeps freed memory in its own caches)";
+      return;
+    }
+    if (!choice.empty()) {
       settings() = "glibc malloc as the user set it (" + choice + ")";
       return;
     }
@@ -64,5 +74,18 @@ const int concord_allocator_anchor = 1;
 }
 
 std::string allocator_settings() { return settings(); }
+
+bool tcmalloc_linked() { return tc_version != nullptr; }
+
+double heap_bytes_in_use() {
+  if (tcmalloc_linked() && MallocExtension_GetNumericProperty != nullptr) {
+    size_t bytes = 0;
+    if (MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &bytes) != 0) {
+      return static_cast<double>(bytes);
+    }
+  }
+  const struct mallinfo2 info = mallinfo2();  // glibc's: small blocks and mmapped ones
+  return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+}
 
 }  // namespace concord::core
