@@ -5,7 +5,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randint.h>
-#include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/where.h>
 #include <c10/core/GradMode.h>
@@ -15,11 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <mutex>
-#include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 

@@ -4,7 +4,6 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,7 +13,6 @@
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/replay.h"
 #include "concord/core/config_fields.h"
-#include "concord/core/rng.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/nn/q_network.h"

@@ -60,7 +60,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // `t` ([B] where `shape` is {1}, else [B, *shape]) as [B, *shape].
 at::Tensor with_shape(const char* owner, const char* name, const at::Tensor& t, int64_t rows,
                       const std::vector<int64_t>& shape) {
-  if (t.dim() == 1 && shape == std::vector<int64_t>{1} && t.size(0) == rows) return t.unsqueeze(1);
+  if (t.dim() == 1 && shape.size() == 1 && shape[0] == 1 && t.size(0) == rows) return t.unsqueeze(1);
   if (t.dim() < 1 || t.size(0) != rows || t.sizes().slice(1) != at::IntArrayRef(shape)) {
     tensor_checks::fail(owner, std::string(name) + " must be [" + std::to_string(rows) + ", " +
                                    shape_text(shape).substr(1) + ", got " + tensor_checks::describe(t));

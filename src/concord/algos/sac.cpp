@@ -1,21 +1,17 @@
 #include "concord/algos/sac.h"
 
-#include <ATen/ops/empty.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/min.h>
 #include <ATen/ops/mse_loss.h>
 #include <ATen/ops/rand.h>
-#include <ATen/ops/randint.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>

@@ -15,7 +15,6 @@
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/replay.h"
 #include "concord/core/config_fields.h"
-#include "concord/core/rng.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/nn/soft_q_network.h"
@@ -147,7 +146,7 @@ class SacActor : public Actor {
 // coefficient after the step); and, once the actor has been updated, losses/actor_loss and (with
 // autotune) losses/alpha_loss of its latest update.
 //
-// Replay sampling uses the learner's own core::Rng, seeded at construction from LibTorch's
+// Replay sampling uses the replay's own core::Rng (replay.h), seeded at construction from LibTorch's
 // generator (seed it with torch::manual_seed); policy noise and random acting use
 // core::thread_generator. The replay lives on the CPU; batches move to the model's device.
 class Sac : public OffPolicyLearner {
