@@ -46,8 +46,8 @@ the run early. The GIL is released while training. Ctrl-C (SIGINT) stops the run
 writes its checkpoint and raises KeyboardInterrupt.
 
 Trained agents: load(run_dir_or_checkpoint).act(obs, deterministic=True) -> actions for a numpy
-batch; evaluate(run_dir_or_checkpoint, episodes=None, seed=None, stochastic=False) returns
-`concord eval`'s numbers.
+batch; evaluate(run_dir_or_checkpoint, episodes=None, seed=None, stochastic=False,
+max_episode_steps=None) returns `concord eval`'s numbers.
 """
 
 _GYMNASIUM_DOC = """
@@ -215,9 +215,10 @@ class Run:
         """The trained policy (concord.load(self.run_dir))."""
         return load(self.run_dir)
 
-    def evaluate(self, episodes=None, seed=None, stochastic=False):
+    def evaluate(self, episodes=None, seed=None, stochastic=False, max_episode_steps=None):
         """concord.evaluate(self.run_dir, ...)."""
-        return evaluate(self.run_dir, episodes=episodes, seed=seed, stochastic=stochastic)
+        return evaluate(self.run_dir, episodes=episodes, seed=seed, stochastic=stochastic,
+                        max_episode_steps=max_episode_steps)
 
     def __repr__(self):
         return (
@@ -307,22 +308,33 @@ class Evaluation:
         self.returns = record["returns"]
         self.mean = record["mean"]
         self.std = record["std"]
+        self.cut_at_limit = record["cut_at_limit"]
+        self.step_limit = record["step_limit"]
 
     def __str__(self):
         mode = "stochastic" if self.stochastic else "deterministic"
-        return (
+        line = (
             f"{self.algo} {self.env_id} after {self.global_step} steps: return {self.mean:.2f} +- "
             f"{self.std:.2f} over {self.episodes} episodes ({mode})"
         )
+        if self.cut_at_limit > 0:
+            line += (
+                f"; {self.cut_at_limit} of them cut at {self.step_limit} steps, the env having no time "
+                "limit (--max-episode-steps)"
+            )
+        return line
 
     def __repr__(self):
         return f"Evaluation({self})"
 
 
-def evaluate(path, episodes=None, seed=None, stochastic=False):
-    """`concord eval PATH [--episodes N] [--seed S] [--stochastic]`: the mean and standard deviation
-    of the return over `episodes` (default eval.episodes) in envs seeded `seed` (default run.seed +
-    1000)."""
+def evaluate(path, episodes=None, seed=None, stochastic=False, max_episode_steps=None):
+    """`concord eval PATH [--episodes N] [--seed S] [--stochastic] [--max-episode-steps M]`: the mean
+    and standard deviation of the return over `episodes` (default eval.episodes) in envs seeded
+    `seed` (default run.seed + 1000); an env without a time limit is cut at M steps (108,000)."""
     episodes = _count("episodes", episodes, 1, 10000, None)
     seed = _count("seed", seed, 0, 1 << 62, None)
-    return Evaluation(_training().evaluate(_os.fspath(path), episodes, seed, bool(stochastic)))
+    max_episode_steps = _count("max_episode_steps", max_episode_steps, 1, 10**9, 108000)
+    return Evaluation(
+        _training().evaluate(_os.fspath(path), episodes, seed, bool(stochastic), max_episode_steps)
+    )

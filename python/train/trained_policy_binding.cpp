@@ -119,7 +119,7 @@ class TrainedPolicy {
 };
 
 py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std::optional<uint64_t> seed,
-                  bool stochastic) {
+                  bool stochastic, int step_limit) {
   if (episodes && (*episodes < 1 || *episodes > 10000)) {
     throw py::value_error("evaluate(): episodes must be in [1, 10000], got " + std::to_string(*episodes));
   }
@@ -127,7 +127,7 @@ py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std:
   {
     const core::RestoreFlushDenormals restore_denormals;  // as train() does
     py::gil_scoped_release release;                       // the envs may be Python envs, stepped holding the GIL
-    report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic);
+    report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic, step_limit);
   }
   py::dict result;
   result["algo"] = report.algo;
@@ -139,6 +139,8 @@ py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std:
   result["returns"] = report.returns;
   result["mean"] = report.summary.mean;
   result["std"] = report.summary.std;
+  result["cut_at_limit"] = report.cut_at_limit;  // episodes truncated where the env has no time limit
+  result["step_limit"] = report.step_limit;
   return result;
 }
 
@@ -160,7 +162,8 @@ void bind_trained_policy(py::module_& module) {
                std::to_string(self.global_step()) + " steps)";
       });
   module.def("evaluate", &evaluate, py::arg("path"), py::arg("episodes") = py::none(), py::arg("seed") = py::none(),
-             py::arg("stochastic") = false, "`concord eval`'s numbers; concord.evaluate() calls it.");
+             py::arg("stochastic") = false, py::arg("max_episode_steps") = policies::kEvaluationStepLimit,
+             "`concord eval`'s numbers; concord.evaluate() calls it.");
 }
 
 }  // namespace concord::python

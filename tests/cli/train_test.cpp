@@ -223,6 +223,25 @@ TEST(Train, NormalisationStatisticsTravelInTheCheckpoint) {
       512 + 1e-4);
 }
 
+// MinAtar's games have no time limit, and a greedy policy may never end an episode (Seaquest's
+// submarine idling at the surface): eval cuts such episodes at its step limit and says so. At 3
+// steps no episode has ended yet: the submarine starts at the surface, before any enemy spawns.
+TEST(Train, EvalCutsTheEpisodesOfAnEnvWithoutATimeLimit) {
+  const auto root = fresh_dir("endless");
+  ASSERT_EQ(run_concord("train --env MinAtar/Seaquest-v1 --num-envs 2 --set algo.ppo.num_steps=16 "
+                        "--total-timesteps 32 --progress off --run-root " +
+                        root.string())
+                .exit_code,
+            0);
+  const CommandResult eval = run_concord("eval " + only_run_dir(root).string() + " --episodes 2 --max-episode-steps 3");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_THAT(eval.output, ::testing::HasSubstr("over 2 episodes (deterministic); 2 of them cut at 3 steps, the env "
+                                                "having no time limit (--max-episode-steps)"));
+  const CommandResult refused = run_concord("eval " + only_run_dir(root).string() + " --max-episode-steps 0");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("--max-episode-steps"));
+}
+
 TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   const auto root = fresh_dir("bad");
   auto expect_error = [](const std::string& arguments, const std::string& needle) {

@@ -13,15 +13,17 @@
 namespace concord::policies {
 namespace {
 
-// Three steps per episode; the reward is the action (discrete: 0 or 1; continuous: action[0],
-// whose space is [-1, 1]), so the best policy earns 3.
+// Three steps per episode, or no end at all when `endless` (and no time limit either); the reward
+// is the action (discrete: 0 or 1; continuous: action[0], whose space is [-1, 1]), so the best
+// policy earns 3 (1 a step when endless).
 class PayActionEnv final : public envs::FloatEnv {
  public:
-  explicit PayActionEnv(bool continuous)
-      : envs::FloatEnv(envs::EnvSpec{"PayAction", envs::Space::box({1}, -10.0f, 10.0f),
+  explicit PayActionEnv(bool continuous, bool endless = false)
+      : envs::FloatEnv(envs::EnvSpec{"PayAction", envs::Space::box({1}, -1e9f, 1e9f),
                                      continuous ? envs::Space::box({1}, -1.0f, 1.0f) : envs::Space::discrete(2), 0,
                                      std::nullopt}),
-        continuous_(continuous) {}
+        continuous_(continuous),
+        endless_(endless) {}
 
  private:
   void reset_state(float* observation) override {
@@ -32,9 +34,10 @@ class PayActionEnv final : public envs::FloatEnv {
     ++step_;
     observation[0] = static_cast<float>(step_);
     const float reward = continuous_ ? action.values[0] : static_cast<float>(action.index);
-    return {reward, step_ >= 3, false};
+    return {reward, !endless_ && step_ >= 3, false};
   }
   bool continuous_;
+  bool endless_;
   int step_ = 0;
 };
 
@@ -42,6 +45,7 @@ envs::Registry pay_action_registry() {
   envs::Registry registry;
   registry.add("PayAction", [] { return std::make_unique<PayActionEnv>(false); });
   registry.add("PayActionContinuous", [] { return std::make_unique<PayActionEnv>(true); });
+  registry.add("Endless", [] { return std::make_unique<PayActionEnv>(false, /*endless=*/true); });
   return registry;
 }
 
@@ -81,6 +85,31 @@ TEST(Evaluation, ContinuousActionsAreClippedToTheSpace) {
   EXPECT_THAT(returns, ::testing::ElementsAre(3.0, 3.0, 3.0));
   EXPECT_THROW(evaluate_episodes(fixed_policy(true), env_config("PayActionContinuous"), 0, false, registry),
                std::invalid_argument);
+}
+
+// An episode that never ends would stall an evaluation: where the env has no time limit,
+// evaluation imposes one and counts the episodes it cut.
+TEST(Evaluation, AnEnvWithoutATimeLimitIsCutAtTheStepLimit) {
+  const envs::Registry registry = pay_action_registry();
+  const Evaluation cut = evaluate(fixed_policy(false), env_config("Endless"), 3, false, /*step_limit=*/40, registry);
+  EXPECT_THAT(cut.returns, ::testing::ElementsAre(40.0, 40.0, 40.0));
+  EXPECT_EQ(cut.cut_at_limit, 3);
+  EXPECT_EQ(cut.step_limit, 40);
+
+  // A limit the run set (env.max_episode_steps) is the env's own: evaluation adds none.
+  envs::VectorEnvConfig limited = env_config("Endless");
+  limited.options.max_episode_steps = 10;
+  const Evaluation own = evaluate(fixed_policy(false), limited, 2, false, 40, registry);
+  EXPECT_THAT(own.returns, ::testing::ElementsAre(10.0, 10.0));
+  EXPECT_EQ(own.cut_at_limit, 0);
+  EXPECT_EQ(own.step_limit, 0);
+
+  // Episodes that end before the limit are not counted as cut.
+  const Evaluation ended = evaluate(fixed_policy(false), env_config("PayAction"), 2, false, 40, registry);
+  EXPECT_THAT(ended.returns, ::testing::ElementsAre(3.0, 3.0));
+  EXPECT_EQ(ended.cut_at_limit, 0);
+
+  EXPECT_THROW(evaluate(fixed_policy(false), env_config("Endless"), 2, false, 0, registry), std::invalid_argument);
 }
 
 TEST(Evaluation, SummaryIsMeanAndPopulationStd) {

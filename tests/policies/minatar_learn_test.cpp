@@ -4,7 +4,9 @@
 // test, so that a config or an env change that breaks early learning fails here. The other games
 // cost more than the suite's budget allows: SpaceInvaders cleared its bar (three times random's
 // 4.0) only at 250,000 steps, by 13.2 and 16.8 on seeds 1 and 2 (40 s), and Asterix and Seaquest
-// only after 500,000 and 1,000,000 steps (bench/RESULTS.md, "MinAtar").
+// only after 500,000 and 1,000,000 steps (bench/RESULTS.md, "MinAtar"). Also: `sync_vector` trains
+// the very agent `single` does from the same seed, which is why the policy comparison on MinAtar
+// reports one set of seeds for both.
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -54,24 +56,34 @@ double random_policy_return(const std::string& env_id, int episodes, uint64_t se
   return total / episodes;
 }
 
-// The mean return of 20 evaluation episodes (sampled actions, as the policy was trained) after a
-// short training run from `seed` with the game's shipped settings.
-double train_and_evaluate(const Game& game, uint64_t seed) {
+// A learner trained for `steps` from `seed` with the game's shipped settings under `policy_name`,
+// its envs stepped on `env_threads` threads.
+std::unique_ptr<algos::OnPolicyLearner> train(const Game& game, uint64_t seed, int64_t steps,
+                                              const std::string& policy_name, int env_threads,
+                                              envs::VectorEnvConfig& env) {
   torch::manual_seed(seed);
   const testing::Shipped shipped = testing::shipped(game.config);
   core::Config config = testing::config_with({});
   config.merge_toml(shipped.algo_tables, "the [algo] tables of configs/" + game.config);
-  envs::VectorEnvConfig env;
   env.env_id = game.env_id;
   env.num_envs = shipped.num_envs;
+  env.num_threads = env_threads;
   env.seed = seed;
   const envs::EnvSpec spec = envs::make_env(game.env_id)->spec();
   std::unique_ptr<algos::OnPolicyLearner> learner =
       algos::as_on_policy(algos::make_learner(shipped.algo, config, spec.observation_space, spec.action_space));
-  std::unique_ptr<Policy> policy = make_policy("single", PolicyContext{config, env, *learner, torch::kCPU});
+  std::unique_ptr<Policy> policy = make_policy(policy_name, PolicyContext{config, env, *learner, torch::kCPU});
   TrainingState state;
-  policy->train(state, game.train_steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, TrainingCallbacks{});
-  EXPECT_GE(state.global_step, game.train_steps);
+  policy->train(state, steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, TrainingCallbacks{});
+  EXPECT_GE(state.global_step, steps);
+  return learner;
+}
+
+// The mean return of 20 evaluation episodes (sampled actions, as the policy was trained) after a
+// short training run from `seed` with the game's shipped settings.
+double train_and_evaluate(const Game& game, uint64_t seed) {
+  envs::VectorEnvConfig env;
+  const std::unique_ptr<algos::OnPolicyLearner> learner = train(game, seed, game.train_steps, "single", 1, env);
 
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = seed + kEvalSeedOffset;
@@ -89,6 +101,18 @@ TEST_P(MinAtarLearning, PpoWithTheShippedConfigBeatsARandomPolicy) {
   std::printf("[learning] %s random policy return %.2f over 200 episodes; bar %.2f\n", game.env_id.c_str(),
               random_return, bar);
   EXPECT_TRUE(test::learns([&](uint64_t seed) { return train_and_evaluate(game, seed); }, test::LearningBar{bar}));
+}
+
+// sync_vector is `single` with its envs stepped on threads; each env keeps its own random stream,
+// so from one seed both policies see the same transitions and make the same updates, to the bit.
+// Two updates of Breakout's shipped setting (64 envs x 128 steps), on 1 and on 2 env threads.
+TEST(MinAtarPolicies, SyncVectorTrainsTheSameAgentAsSingle) {
+  const Game breakout{"MinAtar/Breakout-v1", "ppo_minatar_breakout.toml", 2 * 64 * 128};
+  envs::VectorEnvConfig single_env;
+  envs::VectorEnvConfig threaded_env;
+  const auto single = train(breakout, 7, breakout.train_steps, "single", 1, single_env);
+  const auto threaded = train(breakout, 7, breakout.train_steps, "sync_vector", 2, threaded_env);
+  EXPECT_TRUE(torch::equal(threaded->flat_parameters().values(), single->flat_parameters().values()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Games, MinAtarLearning,

@@ -179,6 +179,9 @@ def test_evaluate_is_deterministic(trained):
     second = concord.evaluate(run.run_dir, episodes=5, seed=4)
     assert first.returns == second.returns and first.episodes == 5 and first.seed == 4
     assert str(first).startswith("ppo test/Sign-v0 after ")
+    assert first.cut_at_limit == 0  # the env has a time limit of its own
+    with pytest.raises(ValueError, match="max_episode_steps must be an int in"):
+        concord.evaluate(run.run_dir, max_episode_steps=0)
 
 
 def test_training_leaves_the_interpreters_denormals_alone(trained):

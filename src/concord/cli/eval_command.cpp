@@ -18,16 +18,24 @@ struct EvalFlags {
   int64_t episodes = 0;
   int64_t seed = -1;
   bool stochastic = false;
+  int step_limit = policies::kEvaluationStepLimit;
 };
 
 void run_eval(const EvalFlags& flags) {
   const EvaluationReport report = evaluate_trained_checkpoint(
       flags.path, flags.episodes > 0 ? std::optional<int64_t>(flags.episodes) : std::nullopt,
-      flags.seed >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(flags.seed)) : std::nullopt, flags.stochastic);
-  std::printf("%s %s after %lld steps: return %.2f +- %.2f over %lld episodes (%s)\n", report.algo.c_str(),
+      flags.seed >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(flags.seed)) : std::nullopt, flags.stochastic,
+      flags.step_limit);
+  std::printf("%s %s after %lld steps: return %.2f +- %.2f over %lld episodes (%s)", report.algo.c_str(),
               report.env_id.c_str(), static_cast<long long>(report.global_step), report.summary.mean,
               report.summary.std, static_cast<long long>(report.episodes),
               report.stochastic ? "stochastic" : "deterministic");
+  if (report.cut_at_limit > 0) {
+    // Said on the result's own line, so that a mean over cut episodes is never read as a full one.
+    std::printf("; %lld of them cut at %d steps, the env having no time limit (--max-episode-steps)",
+                static_cast<long long>(report.cut_at_limit), report.step_limit);
+  }
+  std::printf("\n");
 }
 
 }  // namespace
@@ -41,6 +49,10 @@ void add_eval_command(CLI::App& app) {
   command->add_option("--seed", flags->seed, "Seed of the evaluation environments")
       ->transform(count_between(0, int64_t{1} << 62));
   command->add_flag("--stochastic", flags->stochastic, "Sample actions instead of taking the mode");
+  command
+      ->add_option("--max-episode-steps", flags->step_limit,
+                   "Truncate episodes after this many steps where the env has no time limit (default 108000)")
+      ->transform(count_between(1, 1'000'000'000));
   command->callback([flags] { run_eval(*flags); });
 }
 

@@ -1,5 +1,7 @@
 #include "concord/cli/trained_agent.h"
 
+#include <utility>
+
 #include <torch/torch.h>
 
 #include "concord/algos/algorithm_registry.h"
@@ -33,7 +35,7 @@ TrainedAgent restore_trained_agent(const TrainedCheckpoint& trained) {
 
 EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_dir_or_file,
                                              std::optional<int64_t> episodes, std::optional<uint64_t> seed,
-                                             bool stochastic) {
+                                             bool stochastic, int step_limit) {
   const TrainedCheckpoint trained = read_trained_checkpoint(run_dir_or_file);
   const core::Config& config = trained.config;
   EvaluationReport report;
@@ -48,7 +50,11 @@ EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_di
   const TrainedAgent agent = restore_trained_agent(trained);
   envs::VectorEnvConfig env_config = vector_env_config(config);
   env_config.seed = report.seed;
-  report.returns = policies::evaluate_episodes(*agent.learner, env_config, report.episodes, stochastic);
+  policies::Evaluation evaluation =
+      policies::evaluate(*agent.learner, env_config, report.episodes, stochastic, step_limit);
+  report.returns = std::move(evaluation.returns);
+  report.cut_at_limit = evaluation.cut_at_limit;
+  report.step_limit = evaluation.step_limit;
   report.summary = policies::summarize_returns(report.returns);
   return report;
 }

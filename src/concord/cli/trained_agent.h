@@ -45,13 +45,17 @@ struct EvaluationReport {
   bool stochastic = false;
   std::vector<double> returns;  // one per episode, in environment order
   policies::ReturnSummary summary;
+  int64_t cut_at_limit = 0;  // episodes truncated at step_limit (policies::Evaluation)
+  int step_limit = 0;        // the limit evaluation imposed; 0 where the env has its own
 };
 
 // `concord eval`: the agent's mode (or samples, when `stochastic`) for `episodes` episodes
 // (default eval.episodes) in environments seeded `seed` (default run.seed + kEvalSeedOffset),
-// which also seeds LibTorch before the network is built.
+// which also seeds LibTorch before the network is built. An env without a time limit is truncated
+// at `step_limit` steps (policies::kEvaluationStepLimit).
 EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_dir_or_file,
                                              std::optional<int64_t> episodes = std::nullopt,
-                                             std::optional<uint64_t> seed = std::nullopt, bool stochastic = false);
+                                             std::optional<uint64_t> seed = std::nullopt, bool stochastic = false,
+                                             int step_limit = policies::kEvaluationStepLimit);
 
 }  // namespace concord::cli

@@ -15,17 +15,27 @@ namespace concord::policies {
 
 namespace {
 
-std::vector<double> evaluate_actor(algos::Actor& actor, torch::Device device, envs::VectorEnvConfig env_config,
-                                   int64_t episodes, bool stochastic, const envs::Registry& registry) {
+Evaluation evaluate_actor(algos::Actor& actor, torch::Device device, envs::VectorEnvConfig env_config, int64_t episodes,
+                          bool stochastic, int step_limit, const envs::Registry& registry) {
   if (episodes < 1) {
     throw std::invalid_argument("evaluate_episodes: episodes must be >= 1, got " + std::to_string(episodes));
+  }
+  if (step_limit < 1) {
+    throw std::invalid_argument("evaluate_episodes: the step limit must be >= 1, got " + std::to_string(step_limit));
+  }
+  Evaluation evaluation;
+  if (!env_config.options.max_episode_steps &&
+      registry.make(env_config.env_id, env_config.options)->spec().max_episode_steps == 0) {
+    env_config.options.max_episode_steps = step_limit;
+    evaluation.step_limit = step_limit;
   }
   env_config.num_envs = static_cast<int>(episodes);
   env_config.batch_size = 0;
   envs::VectorEnv env(env_config, registry);
   const envs::Space& action_space = env.spec().action_space;
   const EnvActions env_actions(action_space, device);
-  std::vector<double> returns(episodes, 0.0);
+  std::vector<double>& returns = evaluation.returns;
+  returns.assign(static_cast<size_t>(episodes), 0.0);
   std::vector<bool> done(episodes, false);
   int64_t remaining = episodes;
   envs::Batch batch = env.reset();
@@ -40,10 +50,13 @@ std::vector<double> evaluate_actor(algos::Actor& actor, torch::Device device, en
         returns[row] = batch.episode_returns[row];
         done[row] = true;
         --remaining;
+        if (evaluation.step_limit > 0 && batch.truncated[row] && batch.episode_lengths[row] == evaluation.step_limit) {
+          ++evaluation.cut_at_limit;
+        }
       }
     }
   }
-  return returns;
+  return evaluation;
 }
 
 torch::Device device_of(torch::nn::Module& module) {
@@ -53,16 +66,27 @@ torch::Device device_of(torch::nn::Module& module) {
 
 }  // namespace
 
+Evaluation evaluate(algos::Learner& learner, envs::VectorEnvConfig env_config, int64_t episodes, bool stochastic,
+                    int step_limit, const envs::Registry& registry) {
+  return evaluate_actor(learner.actor(), device_of(learner.network()), std::move(env_config), episodes, stochastic,
+                        step_limit, registry);
+}
+
 std::vector<double> evaluate_episodes(algos::Learner& learner, envs::VectorEnvConfig env_config, int64_t episodes,
                                       bool stochastic, const envs::Registry& registry) {
-  return evaluate_actor(learner.actor(), device_of(learner.network()), std::move(env_config), episodes, stochastic,
-                        registry);
+  return evaluate(learner, std::move(env_config), episodes, stochastic, kEvaluationStepLimit, registry).returns;
+}
+
+Evaluation evaluate(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes, bool stochastic,
+                    int step_limit, const envs::Registry& registry) {
+  algos::ActorCriticActor actor(model);
+  return evaluate_actor(actor, device_of(*model), std::move(env_config), episodes, stochastic, step_limit, registry);
 }
 
 std::vector<double> evaluate_episodes(nn::ActorCritic model, envs::VectorEnvConfig env_config, int64_t episodes,
                                       bool stochastic, const envs::Registry& registry) {
-  algos::ActorCriticActor actor(model);
-  return evaluate_actor(actor, device_of(*model), std::move(env_config), episodes, stochastic, registry);
+  return evaluate(std::move(model), std::move(env_config), episodes, stochastic, kEvaluationStepLimit, registry)
+      .returns;
 }
 
 ReturnSummary summarize_returns(const std::vector<double>& returns) {
