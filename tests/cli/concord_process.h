@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace concord::test {
@@ -83,6 +85,23 @@ inline std::vector<int64_t> csv_steps(const std::filesystem::path& run_dir) {
   std::vector<int64_t> steps;
   while (std::getline(csv, line)) steps.push_back(std::stoll(line.substr(0, line.find(','))));
   return steps;
+}
+
+// Waits until a run directory under `runs` has `rows` rows in metrics.csv, at most `limit`, and
+// says whether it did: a test that must act once training runs waits on this, never on a clock,
+// so that a slow start on a loaded machine cannot turn into a different test.
+inline bool wait_for_metrics_rows(const std::filesystem::path& runs, size_t rows, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const auto& run_dir : run_directories(runs)) {
+      std::ifstream csv(run_dir / "metrics.csv");
+      size_t lines = 0;
+      for (std::string line; std::getline(csv, line);) ++lines;
+      if (lines > rows) return true;  // the header, then one line per row
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 }  // namespace concord::test

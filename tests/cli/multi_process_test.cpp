@@ -230,8 +230,9 @@ TEST(MultiProcess, ActorProcessesSurviveAnActorKilledMidRun) {
                                   " --policy actor_processes --total-timesteps 60000 --set comm.timeout_seconds=20"),
         concord::test::rank_variables(rank, 3, port), root / ("rank" + std::to_string(rank) + ".log")));
   }
-  // Let training start, then kill actor 2 without warning.
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Once training runs (the learner's first update: every rank has joined), kill actor 2 without
+  // warning.
+  EXPECT_TRUE(concord::test::wait_for_metrics_rows(root, 1, std::chrono::seconds(120)));
   ::kill(processes[2].pid, SIGKILL);
   const auto rank0 = concord::test::finish_rank(processes[0], std::chrono::seconds(180));
   const auto rank1 = concord::test::finish_rank(processes[1], std::chrono::seconds(60));
