@@ -334,7 +334,7 @@ def evaluate(path, episodes=None, seed=None, stochastic=False, max_episode_steps
     `seed` (default run.seed + 1000); an env without a time limit is cut at M steps (108,000)."""
     episodes = _count("episodes", episodes, 1, 10000, None)
     seed = _count("seed", seed, 0, 1 << 62, None)
-    max_episode_steps = _count("max_episode_steps", max_episode_steps, 1, 10**9, 108000)
+    max_episode_steps = _count("max_episode_steps", max_episode_steps, 1, 10**9, None)
     return Evaluation(
         _training().evaluate(_os.fspath(path), episodes, seed, bool(stochastic), max_episode_steps)
     )

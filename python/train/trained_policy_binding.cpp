@@ -119,7 +119,7 @@ class TrainedPolicy {
 };
 
 py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std::optional<uint64_t> seed,
-                  bool stochastic, int step_limit) {
+                  bool stochastic, std::optional<int> step_limit) {
   if (episodes && (*episodes < 1 || *episodes > 10000)) {
     throw py::value_error("evaluate(): episodes must be in [1, 10000], got " + std::to_string(*episodes));
   }
@@ -127,7 +127,8 @@ py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std:
   {
     const core::RestoreFlushDenormals restore_denormals;  // as train() does
     py::gil_scoped_release release;                       // the envs may be Python envs, stepped holding the GIL
-    report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic, step_limit);
+    report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic,
+                                              step_limit.value_or(policies::kEvaluationStepLimit));
   }
   py::dict result;
   result["algo"] = report.algo;
@@ -162,7 +163,7 @@ void bind_trained_policy(py::module_& module) {
                std::to_string(self.global_step()) + " steps)";
       });
   module.def("evaluate", &evaluate, py::arg("path"), py::arg("episodes") = py::none(), py::arg("seed") = py::none(),
-             py::arg("stochastic") = false, py::arg("max_episode_steps") = policies::kEvaluationStepLimit,
+             py::arg("stochastic") = false, py::arg("max_episode_steps") = py::none(),
              "`concord eval`'s numbers; concord.evaluate() calls it.");
 }
 
