@@ -121,6 +121,8 @@ TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=cnn " + root,
                         "torso=cnn does not fit observations of shape [10, 10, 4]", 1);
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=resnet " + root, "torso=\"resnet\"", 1);
+  expect_one_line_error("train --config ppo_minatar_breakout --set algo.torso=grid_cnn " + root,
+                        "hidden_sizes applies only to torso=mlp, and torso is \"grid_cnn\"", 1);
 }
 
 TEST(Cli, UnknownKeyInConfigFileNamesKeyAndFile) {

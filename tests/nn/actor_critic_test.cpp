@@ -384,6 +384,24 @@ TEST(ActorCriticTest, RejectsBadConfigsNamingEveryField) {
   EXPECT_NE(thrown_message(config).find("obs_shape=[]"), std::string::npos);
 }
 
+TEST(ActorCriticTest, RefusesAnotherTorsosKeysInsteadOfIgnoringThem) {
+  ActorCriticConfig config = atari_config();
+  config.hidden_sizes = {256, 256};
+  config.grid_features = 64;
+  const std::string message = thrown_message(config);
+  EXPECT_NE(message.find("hidden_sizes applies only to torso=mlp, and torso is \"cnn\""), std::string::npos) << message;
+  EXPECT_NE(message.find("grid_features applies only to torso=grid_cnn"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+
+  config = discrete_config();
+  config.activation = "relu";
+  config.hidden_sizes = {256};
+  EXPECT_NO_THROW(config.validate());
+  config.grid_channels = {32};
+  EXPECT_NE(thrown_message(config).find("grid_channels applies only to torso=grid_cnn, and torso is \"mlp\""),
+            std::string::npos);
+}
+
 TEST(CnnTorsoTest, NatureShapesAndParameterCount) {
   CnnTorso torso(std::vector<int64_t>{4, 84, 84});
   // 84 -> (84 - 8) / 4 + 1 = 20 -> (20 - 4) / 2 + 1 = 9 -> (9 - 3) / 1 + 1 = 7.

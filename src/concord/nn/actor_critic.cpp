@@ -80,6 +80,20 @@ void ActorCriticConfig::validate() const {
   } else {
     problems.check(false, "torso", "\"" + torso + "\"", "\"mlp\", \"cnn\" or \"grid_cnn\"");
   }
+  // Another torso's keys changed from their defaults would be ignored without a word: a user who
+  // sets hidden_sizes beside torso=grid_cnn believes the network has those layers.
+  const ActorCriticConfig defaults;
+  const auto ignored = [&](bool changed, const char* field, const std::string& owner) {
+    if (changed && torso != owner) {
+      problems.add(std::string(field) + " applies only to torso=" + owner + ", and torso is \"" + torso + "\"");
+    }
+  };
+  ignored(hidden_sizes != defaults.hidden_sizes, "hidden_sizes", "mlp");
+  ignored(activation != defaults.activation, "activation", "mlp");
+  ignored(grid_channels != defaults.grid_channels, "grid_channels", "grid_cnn");
+  ignored(grid_kernel_size != defaults.grid_kernel_size, "grid_kernel_size", "grid_cnn");
+  ignored(grid_stride != defaults.grid_stride, "grid_stride", "grid_cnn");
+  ignored(grid_features != defaults.grid_features, "grid_features", "grid_cnn");
   problems.throw_if_any("network config (algo.<key>)");
 }
 
