@@ -4,8 +4,8 @@
 // test, so that a config or an env change that breaks early learning fails here. Asterix and
 // Seaquest are left out: a short run of 1,000,000 steps (about 80 s a seed here, twice over with
 // the kernel check) is still at their bar of two points above random's 0.4 and 0.14 (Asterix 2.85
-// and 2.65, Sandybridge 1.75 and 2.90, against 2.38; Seaquest 1.55 and 1.50), and a margin would
-// take about 1,500,000 a seed, more than the suite's budget (bench/RESULTS.md, "MinAtar"). Also:
+// and 2.65, Sandybridge 1.75 and 2.90, against 2.38; Seaquest 1.55 and 1.50 under its earlier 16-env setting), and a
+// margin would take about 1,500,000 a seed, more than the suite's budget (bench/RESULTS.md, "MinAtar"). Also:
 // `sync_vector` trains the very agent `single` does from the same seed, which is why the policy
 // comparison on MinAtar reports one set of seeds for both.
 #include <algorithm>
