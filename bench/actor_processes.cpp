@@ -37,6 +37,7 @@ struct Options {
   bool asynchronous = false;
   int64_t timeout_seconds = 900;
   bool quick = false;
+  bool hidden_given = false;        // --hidden was passed: it applies whatever the torso
   std::vector<std::string> extra;  // --set key=value, applied after the defaults
 };
 
@@ -48,7 +49,6 @@ std::vector<std::string> config_overrides(const Options& options, int actors) {
       "train.algo=\"ppo\"",
       "env.id=\"CartPole-v1\"",
       "env.num_envs=" + std::to_string(num_envs),
-      "algo.hidden_sizes=" + options.hidden,
       "algo.ppo.num_steps=" + std::to_string(options.num_steps),
       "algo.ppo.num_minibatches=4",
       "algo.ppo.update_epochs=4",
@@ -56,6 +56,8 @@ std::vector<std::string> config_overrides(const Options& options, int actors) {
       std::string("policy.actor_processes.synchronous=") + (options.asynchronous ? "false" : "true"),
       "run.torch_threads=1",
       "run.seed=1"};
+  if (options.hidden_given || !concord::bench::picks_another_torso(options.extra))
+    overrides.push_back("algo.hidden_sizes=" + options.hidden);
   // --set assignments come last, so they replace the defaults above (e.g. another env and torso).
   overrides.insert(overrides.end(), options.extra.begin(), options.extra.end());
   return overrides;
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   app.add_flag("--quick", options.quick, "Smoke run: 1 and 2 actors, 2 updates, 1 run");
   CLI11_PARSE(app, argc, argv);
+  options.hidden_given = app.count("--hidden") > 0;
   if (options.quick) {
     if (app.count("--max-actors") == 0) options.max_actors = 2;
     if (app.count("--updates") == 0) options.updates = 2;

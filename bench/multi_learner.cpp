@@ -41,6 +41,7 @@ struct Options {
   int64_t timeout_seconds = 900;
   bool control = true;
   bool quick = false;
+  bool hidden_given = false;        // --hidden was passed: it applies whatever the torso
   std::vector<std::string> extra;  // --set key=value, applied after the defaults
 };
 
@@ -52,7 +53,6 @@ std::vector<std::string> config_overrides(const Options& options) {
       "train.algo=\"ppo\"",
       "env.id=\"CartPole-v1\"",
       "env.num_envs=" + std::to_string(options.num_envs),
-      "algo.hidden_sizes=" + options.hidden,
       "algo.ppo.num_steps=" + std::to_string(options.num_steps),
       "algo.ppo.num_minibatches=4",
       "algo.ppo.update_epochs=4",
@@ -60,6 +60,8 @@ std::vector<std::string> config_overrides(const Options& options) {
       "run.torch_threads=1",
       "policy.multi_learner.check_every=0",
       "run.seed=1"};
+  if (options.hidden_given || !concord::bench::picks_another_torso(options.extra))
+    overrides.push_back("algo.hidden_sizes=" + options.hidden);
   // --set assignments come last, so they replace the defaults above (e.g. another env and torso).
   overrides.insert(overrides.end(), options.extra.begin(), options.extra.end());
   return overrides;
@@ -186,6 +188,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-control", options.control, "Skip the control rows (K separate 1-rank runs at once)");
   app.add_flag("--quick", options.quick, "Smoke run: 64-wide layers, 2 updates, 1 run, 1 and 2 ranks");
   CLI11_PARSE(app, argc, argv);
+  options.hidden_given = app.count("--hidden") > 0;
   if (options.quick) {
     if (app.count("--hidden") == 0) options.hidden = "[64, 64]";
     if (app.count("--updates") == 0) options.updates = 2;

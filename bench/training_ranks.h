@@ -114,6 +114,16 @@ inline std::string env_id_of(const std::vector<std::string>& overrides) {
   return id;
 }
 
+// Whether `assignments` pick another torso than the MLP: the benchmark's MLP width then does not
+// apply (the network config refuses hidden_sizes beside another torso), unless asked for.
+inline bool picks_another_torso(const std::vector<std::string>& assignments) {
+  for (const std::string& assignment : assignments) {
+    if (assignment.rfind("algo.torso=", 0) == 0 && assignment != "algo.torso=mlp" && assignment != "algo.torso=\"mlp\"")
+      return true;
+  }
+  return false;
+}
+
 // The `concord train` command line equivalent to `overrides` (for the benchmark's header).
 inline std::string as_train_command(const std::vector<std::string>& overrides) {
   std::string command = "concord train";

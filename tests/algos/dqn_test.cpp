@@ -209,6 +209,7 @@ TEST(DqnTest, ByteObservationsStayBytesInTheReplay) {
   DqnConfig config = tiny_config();
   config.network.obs_shape = {3, 3, 2};
   config.network.torso = "grid_cnn";
+  config.network.hidden_sizes = nn::ActorCriticConfig().hidden_sizes;  // the mlp's, unused here
   config.network.grid_channels = {2};
   config.network.grid_kernel_size = 2;
   config.network.grid_features = 4;

@@ -389,8 +389,8 @@ TEST(ActorCriticTest, RefusesAnotherTorsosKeysInsteadOfIgnoringThem) {
   config.hidden_sizes = {256, 256};
   config.grid_features = 64;
   const std::string message = thrown_message(config);
-  EXPECT_NE(message.find("hidden_sizes applies only to torso=mlp, and torso is \"cnn\""), std::string::npos) << message;
-  EXPECT_NE(message.find("grid_features applies only to torso=grid_cnn"), std::string::npos) << message;
+  EXPECT_NE(message.find("hidden_sizes=[256, 256] applies only to torso=mlp, and torso is \"cnn\": leave it at its default [64, 64]"), std::string::npos) << message;
+  EXPECT_NE(message.find("grid_features=64 applies only to torso=grid_cnn"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 
   config = discrete_config();
@@ -398,8 +398,16 @@ TEST(ActorCriticTest, RefusesAnotherTorsosKeysInsteadOfIgnoringThem) {
   config.hidden_sizes = {256};
   EXPECT_NO_THROW(config.validate());
   config.grid_channels = {32};
-  EXPECT_NE(thrown_message(config).find("grid_channels applies only to torso=grid_cnn, and torso is \"mlp\""),
+  EXPECT_NE(thrown_message(config).find("grid_channels=[32] applies only to torso=grid_cnn, and torso is \"mlp\""),
             std::string::npos);
+
+  config = discrete_config();
+  config.cnn_features = 32;
+  EXPECT_NE(thrown_message(config).find("cnn_features=32 applies only to torso=cnn, and torso is \"mlp\": leave it at its default 512"),
+            std::string::npos);
+  config = discrete_config();
+  config.init_log_std = -0.5;
+  EXPECT_NE(thrown_message(config).find("init_log_std=-0.5 applies only to continuous actions"), std::string::npos);
 }
 
 TEST(CnnTorsoTest, NatureShapesAndParameterCount) {

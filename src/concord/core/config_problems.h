@@ -30,6 +30,21 @@ class ConfigProblems {
     problems_.push_back(out.str());
   }
 
+  // Records "<field>=<value> applies only to <scope>: leave it at its default <default>" when
+  // `value` was changed from its default although the field does not apply (another torso's
+  // layers, say), which would otherwise be ignored without a word.
+  template <typename T>
+  void check_applies(bool applies, const char* field, const T& value, const T& default_value,
+                     const std::string& scope) {
+    if (applies || value == default_value) return;
+    std::ostringstream out;
+    out << std::boolalpha << field << "=";
+    print(out, value);
+    out << " applies only to " << scope << ": leave it at its default ";
+    print(out, default_value);
+    problems_.push_back(out.str());
+  }
+
   // Records a problem worded otherwise; it should name the field and print the value.
   void add(std::string problem) { problems_.push_back(std::move(problem)); }
 

@@ -83,17 +83,21 @@ void ActorCriticConfig::validate() const {
   // Another torso's keys changed from their defaults would be ignored without a word: a user who
   // sets hidden_sizes beside torso=grid_cnn believes the network has those layers.
   const ActorCriticConfig defaults;
-  const auto ignored = [&](bool changed, const char* field, const std::string& owner) {
-    if (changed && torso != owner) {
-      problems.add(std::string(field) + " applies only to torso=" + owner + ", and torso is \"" + torso + "\"");
-    }
-  };
-  ignored(hidden_sizes != defaults.hidden_sizes, "hidden_sizes", "mlp");
-  ignored(activation != defaults.activation, "activation", "mlp");
-  ignored(grid_channels != defaults.grid_channels, "grid_channels", "grid_cnn");
-  ignored(grid_kernel_size != defaults.grid_kernel_size, "grid_kernel_size", "grid_cnn");
-  ignored(grid_stride != defaults.grid_stride, "grid_stride", "grid_cnn");
-  ignored(grid_features != defaults.grid_features, "grid_features", "grid_cnn");
+  const std::string torso_is = ", and torso is \"" + torso + "\"";
+  const bool mlp = torso == "mlp";
+  const bool grid = torso == "grid_cnn";
+  const bool cnn = torso == "cnn";
+  problems.check_applies(mlp, "hidden_sizes", hidden_sizes, defaults.hidden_sizes, "torso=mlp" + torso_is);
+  problems.check_applies(mlp, "activation", activation, defaults.activation, "torso=mlp" + torso_is);
+  problems.check_applies(grid, "grid_channels", grid_channels, defaults.grid_channels, "torso=grid_cnn" + torso_is);
+  problems.check_applies(grid, "grid_kernel_size", grid_kernel_size, defaults.grid_kernel_size,
+                         "torso=grid_cnn" + torso_is);
+  problems.check_applies(grid, "grid_stride", grid_stride, defaults.grid_stride, "torso=grid_cnn" + torso_is);
+  problems.check_applies(grid, "grid_features", grid_features, defaults.grid_features, "torso=grid_cnn" + torso_is);
+  problems.check_applies(cnn, "cnn_features", cnn_features, defaults.cnn_features, "torso=cnn" + torso_is);
+  problems.check_applies(cnn, "cnn_scale_input", cnn_scale_input, defaults.cnn_scale_input, "torso=cnn" + torso_is);
+  problems.check_applies(action_kind == ActionKind::kContinuous, "init_log_std", init_log_std, defaults.init_log_std,
+                         "continuous actions, and the actions are discrete");
   problems.throw_if_any("network config (algo.<key>)");
 }
 
