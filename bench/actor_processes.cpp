@@ -37,7 +37,7 @@ struct Options {
   bool asynchronous = false;
   int64_t timeout_seconds = 900;
   bool quick = false;
-  bool hidden_given = false;        // --hidden was passed: it applies whatever the torso
+  bool hidden_given = false;       // --hidden was passed: it applies whatever the torso
   std::vector<std::string> extra;  // --set key=value, applied after the defaults
 };
 

@@ -121,8 +121,10 @@ TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=cnn " + root,
                         "torso=cnn does not fit observations of shape [10, 10, 4]", 1);
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set algo.torso=resnet " + root, "torso=\"resnet\"", 1);
-  expect_one_line_error("train --config ppo_minatar_breakout --set algo.torso=grid_cnn " + root,
-                        "hidden_sizes=[256, 256] applies only to torso=mlp, and torso is \"grid_cnn\": leave it at its default [64, 64]", 1);
+  expect_one_line_error(
+      "train --config ppo_minatar_breakout --set algo.torso=grid_cnn " + root,
+      "hidden_sizes=[256, 256] applies only to torso=mlp, and torso is \"grid_cnn\": leave it at its default [64, 64]",
+      1);
 }
 
 TEST(Cli, UnknownKeyInConfigFileNamesKeyAndFile) {

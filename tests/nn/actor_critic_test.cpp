@@ -389,7 +389,11 @@ TEST(ActorCriticTest, RefusesAnotherTorsosKeysInsteadOfIgnoringThem) {
   config.hidden_sizes = {256, 256};
   config.grid_features = 64;
   const std::string message = thrown_message(config);
-  EXPECT_NE(message.find("hidden_sizes=[256, 256] applies only to torso=mlp, and torso is \"cnn\": leave it at its default [64, 64]"), std::string::npos) << message;
+  EXPECT_NE(
+      message.find(
+          "hidden_sizes=[256, 256] applies only to torso=mlp, and torso is \"cnn\": leave it at its default [64, 64]"),
+      std::string::npos)
+      << message;
   EXPECT_NE(message.find("grid_features=64 applies only to torso=grid_cnn"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 
@@ -403,7 +407,8 @@ TEST(ActorCriticTest, RefusesAnotherTorsosKeysInsteadOfIgnoringThem) {
 
   config = discrete_config();
   config.cnn_features = 32;
-  EXPECT_NE(thrown_message(config).find("cnn_features=32 applies only to torso=cnn, and torso is \"mlp\": leave it at its default 512"),
+  EXPECT_NE(thrown_message(config).find(
+                "cnn_features=32 applies only to torso=cnn, and torso is \"mlp\": leave it at its default 512"),
             std::string::npos);
   config = discrete_config();
   config.init_log_std = -0.5;
