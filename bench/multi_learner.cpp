@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   options.hidden_given = app.count("--hidden") > 0;
   if (options.quick) {
-    if (app.count("--hidden") == 0) options.hidden = "[64, 64]";
+    if (!options.hidden_given) options.hidden = "[64, 64]";
     if (app.count("--updates") == 0) options.updates = 2;
     if (app.count("--num-steps") == 0) options.num_steps = 32;
     if (app.count("--runs") == 0) options.runs = 1;

@@ -84,18 +84,17 @@ void ActorCriticConfig::validate() const {
   // sets hidden_sizes beside torso=grid_cnn believes the network has those layers.
   const ActorCriticConfig defaults;
   const std::string torso_is = ", and torso is \"" + torso + "\"";
-  const bool mlp = torso == "mlp";
-  const bool grid = torso == "grid_cnn";
-  const bool cnn = torso == "cnn";
-  problems.check_applies(mlp, "hidden_sizes", hidden_sizes, defaults.hidden_sizes, "torso=mlp" + torso_is);
-  problems.check_applies(mlp, "activation", activation, defaults.activation, "torso=mlp" + torso_is);
-  problems.check_applies(grid, "grid_channels", grid_channels, defaults.grid_channels, "torso=grid_cnn" + torso_is);
-  problems.check_applies(grid, "grid_kernel_size", grid_kernel_size, defaults.grid_kernel_size,
-                         "torso=grid_cnn" + torso_is);
-  problems.check_applies(grid, "grid_stride", grid_stride, defaults.grid_stride, "torso=grid_cnn" + torso_is);
-  problems.check_applies(grid, "grid_features", grid_features, defaults.grid_features, "torso=grid_cnn" + torso_is);
-  problems.check_applies(cnn, "cnn_features", cnn_features, defaults.cnn_features, "torso=cnn" + torso_is);
-  problems.check_applies(cnn, "cnn_scale_input", cnn_scale_input, defaults.cnn_scale_input, "torso=cnn" + torso_is);
+  const std::string mlp = "torso=mlp" + torso_is;
+  const std::string grid = "torso=grid_cnn" + torso_is;
+  const std::string cnn = "torso=cnn" + torso_is;
+  problems.check_applies(torso == "mlp", "hidden_sizes", hidden_sizes, defaults.hidden_sizes, mlp);
+  problems.check_applies(torso == "mlp", "activation", activation, defaults.activation, mlp);
+  problems.check_applies(torso == "grid_cnn", "grid_channels", grid_channels, defaults.grid_channels, grid);
+  problems.check_applies(torso == "grid_cnn", "grid_kernel_size", grid_kernel_size, defaults.grid_kernel_size, grid);
+  problems.check_applies(torso == "grid_cnn", "grid_stride", grid_stride, defaults.grid_stride, grid);
+  problems.check_applies(torso == "grid_cnn", "grid_features", grid_features, defaults.grid_features, grid);
+  problems.check_applies(torso == "cnn", "cnn_features", cnn_features, defaults.cnn_features, cnn);
+  problems.check_applies(torso == "cnn", "cnn_scale_input", cnn_scale_input, defaults.cnn_scale_input, cnn);
   problems.check_applies(action_kind == ActionKind::kContinuous, "init_log_std", init_log_std, defaults.init_log_std,
                          "continuous actions, and the actions are discrete");
   problems.throw_if_any("network config (algo.<key>)");
