@@ -141,13 +141,14 @@ TEST(PpoTest, UpdateChangesParametersAndReportsCleanRlMetrics) {
   EXPECT_EQ(ppo.updates(), 1);
   for (const char* name : {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
                            "losses/old_approx_kl", "losses/clipfrac", "losses/explained_variance",
-                           "charts/learning_rate", "charts/clip_coef", "charts/update_epochs"}) {
+                           "charts/learning_rate", "charts/clip_coef", "charts/ent_coef", "charts/update_epochs"}) {
     ASSERT_EQ(metrics.count(name), 1u) << name;
     EXPECT_TRUE(std::isfinite(metrics.at(name))) << name << " = " << metrics.at(name);
   }
-  EXPECT_EQ(metrics.size(), 10u);
+  EXPECT_EQ(metrics.size(), 11u);
   EXPECT_DOUBLE_EQ(metrics.at("charts/learning_rate"), 2.5e-4);
   EXPECT_DOUBLE_EQ(metrics.at("charts/clip_coef"), 0.2);
+  EXPECT_DOUBLE_EQ(metrics.at("charts/ent_coef"), small_config().ent_coef);
   EXPECT_DOUBLE_EQ(metrics.at("charts/update_epochs"), 4.0);
   EXPECT_GT(metrics.at("losses/entropy"), 0.0);
 }
@@ -197,6 +198,39 @@ TEST(PpoTest, AnnealedClipIsTheCoefficientScaledByTheProgressLeft) {
   // Not annealed, the coefficient stays where it was set.
   at::manual_seed(7);
   EXPECT_DOUBLE_EQ(halved.update(rollout, /*progress=*/0.9).at("charts/clip_coef"), 0.1);
+}
+
+// An annealed entropy bonus at progress 0.75 is, bit for bit, the update of a PPO whose ent_coef
+// is a quarter of it from the start (same initial parameters, same rollout, same shuffles).
+TEST(PpoTest, AnnealedEntropyBonusIsTheCoefficientScaledByTheProgressLeft) {
+  PpoConfig annealed_config = small_config();
+  annealed_config.ent_coef = 0.04;
+  annealed_config.anneal_ent = true;
+  PpoConfig quartered_config = small_config();
+  quartered_config.ent_coef = 0.01;
+  at::manual_seed(5);
+  Ppo annealed(annealed_config);
+  at::manual_seed(5);
+  Ppo quartered(quartered_config);
+  nn::ActorCritic annealed_model = annealed.model();
+  nn::ActorCritic quartered_model = quartered.model();
+  at::manual_seed(6);
+  const Rollout rollout = synthetic_rollout(annealed_model, 8, 2);
+
+  at::manual_seed(7);
+  const Metrics annealed_metrics = annealed.update(rollout, /*progress=*/0.75);
+  at::manual_seed(7);
+  const Metrics quartered_metrics = quartered.update(rollout, /*progress=*/0.75);
+
+  EXPECT_DOUBLE_EQ(annealed_metrics.at("charts/ent_coef"), 0.01);
+  EXPECT_DOUBLE_EQ(quartered_metrics.at("charts/ent_coef"), 0.01);
+  const std::vector<at::Tensor> a = annealed_model->parameters();
+  const std::vector<at::Tensor> q = quartered_model->parameters();
+  ASSERT_EQ(a.size(), q.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(q[i])) << "parameter " << i;
+  // At the end of training the bonus is gone.
+  at::manual_seed(7);
+  EXPECT_DOUBLE_EQ(annealed.update(rollout, /*progress=*/1.0).at("charts/ent_coef"), 0.0);
 }
 
 TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {

@@ -43,7 +43,8 @@ const core::ConfigFields<PpoConfig>& PpoConfig::fields() {
        "Surrogate (and value) clipping coefficient (the initial one when annealed)"},
       {"anneal_clip", &PpoConfig::anneal_clip, "Decay the clipping coefficient linearly to 0 over training"},
       {"clip_vloss", &PpoConfig::clip_vloss, "Clip the value loss around the rollout's values"},
-      {"ent_coef", &PpoConfig::ent_coef, "Entropy bonus coefficient"},
+      {"ent_coef", &PpoConfig::ent_coef, "Entropy bonus coefficient (the initial one when annealed)"},
+      {"anneal_ent", &PpoConfig::anneal_ent, "Decay the entropy bonus coefficient linearly to 0 over training"},
       {"vf_coef", &PpoConfig::vf_coef, "Value loss coefficient"},
       {"max_grad_norm", &PpoConfig::max_grad_norm, "Gradient-norm clipping threshold"},
       {"target_kl", &PpoConfig::target_kl, "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
@@ -156,6 +157,8 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const double lr = set_learning_rate(config_.learning_rate, config_.anneal_lr, progress);
   // Stable-Baselines3's linear clip_range schedule: the trust region closes as training ends.
   const double clip_coef = config_.anneal_clip ? (1.0 - progress) * config_.clip_coef : config_.clip_coef;
+  // The entropy bonus fades the same way when asked: exploration early, the policy's mode at the end.
+  const double ent_coef = config_.anneal_ent ? (1.0 - progress) * config_.ent_coef : config_.ent_coef;
   // The rollout on the model's device, rewards scaled by the running std of the discounted
   // return if asked; [T, B, ...] flattened to [T * B, ...] for the network.
   const Batch b = prepare(rollout);
@@ -204,7 +207,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
 
       last = fused_ppo_loss(eval.log_prob, b_clip_logprobs.index_select(0, mb_inds), mb_advantages, eval.value,
                             b_values.index_select(0, mb_inds), b_returns.index_select(0, mb_inds), eval.entropy,
-                            clip_coef, config_.clip_vloss, config_.ent_coef, config_.vf_coef);
+                            clip_coef, config_.clip_vloss, ent_coef, config_.vf_coef);
 
       step(last.loss, config_.max_grad_norm);
 
@@ -221,6 +224,7 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   Metrics metrics = {
       {"charts/learning_rate", lr},
       {"charts/clip_coef", clip_coef},
+      {"charts/ent_coef", ent_coef},
       {"charts/update_epochs", static_cast<double>(epochs_run)},
       {"losses/value_loss", last.value_loss.item<double>()},
       {"losses/policy_loss", last.policy_loss.item<double>()},

@@ -28,7 +28,9 @@ struct PpoConfig {
   bool anneal_clip = false;       // clip_coef decays linearly: (1 - progress) * clip_coef, as
                                   // Stable-Baselines3's "lin_" clip_range schedule (RL Zoo)
   bool clip_vloss = true;         // clip the value loss around the rollout's values
-  double ent_coef = 0.01;         // entropy bonus coefficient
+  double ent_coef = 0.01;         // entropy bonus coefficient (the initial one when annealed)
+  bool anneal_ent = false;        // ent_coef decays linearly: (1 - progress) * ent_coef, so that
+                                  // the policy explores early and acts near its mode at the end
   double vf_coef = 0.5;           // value loss coefficient
   double max_grad_norm = 0.5;     // global gradient-norm clipping threshold
   double target_kl = 0.0;         // stop the epochs early once approx_kl exceeds this; 0 = off
@@ -80,6 +82,7 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 //   update(rollout [T = num_steps, B], progress):
 //     lr = (1 - progress) * learning_rate              (if anneal_lr)
 //     eps = (1 - progress) * clip_coef                 (if anneal_clip, else clip_coef)
+//     c_ent = (1 - progress) * ent_coef                (if anneal_ent, else ent_coef)
 //     rewards = reward_scaler.scale(rollout.rewards)   (if normalize_reward)
 //     advantages, returns = gae(rollout, rewards)      (truncations bootstrap from this
 //                                                       critic's V(final_observations) when given)
@@ -97,8 +100,9 @@ PpoLoss ppo_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_prob
 // losses/approx_kl and losses/old_approx_kl are those of the last minibatch run, as CleanRL logs
 // them; losses/clipfrac is the mean over all minibatches run; losses/explained_variance is
 // 1 - Var(returns - values) / Var(returns) of the rollout's values (left out when Var(returns) = 0);
-// charts/learning_rate is the rate used. Concord adds charts/clip_coef, the eps used, and
-// charts/update_epochs, the epochs run (fewer than update_epochs after an early stop).
+// charts/learning_rate is the rate used. Concord adds charts/clip_coef, the eps used,
+// charts/ent_coef, the entropy coefficient used, and charts/update_epochs, the epochs run (fewer
+// than update_epochs after an early stop).
 //
 // Minibatches are drawn with LibTorch's global generator (seed it with torch::manual_seed).
 // Rollout tensors may live on any device; they are moved to the model's. Not thread-safe.
