@@ -167,70 +167,75 @@ TEST(PpoTest, AnnealsLearningRateWithProgress) {
   EXPECT_DOUBLE_EQ(fixed.update(synthetic_rollout(fixed_model, 8, 2), 0.5).at("charts/learning_rate"), 2.5e-4);
 }
 
+// One update at `progress` of a PPO built from `annealed` and of one built from `scaled`, from the
+// same initial parameters, the same rollout and the same shuffles.
+struct TwinUpdates {
+  Metrics annealed;
+  Metrics scaled;
+  std::vector<at::Tensor> annealed_parameters;
+  std::vector<at::Tensor> scaled_parameters;
+};
+
+TwinUpdates update_twins(const PpoConfig& annealed_config, const PpoConfig& scaled_config, double progress) {
+  at::manual_seed(5);
+  Ppo annealed(annealed_config);
+  at::manual_seed(5);
+  Ppo scaled(scaled_config);
+  nn::ActorCritic annealed_model = annealed.model();
+  nn::ActorCritic scaled_model = scaled.model();
+  at::manual_seed(6);
+  const Rollout rollout = synthetic_rollout(annealed_model, 8, 2);
+
+  TwinUpdates twins;
+  at::manual_seed(7);
+  twins.annealed = annealed.update(rollout, progress);
+  at::manual_seed(7);
+  twins.scaled = scaled.update(rollout, progress);
+  twins.annealed_parameters = annealed_model->parameters();
+  twins.scaled_parameters = scaled_model->parameters();
+  return twins;
+}
+
+void expect_same_parameters(const TwinUpdates& twins) {
+  ASSERT_EQ(twins.annealed_parameters.size(), twins.scaled_parameters.size());
+  for (size_t i = 0; i < twins.annealed_parameters.size(); ++i) {
+    EXPECT_TRUE(twins.annealed_parameters[i].equal(twins.scaled_parameters[i])) << "parameter " << i;
+  }
+}
+
 // RL Zoo's lin_0.2 clip range: at progress 0.5 the update is, bit for bit, the update of a PPO
-// whose clip_coef is 0.1 from the start (same initial parameters, same rollout, same shuffles).
+// whose clip_coef is 0.1 from the start.
 TEST(PpoTest, AnnealedClipIsTheCoefficientScaledByTheProgressLeft) {
   PpoConfig annealed_config = small_config();
   annealed_config.anneal_clip = true;
   PpoConfig halved_config = small_config();
   halved_config.clip_coef = 0.1;
-  at::manual_seed(5);
-  Ppo annealed(annealed_config);
-  at::manual_seed(5);
-  Ppo halved(halved_config);
-  nn::ActorCritic annealed_model = annealed.model();
-  nn::ActorCritic halved_model = halved.model();
-  at::manual_seed(6);
-  const Rollout rollout = synthetic_rollout(annealed_model, 8, 2);
+  const TwinUpdates twins = update_twins(annealed_config, halved_config, /*progress=*/0.5);
 
-  at::manual_seed(7);
-  const Metrics annealed_metrics = annealed.update(rollout, /*progress=*/0.5);
-  at::manual_seed(7);
-  const Metrics halved_metrics = halved.update(rollout, /*progress=*/0.5);
-
-  EXPECT_DOUBLE_EQ(annealed_metrics.at("charts/clip_coef"), 0.1);
-  EXPECT_DOUBLE_EQ(halved_metrics.at("charts/clip_coef"), 0.1);
-  EXPECT_EQ(annealed_metrics.at("losses/clipfrac"), halved_metrics.at("losses/clipfrac"));
-  const std::vector<at::Tensor> a = annealed_model->parameters();
-  const std::vector<at::Tensor> h = halved_model->parameters();
-  ASSERT_EQ(a.size(), h.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(h[i])) << "parameter " << i;
+  EXPECT_DOUBLE_EQ(twins.annealed.at("charts/clip_coef"), 0.1);
+  EXPECT_DOUBLE_EQ(twins.scaled.at("charts/clip_coef"), 0.1);
+  EXPECT_EQ(twins.annealed.at("losses/clipfrac"), twins.scaled.at("losses/clipfrac"));
+  expect_same_parameters(twins);
   // Not annealed, the coefficient stays where it was set.
-  at::manual_seed(7);
-  EXPECT_DOUBLE_EQ(halved.update(rollout, /*progress=*/0.9).at("charts/clip_coef"), 0.1);
+  EXPECT_DOUBLE_EQ(update_twins(annealed_config, halved_config, /*progress=*/0.9).scaled.at("charts/clip_coef"), 0.1);
 }
 
 // An annealed entropy bonus at progress 0.75 is, bit for bit, the update of a PPO whose ent_coef
-// is a quarter of it from the start (same initial parameters, same rollout, same shuffles).
+// is a quarter of it from the start.
 TEST(PpoTest, AnnealedEntropyBonusIsTheCoefficientScaledByTheProgressLeft) {
   PpoConfig annealed_config = small_config();
   annealed_config.ent_coef = 0.04;
   annealed_config.anneal_ent = true;
   PpoConfig quartered_config = small_config();
   quartered_config.ent_coef = 0.01;
-  at::manual_seed(5);
-  Ppo annealed(annealed_config);
-  at::manual_seed(5);
-  Ppo quartered(quartered_config);
-  nn::ActorCritic annealed_model = annealed.model();
-  nn::ActorCritic quartered_model = quartered.model();
-  at::manual_seed(6);
-  const Rollout rollout = synthetic_rollout(annealed_model, 8, 2);
+  const TwinUpdates twins = update_twins(annealed_config, quartered_config, /*progress=*/0.75);
 
-  at::manual_seed(7);
-  const Metrics annealed_metrics = annealed.update(rollout, /*progress=*/0.75);
-  at::manual_seed(7);
-  const Metrics quartered_metrics = quartered.update(rollout, /*progress=*/0.75);
-
-  EXPECT_DOUBLE_EQ(annealed_metrics.at("charts/ent_coef"), 0.01);
-  EXPECT_DOUBLE_EQ(quartered_metrics.at("charts/ent_coef"), 0.01);
-  const std::vector<at::Tensor> a = annealed_model->parameters();
-  const std::vector<at::Tensor> q = quartered_model->parameters();
-  ASSERT_EQ(a.size(), q.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(q[i])) << "parameter " << i;
+  EXPECT_DOUBLE_EQ(twins.annealed.at("charts/ent_coef"), 0.01);
+  EXPECT_DOUBLE_EQ(twins.scaled.at("charts/ent_coef"), 0.01);
+  expect_same_parameters(twins);
   // At the end of training the bonus is gone.
-  at::manual_seed(7);
-  EXPECT_DOUBLE_EQ(annealed.update(rollout, /*progress=*/1.0).at("charts/ent_coef"), 0.0);
+  EXPECT_DOUBLE_EQ(update_twins(annealed_config, quartered_config, /*progress=*/1.0).annealed.at("charts/ent_coef"),
+                   0.0);
 }
 
 TEST(PpoTest, TinyTargetKlStopsAfterTheFirstEpoch) {

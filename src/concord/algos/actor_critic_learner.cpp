@@ -71,7 +71,7 @@ at::Tensor ActorCriticLearner::final_values(const at::Tensor& final_observations
 }
 
 double ActorCriticLearner::set_learning_rate(double learning_rate, bool anneal, double progress) {
-  const double lr = anneal ? (1.0 - progress) * learning_rate : learning_rate;
+  const double lr = linear_schedule(learning_rate, anneal, progress);
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
   return lr;
 }

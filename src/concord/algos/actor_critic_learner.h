@@ -17,6 +17,12 @@
 
 namespace concord::algos {
 
+// A coefficient's linear schedule over training (CleanRL's learning-rate annealing, RL Zoo's "lin_"
+// schedules): (1 - progress) * initial if annealed, else initial.
+inline double linear_schedule(double initial, bool anneal, double progress) {
+  return anneal ? (1.0 - progress) * initial : initial;
+}
+
 // What the on-policy actor-critic learners (A2C, PPO) share, written once, so that each
 // algorithm's file holds only its update, reading like its paper:
 //

@@ -156,9 +156,9 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   // Annealing the rate if instructed to do so.
   const double lr = set_learning_rate(config_.learning_rate, config_.anneal_lr, progress);
   // Stable-Baselines3's linear clip_range schedule: the trust region closes as training ends.
-  const double clip_coef = config_.anneal_clip ? (1.0 - progress) * config_.clip_coef : config_.clip_coef;
+  const double clip_coef = linear_schedule(config_.clip_coef, config_.anneal_clip, progress);
   // The entropy bonus fades the same way when asked: exploration early, the policy's mode at the end.
-  const double ent_coef = config_.anneal_ent ? (1.0 - progress) * config_.ent_coef : config_.ent_coef;
+  const double ent_coef = linear_schedule(config_.ent_coef, config_.anneal_ent, progress);
   // The rollout on the model's device, rewards scaled by the running std of the discounted
   // return if asked; [T, B, ...] flattened to [T * B, ...] for the network.
   const Batch b = prepare(rollout);
