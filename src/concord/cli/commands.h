@@ -31,6 +31,11 @@ struct ExitStatus {
 // program, else its path relative to the working directory when it lies below it, else its full path.
 std::string program_for_hints();
 
+// The start of a command line that runs a program as this process was run: "concord launch -n 2 --
+// " under `concord launch` (from the variables it sets: LOCAL_WORLD_SIZE, and GROUP_WORLD_SIZE for
+// --nnodes), else "". A resume hint must keep it, or the run would go on as one process.
+std::string launcher_for_hints(const std::string& program);
+
 // The exit status of a command that signal `signal_number` stopped.
 inline int signal_exit_status(int signal_number) { return 128 + signal_number; }
 

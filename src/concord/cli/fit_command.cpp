@@ -220,8 +220,8 @@ void run_fit(const FitFlags& flags) {
   std::printf("%-20s %.1f s\n", "wall time", last.seconds);
   std::printf("%-20s %s\n", "run directory", run->run_dir.string().c_str());
   if (stop_signal != 0) {
-    std::printf("%-20s %s fit --resume %s\n", "continue with", program_for_hints().c_str(),
-                run->run_dir.string().c_str());
+    std::printf("%-20s %s%s fit --resume %s\n", "continue with", launcher_for_hints(program_for_hints()).c_str(),
+                program_for_hints().c_str(), run->run_dir.string().c_str());
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(stop_signal)};
   }

@@ -163,8 +163,8 @@ void run_gan_fit(core::Config config, const std::string& resume_flag) {
   std::printf("%-22s %.1f s\n", "wall time", last.seconds);
   std::printf("%-22s %s\n", "run directory", run->run_dir.string().c_str());
   if (stop_signal != 0) {
-    std::printf("%-22s %s fit --resume %s\n", "continue with", program_for_hints().c_str(),
-                run->run_dir.string().c_str());
+    std::printf("%-22s %s%s fit --resume %s\n", "continue with", launcher_for_hints(program_for_hints()).c_str(),
+                program_for_hints().c_str(), run->run_dir.string().c_str());
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(stop_signal)};
   }

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "concord/cli/commands.h"
+#include "concord/launch/launch_control.h"
 
 namespace concord::cli {
 
@@ -31,6 +32,17 @@ std::string program_for_hints() {
     }
   }
   return program.string();
+}
+
+std::string launcher_for_hints(const std::string& program) {
+  if (std::getenv(launch::kLaunchControlVariable) == nullptr) return "";
+  const char* local_world_size = std::getenv("LOCAL_WORLD_SIZE");
+  const char* nnodes = std::getenv("GROUP_WORLD_SIZE");
+  std::string launcher = program + " launch -n " + (local_world_size != nullptr ? local_world_size : "1");
+  if (nnodes != nullptr && std::string(nnodes) != "1") {
+    launcher += " --nnodes " + std::string(nnodes) + " --node-rank <this node's> --master-addr <rank 0's node>";
+  }
+  return launcher + " -- ";
 }
 
 }  // namespace concord::cli

@@ -1,7 +1,10 @@
 // concord train: trains an algorithm on an environment under the distribution policy the config
 // names (train.policy), with live progress, metrics, periodic atomic checkpoints and --resume.
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -29,15 +32,30 @@ void run_train(const TrainFlags& flags) {
     if (outcome.stop_signal != 0) throw ExitStatus{signal_exit_status(outcome.stop_signal)};
     return;
   }
-  std::printf("\n%-16s %s on %s\n", "trained", outcome.algo.c_str(), outcome.env_id.c_str());
-  std::printf("%-16s %s (%lld updates)\n", "steps", core::format_count(outcome.state.global_step).c_str(),
-              static_cast<long long>(outcome.state.updates));
-  std::printf("%-16s %.1f s\n", "wall time", outcome.wall_seconds);
-  std::printf("%-16s %s\n", "checkpoint", checkpoint_path(outcome.run_dir).string().c_str());
+  std::vector<SummaryLine> summary{{"trained", outcome.algo + " on " + outcome.env_id},
+                                   {"steps", core::format_count(outcome.state.global_step) + " (" +
+                                                 counted(outcome.state.updates, "update", "updates") + ")"}};
+  summary.insert(summary.end(), outcome.verdict.begin(), outcome.verdict.end());
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f s", outcome.wall_seconds);
   const std::string program = program_for_hints();
-  std::printf("%-16s %s eval %s\n", "evaluate with", program.c_str(), outcome.run_dir.string().c_str());
+  summary.push_back({"wall time", seconds});
+  summary.push_back({"checkpoint", checkpoint_path(outcome.run_dir).string()});
+  summary.push_back({"evaluate with", program + " eval " + outcome.run_dir.string()});
   if (outcome.stop_signal != 0) {
-    std::printf("%-16s %s train --resume %s\n", "continue with", program.c_str(), outcome.run_dir.string().c_str());
+    summary.push_back(
+        {"continue with", launcher_for_hints(program) + program + " train --resume " + outcome.run_dir.string()});
+  }
+  std::string text = "\n";
+  for (const SummaryLine& line : summary) {
+    char label[32];
+    std::snprintf(label, sizeof(label), "%-16s ", line.label.c_str());
+    text += label + line.text + "\n";
+  }
+  std::fputs(text.c_str(), stdout);
+  // log.txt keeps the summary too (spdlog has flushed every line it wrote there).
+  std::ofstream(outcome.run_dir / "log.txt", std::ios::app) << text.substr(1);
+  if (outcome.stop_signal != 0) {
     std::fflush(stdout);
     throw ExitStatus{signal_exit_status(outcome.stop_signal)};
   }

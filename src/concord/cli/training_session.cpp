@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "concord/algos/off_policy_learner.h"
+#include "concord/cli/config_presets.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
@@ -137,6 +138,48 @@ void warn_if_learner_starved(TrainingRun& training, const core::Config& config, 
   if (!warning.empty()) spdlog::warn("{}", warning);
 }
 
+// The shipped presets (configs/) that train `env_id`.
+std::vector<std::string> presets_for(const std::string& env_id) {
+  std::vector<std::string> found;
+  for (const std::string& name : preset_names()) {
+    std::string error;
+    const std::string file = resolve_config_file(name, error);
+    if (file.empty()) continue;
+    try {
+      core::Config preset(concord_schema());
+      preset.merge_file(file);
+      if (preset.get_string("env.id") == env_id) found.push_back(name);
+    } catch (const std::exception&) {
+      continue;  // a preset that does not read is no suggestion
+    }
+  }
+  return found;
+}
+
+// The facts the verdict judges: what the run did, and what a user changes to get updates sooner.
+VerdictFacts verdict_facts(TrainingRun& training, const core::Config& config, const policies::TrainingState& end,
+                           ReturnTrack returns) {
+  VerdictFacts facts;
+  facts.steps = end.global_step;
+  facts.updates = end.updates;
+  facts.returns = std::move(returns);
+  facts.reward_threshold = training.env_spec().reward_threshold;
+  const std::string prefix = "algo." + training.algo() + ".";
+  if (const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner())) {
+    facts.update_schedule = "the first comes after " + prefix +
+                            "learning_starts=" + std::to_string(off_policy->learning_starts()) + " env steps";
+    facts.sooner_settings = prefix + "learning_starts";
+  } else if (config.schema().contains(prefix + "num_steps")) {
+    const int64_t num_steps = config.get_int(prefix + "num_steps");
+    const int64_t num_envs = training.env_config().num_envs;
+    facts.update_schedule = "each takes " + prefix + "num_steps x env.num_envs = " + std::to_string(num_steps) + " x " +
+                            std::to_string(num_envs) + " = " + core::format_count(num_steps * num_envs) + " env steps";
+    facts.sooner_settings = prefix + "num_steps";
+  }
+  facts.presets = presets_for(training.env_spec().id);
+  return facts;
+}
+
 }  // namespace
 
 std::string starved_learner_warning(int64_t made, int64_t due, int64_t steps, int64_t train_frequency,
@@ -144,8 +187,9 @@ std::string starved_learner_warning(int64_t made, int64_t due, int64_t steps, in
   if (due < 40 || made * 4 >= due) return "";
   char share[32];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(made) / static_cast<double>(due));
-  return "the learner made " + std::to_string(made) + " updates in " + std::to_string(steps) + " env steps, " + share +
-         " of the " + std::to_string(due) + " that train_frequency=" + std::to_string(train_frequency) +
+  return "the learner made " + std::to_string(made) + (made == 1 ? " update in " : " updates in ") +
+         std::to_string(steps) + " env steps, " + share + " of the " + std::to_string(due) +
+         " that train_frequency=" + std::to_string(train_frequency) +
          " asks for: the actors outran it, and the agent learned from fewer samples per step than configured" +
          (bound.empty() ? "" : " (" + bound + " bounds env steps per update)");
 }
@@ -187,8 +231,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   // At step 0 for a restart without a checkpoint: the failed group's rows go.
   if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);
   // env.num_envs is the run's total, whatever the number of ranks sharing it.
-  spdlog::info("training {} on {} for {} steps ({} envs{}, policy {}, device {})", algo, env_id, training.total_steps(),
-               training.env_config().num_envs,
+  spdlog::info("training {} on {} for {} steps ({}{}, policy {}, device {})", algo, env_id, training.total_steps(),
+               counted(training.env_config().num_envs, "env", "envs"),
                training.world_size() > 1 ? " in all, " + std::to_string(training.world_size()) + " ranks" : "",
                training.policy_name(), training.device().str());
 
@@ -198,9 +242,13 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo, state.global_step);
   TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0};
   core::Stopwatch clock;
+  ReturnTrack returns;
   {
     SignalStop signals;
     policies::TrainingCallbacks callbacks;
+    callbacks.on_episode = [&returns](double episode_return, int64_t episode_length) {
+      returns.add_episode(episode_return, episode_length);
+    };
     // The last completed update, for a checkpoint after an error (save_checkpoint_after_error).
     policies::TrainingState last_update = state;
     const torch::Tensor parameters_then = learner.flat_parameters().values().detach().clone();
@@ -213,6 +261,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
                               const core::EpisodeStats& episodes) {
       last_update = now;
       SignalStop::first_update_done();
+      returns.sample();
       parameters_then.copy_(learner.flat_parameters().values().detach());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
       if (now.global_step >= next_record_step) {
@@ -253,6 +302,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   if (outcome.stop_signal == 0) warn_if_learner_starved(training, run.config, start_state, state);
   outcome.state = state;
   outcome.wall_seconds = clock.elapsed_seconds();
+  returns.finish();
+  outcome.verdict = training_verdict(verdict_facts(training, run.config, state, std::move(returns)));
   return outcome;
 }
 

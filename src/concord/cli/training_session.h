@@ -7,6 +7,7 @@
 
 #include "concord/algos/learner.h"
 #include "concord/cli/run_config.h"
+#include "concord/cli/training_verdict.h"
 #include "concord/core/config.h"
 #include "concord/core/episode_stats.h"
 #include "concord/policies/policy.h"
@@ -43,6 +44,8 @@ struct TrainingOutcome {
   policies::TrainingState state;
   double wall_seconds = 0.0;
   int stop_signal = 0;  // SIGINT or SIGTERM when one stopped the run, else 0
+  // The return, the env's threshold and what to change (training_verdict); empty on other ranks.
+  std::vector<SummaryLine> verdict;
 };
 
 // `concord train` from resolved flags to a finished run: builds the TrainingRun (which rejects a
