@@ -14,6 +14,38 @@
 
 namespace concord::cli {
 
+namespace {
+
+// The MuJoCo tasks' settings (Gymnasium v5's keyword arguments). Their defaults differ by task, so
+// a number left at nan, a string left empty and frame_skip left at 0 mean the task's own value.
+void declare_mujoco_env_keys(core::ConfigSchema& schema) {
+  const double unset = std::numeric_limits<double>::quiet_NaN();
+  schema.declare("env.model_file", std::string(""),
+                 "MuJoCo tasks: an MJCF file in place of the shipped model (e.g. Gymnasium's own assets); empty: "
+                 "the shipped one");
+  schema.declare("env.frame_skip", int64_t{0}, "MuJoCo tasks: physics steps per env step; 0: the task's own");
+  const char* const weights[][2] = {
+      {"env.forward_reward_weight", "weight of the forward velocity in the reward"},
+      {"env.ctrl_cost_weight", "weight of the control cost sum(a^2)"},
+      {"env.healthy_reward", "reward for each step in a healthy state (InvertedDoublePendulum: the alive bonus)"},
+      {"env.reset_noise_scale", "scale of the noise added to the initial qpos and qvel"},
+  };
+  for (const auto& [key, doc] : weights) {
+    schema.declare(key, unset, std::string("MuJoCo tasks: ") + doc + "; nan: the task's own");
+  }
+  schema.declare("env.healthy_z_range", std::string(""),
+                 "MuJoCo Hopper, Walker2d: \"low,high\" open interval of the torso height that is healthy (inf "
+                 "allowed); empty: the task's own");
+  schema.declare("env.healthy_angle_range", std::string(""),
+                 "MuJoCo Hopper, Walker2d: \"low,high\" open interval of the torso pitch that is healthy; empty: "
+                 "the task's own");
+  schema.declare("env.exclude_current_positions_from_observation", true,
+                 "MuJoCo tasks: leave the root's x (Swimmer: x and y) out of the observation");
+  schema.declare("env.terminate_when_unhealthy", true, "MuJoCo Hopper, Walker2d: an unhealthy state ends the episode");
+}
+
+}  // namespace
+
 core::ConfigSchema concord_schema() {
   core::ConfigSchema schema;
   schema.declare("run.seed", int64_t{1}, "Seed for environments, networks and sampling");
@@ -42,6 +74,7 @@ core::ConfigSchema concord_schema() {
                  "(Gymnasium's max_episode_steps); 0: the environment's own");
   schema.declare("env.difficulty_ramping", true,
                  "MinAtar: games speed up as they go on; other environments refuse a value other than the default");
+  declare_mujoco_env_keys(schema);
 
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
   schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");

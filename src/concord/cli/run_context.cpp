@@ -1,6 +1,7 @@
 #include "concord/cli/run_context.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "concord/core/logging.h"
 #include "concord/core/run_dir.h"
 #include "concord/core/torch_thread.h"
+#include "concord/envs/mujoco/task_options.h"
 #include "concord/launch/launch_control.h"
 
 namespace concord::cli {
@@ -227,6 +229,34 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   if (config.get("env.difficulty_ramping") != defaults.at("env.difficulty_ramping").default_value) {
     result.options.difficulty_ramping = config.get_bool("env.difficulty_ramping");
   }
+  // MuJoCo tasks: nan, "" and 0 are the task's own values; the booleans reach the task when they
+  // differ from Gymnasium's defaults, which every task shares.
+  envs::EnvOptions& options = result.options;
+  if (std::string file = config.get_string("env.model_file"); !file.empty()) options.model_file = file;
+  if (const int64_t skip = config.get_int("env.frame_skip"); skip != 0) {
+    if (skip < 1 || skip > 1'000'000) {
+      throw std::invalid_argument("env.frame_skip = " + std::to_string(skip) +
+                                  " must lie in [1, 1000000] (0: the task's own)");
+    }
+    options.frame_skip = static_cast<int>(skip);
+  }
+  const auto number = [&config](const char* key, std::optional<double>& field) {
+    if (const double value = config.get_double(key); !std::isnan(value)) field = value;
+  };
+  number("env.forward_reward_weight", options.forward_reward_weight);
+  number("env.ctrl_cost_weight", options.ctrl_cost_weight);
+  number("env.healthy_reward", options.healthy_reward);
+  number("env.reset_noise_scale", options.reset_noise_scale);
+  if (std::string text = config.get_string("env.healthy_z_range"); !text.empty()) {
+    options.healthy_z_range = envs::mujoco::parse_range(text, "env.healthy_z_range");
+  }
+  if (std::string text = config.get_string("env.healthy_angle_range"); !text.empty()) {
+    options.healthy_angle_range = envs::mujoco::parse_range(text, "env.healthy_angle_range");
+  }
+  if (!config.get_bool("env.exclude_current_positions_from_observation")) {
+    options.exclude_current_positions_from_observation = false;
+  }
+  if (!config.get_bool("env.terminate_when_unhealthy")) options.terminate_when_unhealthy = false;
   return result;
 }
 

@@ -1,6 +1,7 @@
 #include "concord/cli/training_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -156,6 +157,10 @@ void check_resumable(const core::Config& trained_with, const core::Config& confi
                      const std::set<std::string>& may_change) {
   for (const auto& [key, entry] : config.schema().entries()) {
     if (may_change.count(key) > 0) continue;
+    // nan is a value here (the MuJoCo settings' "the task's own"), equal to itself.
+    const auto* was = std::get_if<double>(&trained_with.get(key));
+    const auto* is = std::get_if<double>(&config.get(key));
+    if (was != nullptr && is != nullptr && std::isnan(*was) && std::isnan(*is)) continue;
     if (trained_with.get(key) != config.get(key)) {
       throw core::CheckpointError(core::CheckpointError::Kind::kCorrupt, file,
                                   "was trained with a different " + key + " than the run's config.toml says");

@@ -17,6 +17,11 @@
 #include "concord/envs/minatar/freeway.h"
 #include "concord/envs/minatar/seaquest.h"
 #include "concord/envs/minatar/space_invaders.h"
+#include "concord/envs/mujoco/half_cheetah.h"
+#include "concord/envs/mujoco/hopper.h"
+#include "concord/envs/mujoco/inverted_pendulum.h"
+#include "concord/envs/mujoco/swimmer.h"
+#include "concord/envs/mujoco/walker2d.h"
 
 namespace concord::envs {
 namespace {
@@ -43,6 +48,15 @@ void add_minatar(Registry& registry, const std::string& game) {
   }
 }
 
+// A MuJoCo task, "MuJoCo/<Task>-v5": its env.* settings over the task's defaults (task_options.h).
+template <typename Task>
+void add_mujoco(Registry& registry) {
+  registry.add_configurable(Task::kId, [](const EnvOptions& options) {
+    return std::make_unique<Task>(
+        mujoco::resolve_options(Task::kId, options, Task::default_options(), Task::option_names()));
+  });
+}
+
 Registry make_builtin_registry() {
   Registry registry;
   // One line per built-in environment; see docs/adding-an-environment.md.
@@ -60,6 +74,11 @@ Registry make_builtin_registry() {
   add_minatar<minatar::Freeway>(registry, "Freeway");
   add_minatar<minatar::Seaquest>(registry, "Seaquest");
   add_minatar<minatar::SpaceInvaders>(registry, "SpaceInvaders");
+  add_mujoco<mujoco::InvertedPendulum>(registry);
+  add_mujoco<mujoco::HalfCheetah>(registry);
+  add_mujoco<mujoco::Hopper>(registry);
+  add_mujoco<mujoco::Walker2d>(registry);
+  add_mujoco<mujoco::Swimmer>(registry);
   return registry;
 }
 
@@ -70,6 +89,19 @@ std::vector<std::string> EnvOptions::set_keys() const {
   if (sticky_action_probability) keys.push_back("env.sticky_action_probability");
   if (difficulty_ramping) keys.push_back("env.difficulty_ramping");
   if (max_episode_steps) keys.push_back("env.max_episode_steps");
+  if (model_file) keys.push_back("env.model_file");
+  if (forward_body) keys.push_back("env.forward_body");
+  if (frame_skip) keys.push_back("env.frame_skip");
+  if (forward_reward_weight) keys.push_back("env.forward_reward_weight");
+  if (ctrl_cost_weight) keys.push_back("env.ctrl_cost_weight");
+  if (contact_cost_weight) keys.push_back("env.contact_cost_weight");
+  if (healthy_reward) keys.push_back("env.healthy_reward");
+  if (healthy_z_range) keys.push_back("env.healthy_z_range");
+  if (healthy_angle_range) keys.push_back("env.healthy_angle_range");
+  if (reset_noise_scale) keys.push_back("env.reset_noise_scale");
+  if (reward_dist_weight) keys.push_back("env.reward_dist_weight");
+  if (exclude_current_positions_from_observation) keys.push_back("env.exclude_current_positions_from_observation");
+  if (terminate_when_unhealthy) keys.push_back("env.terminate_when_unhealthy");
   return keys;
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "concord/core/registry.h"
@@ -20,6 +21,22 @@ struct EnvOptions {
   // Every env: episodes are truncated after this many steps, in place of the env's own limit
   // (Gymnasium's make(id, max_episode_steps=N)). Must be >= 1.
   std::optional<int> max_episode_steps;
+  // MuJoCo tasks (envs/mujoco/): Gymnasium v5's keyword arguments of the same names; unset means
+  // the task's own value. model_file is an MJCF file in place of the shipped model; forward_body
+  // names the body whose forward velocity a user's own model is rewarded for.
+  std::optional<std::string> model_file;
+  std::optional<std::string> forward_body;
+  std::optional<int> frame_skip;
+  std::optional<double> forward_reward_weight;
+  std::optional<double> ctrl_cost_weight;
+  std::optional<double> contact_cost_weight;
+  std::optional<double> healthy_reward;
+  std::optional<std::pair<double, double>> healthy_z_range;
+  std::optional<std::pair<double, double>> healthy_angle_range;
+  std::optional<double> reset_noise_scale;
+  std::optional<double> reward_dist_weight;
+  std::optional<bool> exclude_current_positions_from_observation;
+  std::optional<bool> terminate_when_unhealthy;
 
   // The config keys of the settings that are set, e.g. {"env.difficulty_ramping"}.
   std::vector<std::string> set_keys() const;

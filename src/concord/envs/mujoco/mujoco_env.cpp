@@ -1,0 +1,105 @@
+#include "concord/envs/mujoco/mujoco_env.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace concord::envs::mujoco {
+
+std::atomic<int64_t> MujocoEnv::process_unstable_steps_{0};
+
+MujocoEnv::MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int frame_skip)
+    : FloatEnv(std::move(spec)), model_(std::move(model)), frame_skip_(frame_skip) {
+  data_ = mj_makeData(model_->get());
+  if (data_ == nullptr) throw std::runtime_error(this->spec().id + ": MuJoCo could not allocate mjData");
+}
+
+MujocoEnv::~MujocoEnv() { mj_deleteData(data_); }
+
+Space MujocoEnv::action_space_of(const MujocoModel& model, const std::string& task) {
+  const mjModel* m = model.get();
+  std::vector<float> low(m->nu), high(m->nu);
+  for (int i = 0; i < m->nu; ++i) {
+    if (!m->actuator_ctrllimited[i]) {
+      const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
+      throw std::invalid_argument(task + ": model file '" + model.path() + "': actuator " +
+                                  (name != nullptr ? std::string("'") + name + "'" : std::to_string(i)) +
+                                  " has no control range (ctrllimited), which the action space needs");
+    }
+    low[i] = static_cast<float>(m->actuator_ctrlrange[2 * i]);
+    high[i] = static_cast<float>(m->actuator_ctrlrange[2 * i + 1]);
+  }
+  return Space::box({m->nu}, low, high);
+}
+
+Space MujocoEnv::observation_space_of(int64_t dim) {
+  const float inf = std::numeric_limits<float>::infinity();
+  return Space::box({dim}, -inf, inf);
+}
+
+void MujocoEnv::reset_with_noise(double scale, bool normal_velocity) {
+  const mjModel* m = model();
+  mj_resetData(m, data_);
+  for (int i = 0; i < m->nq; ++i) data_->qpos[i] = m->qpos0[i] + uniform(-scale, scale);
+  for (int i = 0; i < m->nv; ++i) data_->qvel[i] = normal_velocity ? scale * normal() : uniform(-scale, scale);
+  mj_forward(m, data_);
+}
+
+double MujocoEnv::normal() {
+  // 1 - u lies in (0, 1], so the logarithm is finite.
+  const double u = 1.0 - uniform(0.0, 1.0);
+  const double v = uniform(0.0, 1.0);
+  return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * 3.141592653589793 * v);
+}
+
+void MujocoEnv::throw_bad_action(const Action& action) const {
+  if (action.values == nullptr)
+    throw std::invalid_argument(spec().id + ": a Box action needs Action.values, got nullptr");
+  std::ostringstream message;
+  message << spec().id << ": action [";
+  for (int i = 0; i < model()->nu; ++i) message << (i ? ", " : "") << action.values[i];
+  message << "] is not finite";
+  throw std::invalid_argument(message.str());
+}
+
+bool MujocoEnv::simulate(const Action& action) {
+  const mjModel* m = model();
+  if (action.values == nullptr) throw_bad_action(action);
+  bool finite = true;
+  for (int i = 0; i < m->nu; ++i) finite = finite && std::isfinite(action.values[i]);
+  if (!finite) throw_bad_action(action);
+  for (int i = 0; i < m->nu; ++i) data_->ctrl[i] = action.values[i];
+  // MuJoCo's checks (mj_checkPos/Vel/Acc) count a NaN, infinite or huge value in these warnings
+  // and reset the state to qpos0; a count that rose means this step diverged.
+  constexpr int kDiverged[] = {mjWARN_BADQPOS, mjWARN_BADQVEL, mjWARN_BADQACC};
+  for (int warning : kDiverged) data_->warning[warning].number = 0;
+  for (int k = 0; k < frame_skip_; ++k) mj_step(m, data_);
+  bool diverged = false;
+  for (int warning : kDiverged) diverged = diverged || data_->warning[warning].number > 0;
+  if (diverged) {
+    ++unstable_steps_;
+    process_unstable_steps_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return !diverged;
+}
+
+double MujocoEnv::action_square_sum(const Action& action) const {
+  double sum = 0.0;
+  for (int i = 0; i < model()->nu; ++i) sum += double{action.values[i]} * double{action.values[i]};
+  return sum;
+}
+
+int MujocoEnv::write_qpos_qvel(float* observation, int first_qpos, double qvel_limit) const {
+  const mjModel* m = model();
+  int k = 0;
+  for (int i = first_qpos; i < m->nq; ++i) observation[k++] = static_cast<float>(data_->qpos[i]);
+  for (int i = 0; i < m->nv; ++i) {
+    observation[k++] = static_cast<float>(std::min(std::max(data_->qvel[i], -qvel_limit), qvel_limit));
+  }
+  return k;
+}
+
+}  // namespace concord::envs::mujoco

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "concord/envs/env.h"
+#include "concord/envs/mujoco/mujoco_model.h"
+
+namespace concord::envs::mujoco {
+
+// What every MuJoCo task shares: its own mjData over a model shared with the other envs made from
+// the same file, frame_skip physics steps per env step in float64, and Gymnasium's MujocoEnv
+// helpers (reset noise drawn from the env's own generator, dt = timestep x frame_skip). A task
+// derives from it, checks the model fits, and writes reset_state / step_state from these parts.
+class MujocoEnv : public FloatEnv {
+ public:
+  ~MujocoEnv() override;
+
+  const MujocoModel& model_file() const { return *model_; }
+  const mjModel* model() const { return model_->get(); }
+  // For tests: the physics state. Setting qpos/qvel then calling forward() places the env there.
+  mjData* data() { return data_; }
+  const mjData* data() const { return data_; }
+  void forward() { mj_forward(model(), data_); }
+  int frame_skip() const { return frame_skip_; }
+  // Seconds of simulated time per env step: the model's timestep x frame_skip.
+  double dt() const { return model()->opt.timestep * frame_skip_; }
+  // Env steps on which the physics diverged (NaN, infinite or huge state, which MuJoCo resets):
+  // each ended its episode with reward 0. Per env, and over the whole process.
+  int64_t unstable_steps() const { return unstable_steps_; }
+  static int64_t unstable_steps_in_process() { return process_unstable_steps_.load(std::memory_order_relaxed); }
+
+  // The Box of the model's actuators' control ranges, float32. Throws std::invalid_argument
+  // naming the task, the file and the actuator when one has no control range.
+  static Space action_space_of(const MujocoModel& model, const std::string& task);
+  // Box(dim) over (-inf, inf), as Gymnasium declares its MuJoCo observations.
+  static Space observation_space_of(int64_t dim);
+
+ protected:
+  MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int frame_skip);
+
+  // Gymnasium's reset: mj_resetData, then qpos = qpos0 + U(-scale, scale) per coordinate and
+  // qvel = U(-scale, scale) (or scale x N(0, 1) with `normal_velocity`), then mj_forward.
+  void reset_with_noise(double scale, bool normal_velocity);
+  // ctrl = action (MuJoCo clamps it to each ctrlrange), frame_skip calls of mj_step. Returns false
+  // when the physics diverged on the way (MuJoCo then reset the state to qpos0): the task ends
+  // the episode with reward 0. Throws std::invalid_argument for a missing or non-finite action.
+  bool simulate(const Action& action);
+  // Sum of squares of the action as given (Gymnasium's control cost, before MuJoCo's clamp).
+  double action_square_sum(const Action& action) const;
+  // Writes qpos[first_qpos:] then qvel clipped to [-qvel_limit, qvel_limit] (infinity: unclipped),
+  // as float32, from `observation` on; returns the number of floats written.
+  int write_qpos_qvel(float* observation, int first_qpos, double qvel_limit) const;
+
+  double uniform(double low, double high) { return core::uniform(rng(), low, high); }
+  // A standard normal draw by Box-Muller from two uniforms: the same numbers on every platform.
+  double normal();
+
+ private:
+  [[noreturn]] void throw_bad_action(const Action& action) const;
+
+  std::shared_ptr<const MujocoModel> model_;
+  mjData* data_ = nullptr;
+  int frame_skip_ = 1;
+  int64_t unstable_steps_ = 0;
+  static std::atomic<int64_t> process_unstable_steps_;
+};
+
+}  // namespace concord::envs::mujoco
