@@ -12,6 +12,7 @@
 #include "concord/envs/exploration/cartpole_swing_up.h"
 #include "concord/envs/exploration/deep_sea.h"
 #include "concord/envs/exploration/sparse_mountain_car.h"
+#include "concord/envs/masked_observation.h"
 #include "concord/envs/minatar/asterix.h"
 #include "concord/envs/minatar/breakout.h"
 #include "concord/envs/minatar/freeway.h"
@@ -19,6 +20,7 @@
 #include "concord/envs/minatar/space_invaders.h"
 #include "concord/envs/mujoco/half_cheetah.h"
 #include "concord/envs/mujoco/hopper.h"
+#include "concord/envs/mujoco/inverted_double_pendulum.h"
 #include "concord/envs/mujoco/inverted_pendulum.h"
 #include "concord/envs/mujoco/swimmer.h"
 #include "concord/envs/mujoco/walker2d.h"
@@ -65,6 +67,8 @@ Registry make_builtin_registry() {
   registry.add("MountainCar-v0", make<MountainCar>);
   registry.add("MountainCarContinuous-v0", make<MountainCarContinuous>);
   registry.add("Pendulum-v1", make<Pendulum>);
+  registry.add("CartPoleNoVel-v1", MaskedObservation::cartpole_no_velocity);
+  registry.add("PendulumNoVel-v1", MaskedObservation::pendulum_no_velocity);
   registry.add("SparseMountainCar-v0", make<SparseMountainCar>);
   registry.add("CartPoleSwingUp-v0", make<CartPoleSwingUp>);
   for (int size = 5; size <= 50; size += 5)
@@ -79,6 +83,7 @@ Registry make_builtin_registry() {
   add_mujoco<mujoco::Hopper>(registry);
   add_mujoco<mujoco::Walker2d>(registry);
   add_mujoco<mujoco::Swimmer>(registry);
+  add_mujoco<mujoco::InvertedDoublePendulum>(registry);
   return registry;
 }
 

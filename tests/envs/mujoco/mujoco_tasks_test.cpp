@@ -3,6 +3,7 @@
 // and the errors for a bad model file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -80,6 +81,7 @@ TEST(MujocoTasksTest, SpecsMatchGymnasiumV5) {
       {"MuJoCo/Hopper-v5", 11, std::vector<float>(3, -1), std::vector<float>(3, 1), 3800.0},
       {"MuJoCo/Walker2d-v5", 17, std::vector<float>(6, -1), std::vector<float>(6, 1), std::nullopt},
       {"MuJoCo/Swimmer-v5", 8, std::vector<float>(2, -1), std::vector<float>(2, 1), 360.0},
+      {"MuJoCo/InvertedDoublePendulum-v5", 9, {-1}, {1}, 9100.0},
   };
   for (const Expected& task : tasks) {
     SCOPED_TRACE(task.id);
@@ -103,6 +105,7 @@ TEST(MujocoTasksTest, FrameSkipAndTimestepsGiveGymnasiumsDt) {
   EXPECT_DOUBLE_EQ(make_task("MuJoCo/Hopper-v5")->dt(), 0.008);
   EXPECT_DOUBLE_EQ(make_task("MuJoCo/Walker2d-v5")->dt(), 0.008);
   EXPECT_DOUBLE_EQ(make_task("MuJoCo/Swimmer-v5")->dt(), 0.04);
+  EXPECT_DOUBLE_EQ(make_task("MuJoCo/InvertedDoublePendulum-v5")->dt(), 0.05);
   EnvOptions options;
   options.frame_skip = 1;
   EXPECT_DOUBLE_EQ(make_task("MuJoCo/HalfCheetah-v5", options)->dt(), 0.01);
@@ -260,15 +263,55 @@ TEST(MujocoTasksTest, InvertedPendulumRewardsOneUntilThePoleLeansPastPointTwo) {
   EXPECT_GT(ended, 3);
 }
 
+TEST(MujocoTasksTest, InvertedDoublePendulumPenalisesTheTipsDistanceAndSpeeds) {
+  auto env = make_task("MuJoCo/InvertedDoublePendulum-v5");
+  std::vector<float> obs(9);
+  env->reset(4, obs.data());
+  core::Rng rng(6);
+  const int tip = mj_name2id(env->model(), mjOBJ_SITE, "tip");
+  int ended = 0;
+  for (int t = 0; t < 300; ++t) {
+    const std::vector<float> action = random_action(rng, env->spec().action_space);
+    Action a;
+    a.values = action.data();
+    const StepResult result = env->step(a, obs.data());
+    const mjData* d = env->data();
+    const double x = d->site_xpos[3 * tip], y = d->site_xpos[3 * tip + 2];
+    const bool fallen = y <= 1.0;
+    const double expected = (fallen ? 0.0 : 10.0) - 0.01 * x * x - (y - 2) * (y - 2) - 1e-3 * d->qvel[1] * d->qvel[1] -
+                            5e-3 * d->qvel[2] * d->qvel[2];
+    EXPECT_EQ(result.terminated, fallen);
+    EXPECT_NEAR(result.reward, expected, 1e-4 * std::max(1.0, std::abs(expected)));
+    const float layout[9] = {static_cast<float>(d->qpos[0]),
+                             static_cast<float>(std::sin(d->qpos[1])),
+                             static_cast<float>(std::sin(d->qpos[2])),
+                             static_cast<float>(std::cos(d->qpos[1])),
+                             static_cast<float>(std::cos(d->qpos[2])),
+                             static_cast<float>(std::clamp(d->qvel[0], -10.0, 10.0)),
+                             static_cast<float>(std::clamp(d->qvel[1], -10.0, 10.0)),
+                             static_cast<float>(std::clamp(d->qvel[2], -10.0, 10.0)),
+                             static_cast<float>(std::clamp(d->qfrc_constraint[0], -10.0, 10.0))};
+    if (!result.terminated) {
+      for (int i = 0; i < 9; ++i) EXPECT_EQ(obs[i], layout[i]) << "element " << i;
+    }
+    if (result.terminated) {
+      ++ended;
+      env->reset(std::nullopt, obs.data());
+    }
+  }
+  EXPECT_GT(ended, 3);
+}
+
 TEST(MujocoTasksTest, ResetNoiseStaysWithinItsScale) {
   struct Case {
     const char* id;
     double scale;
     bool normal_velocity;
   };
-  for (const Case& task : {Case{"MuJoCo/InvertedPendulum-v5", 0.01, false}, Case{"MuJoCo/HalfCheetah-v5", 0.1, true},
-                           Case{"MuJoCo/Hopper-v5", 5e-3, false}, Case{"MuJoCo/Walker2d-v5", 5e-3, false},
-                           Case{"MuJoCo/Swimmer-v5", 0.1, false}}) {
+  for (const Case& task :
+       {Case{"MuJoCo/InvertedPendulum-v5", 0.01, false}, Case{"MuJoCo/HalfCheetah-v5", 0.1, true},
+        Case{"MuJoCo/Hopper-v5", 5e-3, false}, Case{"MuJoCo/Walker2d-v5", 5e-3, false},
+        Case{"MuJoCo/Swimmer-v5", 0.1, false}, Case{"MuJoCo/InvertedDoublePendulum-v5", 0.1, true}}) {
     SCOPED_TRACE(task.id);
     auto env = make_task(task.id);
     std::vector<float> obs(env->spec().observation_space.flat_size());
