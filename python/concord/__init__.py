@@ -245,7 +245,7 @@ def train(
 ):
     """Trains as `concord train` does and returns the Run; see help(concord).
 
-    config: a TOML file or a list of them (--config); overrides: {"algo.ppo.learning_rate": 3e-4}
+    config: a TOML file, a shipped preset's name ("ppo_cartpole"), or a list of them (--config); overrides: {"algo.ppo.learning_rate": 3e-4}
     (--set key=value); the keywords are the CLI's shorthands (--env, --algo, --policy,
     --total-timesteps, --seed, --num-envs, --threads, --run-root, --progress, --resume), applied
     last. progress: True ("auto"), False ("off"), or "auto" | "bar" | "plain" | "off".
@@ -256,9 +256,10 @@ def train(
         config_files = [_os.fspath(config)]
     else:
         config_files = [_os.fspath(path) for path in config]
-    for path in config_files:
-        if not _os.path.isfile(path):
-            raise FileNotFoundError(f"config file '{path}' does not exist")
+    # A file is read from the caller's working directory; anything else is a preset's name
+    # ("ppo_cartpole", or "configs/ppo_cartpole.toml" from outside the repository), which the C++
+    # resolves as `--config` does (ValueError naming the closest presets when there is none).
+    config_files = [_os.path.abspath(path) if _os.path.isfile(path) else path for path in config_files]
     override_list = []
     for key, value in (overrides or {}).items():
         override_list.append(f"{key}={_override_text(key, value)}")

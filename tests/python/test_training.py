@@ -208,7 +208,12 @@ def test_evaluate_prints_what_concord_eval_prints(tmp_path):
 
 @pytest.mark.parametrize(
     "overrides, key",
-    [({"algo.ppo.no_such_key": 1}, "algo.ppo.no_such_key"), ({"env.num_envs": "many"}, "env.num_envs")],
+    [
+        ({"algo.ppo.no_such_key": 1}, "algo.ppo.no_such_key"),
+        ({"env.num_envs": "many"}, "env.num_envs"),
+        # A value the algorithm's own validation refuses: named by its key, not by a C++ struct.
+        ({"algo.ppo.num_steps": -5}, "algo.ppo.num_steps"),
+    ],
 )
 def test_config_errors_are_value_errors_naming_the_key(tmp_path, overrides, key):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")) as error:
@@ -315,3 +320,21 @@ def test_env_registered_after_training_started_is_trainable(trained, tmp_path):
     concord.register_env("test/SignLate-v0", SignEnv, max_episode_steps=EPISODE_STEPS)
     run = train_sign(tmp_path, env="test/SignLate-v0", total_timesteps=512)
     assert run.env_id == "test/SignLate-v0" and run.global_step >= 512
+
+
+def test_an_algorithms_refusal_names_the_key_written(tmp_path):
+    with pytest.raises(ValueError, match=r"^algo\.ppo\.num_steps=-5 must be >= 1$"):
+        concord.train(overrides={"algo.ppo.num_steps": -5}, run_root=tmp_path, progress=False)
+
+
+def test_config_takes_a_preset_name_and_paths_from_the_callers_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = concord.train(config="ppo_cartpole", total_timesteps=64, run_root="runs", progress=False)
+    assert run.env_id == "CartPole-v1" and run.algo == "ppo"
+    # The README's relative path, written outside the repository, finds the preset too.
+    assert concord.train(config="configs/ppo_cartpole.toml", total_timesteps=64, run_root="runs", progress=False)
+    # A file of the caller's folder, given relative to it.
+    (tmp_path / "mine.toml").write_text('[env]\nid = "Acrobot-v1"\n')
+    assert concord.train(config="mine.toml", total_timesteps=64, run_root="runs", progress=False).env_id == "Acrobot-v1"
+    with pytest.raises(ValueError, match="no file 'ppo_cartpol' and no preset of that name; did you mean ppo_cartpole"):
+        concord.train(config="ppo_cartpol", run_root="runs", progress=False)

@@ -17,6 +17,7 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 
 // Thrown by a command that did its work but must not report success: a run that a signal stopped
 // (its checkpoint written) ends with 128 + the signal's number, as a shell reports a process the

@@ -49,6 +49,16 @@ std::string unexpected_arguments(const CLI::ExtrasError& error, CLI::App& app, i
   return message;
 }
 
+// `concord launch -n 2 concord train --seed 1` without '--': CLI11 takes the command's flags for
+// the launcher's own and rejects them, which says nothing of the missing separator.
+std::string launch_separator_hint(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "launch") return "";
+  for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") return "";
+  }
+  return "; put '--' before the command the processes run: concord launch -n 2 -- concord train ...";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,20 +90,24 @@ int main(int argc, char** argv) {
   concord::cli::add_rollout_command(app);
   concord::cli::add_launch_command(app);
   concord::cli::add_fit_command(app);
+  concord::cli::add_export_command(app);
+  // The commands in the order they were added, for the errors that list them.
+  std::vector<std::string> commands;
+  std::string command_list;
+  for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    commands.push_back(command->get_name());
+    command_list += (command_list.empty() ? "" : ", ") + command->get_name();
+  }
+  // `concord` alone: CLI11 would say "A subcommand is required" without naming any.
+  if (argc == 1) {
+    std::fprintf(stderr, "concord: error: a command is required: %s (see --help)\n", command_list.c_str());
+    return 2;
+  }
   // CLI11 reports a mistyped command as a missing one; name it instead.
-  auto is_command = [&app](const std::string& name) {
-    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
-      if (command->get_name() == name) return true;
-    }
-    return false;
-  };
-  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    const std::vector<std::string> commands{"train", "eval", "envs", "config", "rollout", "launch", "fit"};
+  if (argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     const std::string hint = concord::core::did_you_mean(argv[1], commands);
-    std::fprintf(stderr,
-                 "concord: error: unknown command '%s'%s (commands: train, eval, envs, config, rollout, launch, fit; "
-                 "see --help)\n",
-                 argv[1], hint.c_str());
+    std::fprintf(stderr, "concord: error: unknown command '%s'%s (commands: %s; see --help)\n", argv[1], hint.c_str(),
+                 command_list.c_str());
     return 2;
   }
   try {
@@ -107,10 +121,14 @@ int main(int argc, char** argv) {
   } catch (const concord::cli::ExitStatus& stopped) {
     return stopped.status;
   } catch (const CLI::ExtrasError& error) {
-    std::fprintf(stderr, "concord: error: %s (see --help)\n", unexpected_arguments(error, app, argc, argv).c_str());
+    const std::string launch_hint = launch_separator_hint(argc, argv);
+    std::fprintf(stderr, "concord: error: %s (see --help)\n",
+                 launch_hint.empty() ? unexpected_arguments(error, app, argc, argv).c_str()
+                                     : (std::string(error.what()) + launch_hint).c_str());
     return 2;
   } catch (const CLI::ParseError& error) {
-    std::fprintf(stderr, "concord: error: %s (see --help)\n", error.what());
+    std::fprintf(stderr, "concord: error: %s%s (see --help)\n", error.what(),
+                 launch_separator_hint(argc, argv).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "concord: error: out of memory (lower env.num_envs or the buffer sizes)\n");

@@ -1,10 +1,12 @@
 #include "concord/cli/training_run.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include <torch/torch.h>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/cli/config_error_keys.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
 #include "concord/comm/launch_environment.h"
@@ -125,7 +127,12 @@ TrainingRun::TrainingRun(const core::Config& config, const core::Checkpoint* res
   env_config_.seed = seed;
   torch::manual_seed(seed);
   set_torch_threads(config);
-  learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
+  try {
+    learner_ = algos::make_learner(algo_, config, env_spec_.observation_space, env_spec_.action_space, device_);
+  } catch (const std::invalid_argument& error) {
+    // The algorithm's validate() names its fields; the user wrote algo.<algo>.<field> or algo.<field>.
+    throw std::invalid_argument(with_config_keys(error.what(), config.schema(), {"algo." + algo_ + ".", "algo."}));
+  }
   // Before the envs and the policy's buffers exist: a size that cannot fit is refused here.
   const std::string rollout_key = "algo." + algo_ + ".num_steps";
   const bool rollouts = config.schema().contains(rollout_key);

@@ -37,6 +37,9 @@ constexpr std::size_t kMagicSize = sizeof(kMagic);
 constexpr std::size_t kPreambleSizeV1 = kMagicSize + 4 + 8;
 constexpr std::size_t kPreambleSizeV2 = kPreambleSizeV1 + 4;
 
+// How much of a file whose header length field points past its end is searched for the header.
+constexpr uint64_t kMaxHeaderScan = uint64_t{64} << 20;
+
 std::size_t preamble_size(uint32_t version) { return version >= 2 ? kPreambleSizeV2 : kPreambleSizeV1; }
 
 static_assert(kMagicSize == 12, "the magic is 12 bytes, NUL included");
@@ -199,6 +202,25 @@ Header read_header(CheckpointFile& file) {
                                     std::to_string(size));
   }
   const uint64_t header_size = get_le(preamble.data() + kMagicSize + 4, 8);
+  if (header_size > size - preamble_bytes && version >= 2) {
+    // A file cut short, or a damaged length field? The header is one JSON object whose CRC the
+    // preamble holds: if one starts where the header does and its CRC matches, the bytes are all
+    // there and the length is what was damaged.
+    std::istringstream rest(file.read(preamble_bytes, std::min<uint64_t>(size - preamble_bytes, kMaxHeaderScan)));
+    json document;
+    try {
+      rest >> document;
+    } catch (const json::exception&) {
+      document = nullptr;
+    }
+    const std::streamoff parsed = document.is_object() ? static_cast<std::streamoff>(rest.tellg()) : -1;
+    if (parsed > 0 && crc32c(rest.str().data(), static_cast<std::size_t>(parsed)) ==
+                          static_cast<uint32_t>(get_le(preamble.data() + kPreambleSizeV1, 4))) {
+      file.fail(Kind::kCorrupt, "corrupt: the preamble gives the header " + std::to_string(header_size) +
+                                    " bytes, but the header is complete in its first " + std::to_string(parsed) +
+                                    " (its CRC matches): the length field was damaged");
+    }
+  }
   if (header_size > size - preamble_bytes) {
     const std::string expected = header_size > std::numeric_limits<uint64_t>::max() - preamble_bytes
                                      ? std::to_string(preamble_bytes) + " + " + std::to_string(header_size)
