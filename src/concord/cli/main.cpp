@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/view_commands.h"
 #include "concord/core/allocator.h"
 #include "concord/core/blas.h"
 #include "concord/core/did_you_mean.h"
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   concord::cli::add_launch_command(app);
   concord::cli::add_fit_command(app);
   concord::cli::add_export_command(app);
+  concord::cli::add_plot_command(app);
   // The commands in the order they were added, for the errors that list them.
   std::vector<std::string> commands;
   std::string command_list;
