@@ -332,28 +332,87 @@ class VectorEnv {
   py::object observation_space_, action_space_, single_observation_space_, single_action_space_;
 };
 
-const std::vector<std::string> kEnvOptionNames{"sticky_action_probability", "difficulty_ramping"};
+const std::vector<std::string> kEnvOptionNames{"sticky_action_probability",
+                                               "difficulty_ramping",
+                                               "model_file",
+                                               "frame_skip",
+                                               "forward_reward_weight",
+                                               "ctrl_cost_weight",
+                                               "healthy_reward",
+                                               "reset_noise_scale",
+                                               "healthy_z_range",
+                                               "healthy_angle_range",
+                                               "exclude_current_positions_from_observation",
+                                               "terminate_when_unhealthy"};
+
+std::string known_env_options() {
+  std::string known;
+  for (const std::string& name : kEnvOptionNames) known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
+bool as_bool(const std::string& name, const py::handle& value) {
+  if (!py::isinstance<py::bool_>(value)) {
+    throw py::value_error("make(): " + name + " must be a bool, got " + std::string(py::repr(value)));
+  }
+  return value.cast<bool>();
+}
+
+double as_number(const std::string& name, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value) || !PyNumber_Check(value.ptr())) {
+    throw py::value_error("make(): " + name + " must be a number, got " + std::string(py::repr(value)));
+  }
+  return value.cast<double>();
+}
+
+// A (low, high) pair of numbers, as Gymnasium's healthy_z_range.
+std::pair<double, double> as_range(const std::string& name, const py::handle& value) {
+  if (!py::isinstance<py::sequence>(value) || py::isinstance<py::str>(value) || py::len(value) != 2) {
+    throw py::value_error("make(): " + name + " must be a pair (low, high), got " + std::string(py::repr(value)));
+  }
+  const py::sequence pair = py::reinterpret_borrow<py::sequence>(value);
+  return {as_number(name, pair[0]), as_number(name, pair[1])};
+}
 
 envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
   envs::EnvOptions options;
   for (const auto& [key, value] : kwargs) {
     const auto name = key.cast<std::string>();
     if (std::find(kEnvOptionNames.begin(), kEnvOptionNames.end(), name) == kEnvOptionNames.end()) {
-      throw py::value_error("make(): unknown env option '" + name + "' (known: sticky_action_probability, " +
-                            "difficulty_ramping)");
+      throw py::value_error("make(): unknown env option '" + name + "' (known: " + known_env_options() + ")");
     }
     if (value.is_none()) continue;  // the env's default
     if (name == "difficulty_ramping") {
-      if (!py::isinstance<py::bool_>(value)) {
-        throw py::value_error("make(): difficulty_ramping must be a bool, got " + std::string(py::repr(value)));
+      options.difficulty_ramping = as_bool(name, value);
+    } else if (name == "sticky_action_probability") {
+      options.sticky_action_probability = as_number(name, value);
+    } else if (name == "model_file") {
+      if (!py::isinstance<py::str>(value)) {
+        throw py::value_error("make(): model_file must be a str, got " + std::string(py::repr(value)));
       }
-      options.difficulty_ramping = value.cast<bool>();
+      options.model_file = value.cast<std::string>();
+    } else if (name == "frame_skip") {
+      if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value) || value.cast<int64_t>() < 1 ||
+          value.cast<int64_t>() > 1'000'000) {
+        throw py::value_error("make(): frame_skip must be an int in [1, 1000000], got " + std::string(py::repr(value)));
+      }
+      options.frame_skip = value.cast<int>();
+    } else if (name == "forward_reward_weight") {
+      options.forward_reward_weight = as_number(name, value);
+    } else if (name == "ctrl_cost_weight") {
+      options.ctrl_cost_weight = as_number(name, value);
+    } else if (name == "healthy_reward") {
+      options.healthy_reward = as_number(name, value);
+    } else if (name == "reset_noise_scale") {
+      options.reset_noise_scale = as_number(name, value);
+    } else if (name == "healthy_z_range") {
+      options.healthy_z_range = as_range(name, value);
+    } else if (name == "healthy_angle_range") {
+      options.healthy_angle_range = as_range(name, value);
+    } else if (name == "exclude_current_positions_from_observation") {
+      options.exclude_current_positions_from_observation = as_bool(name, value);
     } else {
-      if (py::isinstance<py::bool_>(value) || !PyNumber_Check(value.ptr())) {
-        throw py::value_error("make(): sticky_action_probability must be a number, got " +
-                              std::string(py::repr(value)));
-      }
-      options.sticky_action_probability = value.cast<double>();
+      options.terminate_when_unhealthy = as_bool(name, value);
     }
   }
   return options;
@@ -411,7 +470,9 @@ void bind_vector_env(py::module_& module) {
       py::arg("env_id"), py::arg("num_envs") = 1, py::arg("num_threads") = 1, py::arg("seed") = 0,
       py::arg("batch_size") = py::none(),
       "A VectorEnv of num_envs copies of env_id (see list_envs()). batch_size < num_envs selects async mode. "
-      "Keyword env options: sticky_action_probability, difficulty_ramping (MinAtar only).");
+      "Keyword env options: sticky_action_probability, difficulty_ramping (MinAtar only); model_file, frame_skip, "
+      "forward_reward_weight, ctrl_cost_weight, healthy_reward, reset_noise_scale, healthy_z_range, "
+      "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy (MuJoCo tasks).");
   module.def(
       "list_envs", [] { return envs::Registry::global().ids(); }, "The registered environment ids.");
 }

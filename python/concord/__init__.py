@@ -70,7 +70,8 @@ def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasiu
     """A vector environment of `num_envs` copies of the registered environment `env_id`.
 
     Args:
-        env_id: a registered id, e.g. "CartPole-v1" or "MinAtar/Breakout-v1" (see list_envs();
+        env_id: a registered id, e.g. "CartPole-v1", "MinAtar/Breakout-v1" or
+            "MuJoCo/HalfCheetah-v5" (see list_envs();
             register_env() adds Python environments).
         num_envs: the number of environments stepped as one batch.
         num_threads: the engine's threads that step them (the GIL is released meanwhile); a
@@ -82,7 +83,11 @@ def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasiu
             later is importable and Concord's own VectorEnv where it is not; False always
             Concord's own; True always Gymnasium's (ImportError without Gymnasium).
         **env_options: sticky_action_probability (float) and difficulty_ramping (bool), MinAtar
-            only; None keeps the environment's default.
+            only; model_file (str), frame_skip (int), forward_reward_weight, ctrl_cost_weight,
+            healthy_reward, reset_noise_scale (floats), healthy_z_range, healthy_angle_range
+            ((low, high)), exclude_current_positions_from_observation and
+            terminate_when_unhealthy (bools), the MuJoCo/* tasks' (each takes Gymnasium v5's
+            subset); None keeps the environment's default.
 
     Returns:
         gymnasium.vector.VectorEnv (concord._gymnasium.GymnasiumVectorEnv) or concord.VectorEnv,

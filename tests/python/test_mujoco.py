@@ -1,0 +1,58 @@
+"""The MuJoCo tasks from Python: concord.make("MuJoCo/...") steps them in the vector engine, with
+Gymnasium v5's spaces, and takes their env options as keywords."""
+
+import numpy as np
+import pytest
+
+import concord
+
+
+def make(env_id, **kwargs):
+    return concord.make(env_id, gymnasium=False, **kwargs)
+
+
+def test_half_cheetah_steps_as_a_vector_env():
+    with make("MuJoCo/HalfCheetah-v5", num_envs=4, num_threads=2, seed=3) as envs:
+        assert "MuJoCo/HalfCheetah-v5" in concord.list_envs()
+        assert envs.single_observation_space.shape == (17,)
+        assert envs.single_action_space.shape == (6,)
+        np.testing.assert_array_equal(envs.single_action_space.low, -np.ones(6, np.float32))
+        assert envs.max_episode_steps == 1000
+        obs, _ = envs.reset(seed=1)
+        assert obs.shape == (4, 17) and obs.dtype == np.float32
+        rng = np.random.default_rng(0)
+        for _ in range(20):
+            obs, rewards, terminated, truncated, _ = envs.step(rng.uniform(-1, 1, (4, 6)).astype(np.float32))
+            assert np.isfinite(obs).all() and np.isfinite(rewards).all()
+            assert not terminated.any()
+
+
+def test_same_seed_same_steps():
+    def rollout():
+        with make("MuJoCo/Hopper-v5", num_envs=2, seed=5) as envs:
+            out = [envs.reset()[0]]
+            for _ in range(10):
+                out.append(envs.step(np.full((2, 3), 0.3, np.float32))[0])
+            return np.stack(out)
+
+    np.testing.assert_array_equal(rollout(), rollout())
+
+
+def test_options_reach_the_task():
+    with make("MuJoCo/HalfCheetah-v5", exclude_current_positions_from_observation=False, frame_skip=1) as envs:
+        assert envs.single_observation_space.shape == (18,)
+    with make("MuJoCo/Hopper-v5", healthy_z_range=(0.5, float("inf")), reset_noise_scale=0.0) as envs:
+        first, _ = envs.reset(seed=0)
+        again, _ = envs.reset(seed=1)
+        np.testing.assert_array_equal(first, again)  # no reset noise: every start is qpos0
+
+
+def test_bad_options_and_model_files_are_one_line_errors():
+    with pytest.raises(ValueError, match="healthy_z_range must be a pair"):
+        make("MuJoCo/Hopper-v5", healthy_z_range=0.7)
+    with pytest.raises(ValueError, match="frame_skip must be an int"):
+        make("MuJoCo/Hopper-v5", frame_skip=0)
+    with pytest.raises(ValueError, match="has no such setting"):
+        make("MuJoCo/InvertedPendulum-v5", ctrl_cost_weight=0.1)
+    with pytest.raises(ValueError, match=r"MuJoCo model file '/nonexistent\.xml': "):
+        make("MuJoCo/Hopper-v5", model_file="/nonexistent.xml")
