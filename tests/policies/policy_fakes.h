@@ -177,9 +177,9 @@ class RecordingLearner final : public algos::OnPolicyLearner {
 // Always takes action 0 and records the ActingContext of every call.
 class RecordingActor final : public algos::Actor {
  public:
-  algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override {
+  algos::ActorOutput act(const algos::ActorInput& input, const algos::ActingContext& context) override {
     contexts.push_back(context);
-    return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
+    return {torch::zeros({input.observations.size(0)}, torch::kInt64), {}, {}};
   }
   std::vector<algos::ActingContext> contexts;
 };
@@ -243,11 +243,12 @@ class ApexRecordingLearner final : public algos::OffPolicyLearner {
  public:
   class Replica final : public algos::ActorReplica {
    public:
-    algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override {
+    algos::ActorOutput act(const algos::ActorInput& input, const algos::ActingContext& context) override {
+      const torch::Tensor& observations = input.observations;
       contexts.push_back(context);
       acted_with.push_back(assigned.empty() ? -1.0f : assigned.back().reshape({-1})[0].item<float>());
       if (static_cast<int>(contexts.size()) == throw_at_call) throw std::runtime_error("the simulator crashed");
-      return {torch::zeros({observations.size(0)}, torch::kInt64), {}};
+      return {torch::zeros({observations.size(0)}, torch::kInt64), {}, {}};
     }
     void assign(const torch::Tensor& flat_values) override {
       assigned.push_back(flat_values.clone());

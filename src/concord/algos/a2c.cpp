@@ -77,6 +77,10 @@ void A2cConfig::validate() const {
   problems.check(vtrace_c_bar > 0.0, "vtrace_c_bar", vtrace_c_bar, "> 0");
   problems.check(!vtrace || gae_lambda == 1.0, "gae_lambda", gae_lambda,
                  "1 when vtrace is on (V-trace has lambda = 1)");
+  // V-trace bootstraps from the learner's own V(o_T), which a network with memory would read from
+  // the state its re-run ends in; not built yet.
+  problems.check(!vtrace || network.recurrent.empty(), "vtrace", vtrace ? "true" : "false",
+                 "false with a network with memory (algo.recurrent)");
   problems.throw_if_any("A2cConfig");
 }
 
@@ -130,7 +134,12 @@ Metrics A2c::update(const Rollout& rollout, double progress) {
   // The rollout on the model's device, rewards scaled by the running std of the discounted
   // return if asked; [T, B, ...] flattened to [T * B, ...] for the network.
   const Batch b = prepare(rollout);
-  const nn::ActionEvaluation eval = model()->evaluate(b.observations, b.actions);
+  // A network with memory re-runs each env's sequence from the state the rollout started with.
+  const nn::ActionEvaluation eval =
+      model()->recurrent() ? model()->evaluate_sequence(b.observations.unflatten(0, {num_steps, rollout.num_envs()}),
+                                                        b.actions.unflatten(0, {num_steps, rollout.num_envs()}),
+                                                        b.episode_starts, b.initial_state)
+                           : model()->evaluate(b.observations, b.actions);
 
   at::Tensor b_returns;
   at::Tensor b_values;

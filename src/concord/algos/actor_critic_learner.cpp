@@ -1,5 +1,6 @@
 #include "concord/algos/actor_critic_learner.h"
 
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -44,8 +45,21 @@ ActorCriticLearner::Batch ActorCriticLearner::prepare(const Rollout& rollout) {
   batch.terminated = rollout.terminated.to(device);
   batch.truncated = rollout.truncated.to(device);
   batch.bootstrap_value = rollout.bootstrap_value.detach().to(device);
+  if (model_->recurrent()) {
+    if (!rollout.episode_starts.defined()) {
+      throw std::invalid_argument(algorithm_ +
+                                  ": a network with memory learns from rollouts that say where episodes start; this "
+                                  "one was collected without them");
+    }
+    batch.episode_starts = rollout.episode_starts.to(device);
+    for (const auto& [name, tensor] : rollout.initial_state) batch.initial_state[name] = tensor.to(device);
+  }
   if (rollout.final_observations.defined()) {
-    batch.truncation_values = final_values(rollout.final_observations.to(device), batch.truncated);
+    batch.truncation_values =
+        model_->recurrent()
+            ? model_->final_values_sequence(rollout.observations.to(device), rollout.final_observations.to(device),
+                                            batch.truncated, batch.episode_starts, batch.initial_state)
+            : final_values(rollout.final_observations.to(device), batch.truncated);
   }
   if (rollout.next_observations.defined()) batch.next_observations = rollout.next_observations.to(device);
   batch.observations = rollout.observations.to(device).flatten(0, 1);

@@ -54,6 +54,8 @@ class ActorCriticLearner : public OnPolicyLearner {
   // The optimiser over flat_parameters(), as the algorithm built it from its config (benchmarks
   // step it to time an update's parts).
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  // A recurrent network (algo.recurrent) acts with memory.
+  bool acts_with_memory() const override { return model_->recurrent(); }
 
  protected:
   using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(const nn::FlatParameters&)>;
@@ -78,6 +80,9 @@ class ActorCriticLearner : public OnPolicyLearner {
                                                   //   this learner's critic, when the policy recorded them
     at::Tensor observations;                      // [T * B, ...]: flattened
     at::Tensor actions;                           // [T * B, ...]: flattened
+    // A network with memory's (nn::ActorCritic::recurrent), for re-running each env's sequence:
+    at::Tensor episode_starts;      // [T, B]
+    core::TensorMap initial_state;  // each [B, ...]; empty: the initial state
   };
   Batch prepare(const Rollout& rollout);
   // [T, B]: V(final_observations[t, b]) from this learner's critic where truncated[t, b], else 0.

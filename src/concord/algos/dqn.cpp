@@ -155,6 +155,9 @@ void DqnConfig::validate() const {
                  "finite and >= 0");
   problems.check(priority_beta0 >= 0.0 && priority_beta0 <= 1.0, "priority_beta0", priority_beta0, "in [0, 1]");
   problems.check(priority_eps > 0.0, "priority_eps", priority_eps, "> 0");
+  // R2D2's sequence replay (stored states, burn-in) is not built yet: a Q-network has no memory.
+  problems.check(network.recurrent.empty(), "recurrent", "\"" + network.recurrent + "\"",
+                 "empty: dqn learns without memory (a recurrent network runs under ppo or a2c)");
   problems.throw_if_any("algo.dqn config");
 }
 
@@ -189,7 +192,8 @@ Metrics EpsilonGreedyActor::exploration(const ActingContext& context) const {
   return {{"charts/epsilon", dqn_epsilon(config_, context)}};
 }
 
-ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const ActingContext& context) {
+ActorOutput EpsilonGreedyActor::act(const ActorInput& input, const ActingContext& context) {
+  const torch::Tensor& observations = input.observations;
   const double epsilon = dqn_epsilon(config_, context);
   const int64_t rows = observations.size(0);
   const int64_t actions = network_->num_actions();
@@ -197,14 +201,14 @@ ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const Act
   const auto generator = core::thread_generator(options.device());
   if (!options.device().is_cpu()) {
     // On an accelerator, every row's draws at once on the device, and the forward pass for all.
-    if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}};
+    if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}, {}};
     const at::Tensor greedy = network_->forward(observations).argmax(/*dim=*/1);
-    if (epsilon <= 0.0) return {greedy, {}};
+    if (epsilon <= 0.0) return {greedy, {}, {}};
     const at::Tensor random_actions = at::randint(actions, {rows}, generator, options.dtype(at::kLong));
     const at::Tensor explore = at::rand({rows}, generator, options.dtype(at::kFloat)) < epsilon;
-    return {at::where(explore, random_actions, greedy), {}};
+    return {at::where(explore, random_actions, greedy), {}, {}};
   }
-  if (epsilon <= 0.0) return {network_->forward(observations).argmax(/*dim=*/1), {}};
+  if (epsilon <= 0.0) return {network_->forward(observations).argmax(/*dim=*/1), {}, {}};
   // On the host, as dqn.py acts: a coin per row (env) first, and the forward pass only if some
   // row acts greedily. The draws come from the same LibTorch generator (thread_generator's, or
   // the global one that torch::manual_seed seeds), taken without a tensor operation per draw.
@@ -234,7 +238,7 @@ ActorOutput EpsilonGreedyActor::act(const torch::Tensor& observations, const Act
       if (greedy_rows[static_cast<size_t>(b)] != 0) action_of[b] = greedy_action[b];
     }
   }
-  return {chosen, {}};
+  return {chosen, {}, {}};
 }
 
 // ---- an actor over a copy of the online network ----
@@ -251,9 +255,7 @@ class DqnActorReplica final : public ActorReplica {
         actor_(network_, config),
         gives_priority_inputs_(config.prioritized) {}
 
-  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
-    return actor_.act(observations, context);
-  }
+  ActorOutput act(const ActorInput& input, const ActingContext& context) override { return actor_.act(input, context); }
   Metrics exploration(const ActingContext& context) const override { return actor_.exploration(context); }
 
   void assign(const at::Tensor& flat_values) override {

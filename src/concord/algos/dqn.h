@@ -91,7 +91,7 @@ double dqn_epsilon(const DqnConfig& config, const ActingContext& context);
 class EpsilonGreedyActor : public Actor {
  public:
   EpsilonGreedyActor(nn::QNetwork network, DqnConfig config);
-  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override;
+  ActorOutput act(const ActorInput& input, const ActingContext& context) override;
   // "charts/epsilon": dqn_epsilon at `context`.
   Metrics exploration(const ActingContext& context) const override;
 

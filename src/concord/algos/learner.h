@@ -31,6 +31,10 @@ class Learner {
 
   // The Actor fragment acting with this learner's current parameters (shared storage).
   virtual Actor& actor() = 0;
+  // Whether the actor has memory (a recurrent network): act() returns a state that must come back
+  // with each env's next observations (algos/actor.h). A policy that cannot carry it refuses the
+  // learner at start-up (policy_registry.cpp).
+  virtual bool acts_with_memory() const { return false; }
   // The network the actor runs, for what policies do to a model as a whole (broadcast its
   // buffers, copy it to another device).
   virtual torch::nn::Module& network() = 0;

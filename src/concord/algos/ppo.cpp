@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -144,6 +145,16 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   const int64_t num_steps = rollout.num_steps();
   const int64_t batch_size = num_steps * rollout.num_envs();
   const int64_t min_batch = config_.num_minibatches * (config_.norm_adv ? 2 : 1);
+  // With memory, a minibatch is whole env sequences (CleanRL's ppo_atari_lstm.py): every
+  // minibatch needs an env of its own.
+  const bool sequences = model()->recurrent();
+  if (sequences && rollout.num_envs() < config_.num_minibatches) {
+    throw std::invalid_argument(
+        "Ppo::update: a network with memory learns from whole env sequences, so "
+        "num_minibatches = " +
+        std::to_string(config_.num_minibatches) +
+        " needs at least as many envs; got B = " + std::to_string(rollout.num_envs()));
+  }
   if (num_steps != config_.num_steps || batch_size < min_batch || !(progress >= 0.0 && progress <= 1.0)) {
     std::ostringstream out;
     out << "Ppo::update: need T = num_steps = " << config_.num_steps << ", T * B >= " << min_batch
@@ -176,11 +187,26 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   // update starts from, and each sample's term is weighted by pi_proximal / pi_behaviour: for
   // rollouts acted by older parameters the clip then bounds how far this update moves the policy,
   // and the weight corrects for the lag.
+  // With memory the network re-runs each env's sequence from the state the rollout started with
+  // (minibatches are then sets of envs, and each sample's index is t * B + env).
+  const int64_t num_envs = rollout.num_envs();
+  const at::Tensor sequence_observations =
+      sequences ? b.observations.unflatten(0, {num_steps, num_envs}) : at::Tensor();
+  const at::Tensor sequence_actions = sequences ? b.actions.unflatten(0, {num_steps, num_envs}) : at::Tensor();
+  const auto evaluate_envs = [&](const at::Tensor& envs) {
+    core::TensorMap state;
+    for (const auto& [name, tensor] : b.initial_state) state[name] = tensor.index_select(0, envs);
+    return model()->evaluate_sequence(sequence_observations.index_select(1, envs),
+                                      sequence_actions.index_select(1, envs), b.episode_starts.index_select(1, envs),
+                                      state);
+  };
+  const at::Tensor all_envs = at::arange(num_envs, at::TensorOptions().dtype(at::kLong).device(b.rewards.device()));
   at::Tensor b_clip_logprobs = b_logprobs;
   at::Tensor b_weights;
   if (config_.decoupled) {
     c10::NoGradGuard no_grad;
-    b_clip_logprobs = model()->evaluate(b.observations, b.actions).log_prob.detach();
+    b_clip_logprobs =
+        (sequences ? evaluate_envs(all_envs) : model()->evaluate(b.observations, b.actions)).log_prob.detach();
     b_weights = (b_clip_logprobs - b_logprobs).exp();
   }
 
@@ -192,10 +218,16 @@ Metrics Ppo::update(const Rollout& rollout, double progress) {
   int64_t minibatches_run = 0;
   int64_t epochs_run = 0;
   for (int64_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
-    const at::Tensor b_inds = at::randperm(batch_size, core::thread_generator(at::kCPU), at::kLong).to(device);
-    for (const at::Tensor& mb_inds : b_inds.tensor_split(config_.num_minibatches)) {
+    const at::Tensor b_inds =
+        at::randperm(sequences ? num_envs : batch_size, core::thread_generator(at::kCPU), at::kLong).to(device);
+    for (const at::Tensor& split : b_inds.tensor_split(config_.num_minibatches)) {
+      // The samples of a minibatch of envs, in the order evaluate_sequence returns them.
+      const at::Tensor mb_inds =
+          sequences ? (at::arange(num_steps, split.options()).unsqueeze(1) * num_envs + split.unsqueeze(0)).flatten()
+                    : split;
       const nn::ActionEvaluation eval =
-          model()->evaluate(b.observations.index_select(0, mb_inds), b.actions.index_select(0, mb_inds));
+          sequences ? evaluate_envs(split)
+                    : model()->evaluate(b.observations.index_select(0, mb_inds), b.actions.index_select(0, mb_inds));
 
       at::Tensor mb_advantages = b_advantages.index_select(0, mb_inds);
       if (config_.norm_adv) {

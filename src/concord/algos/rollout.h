@@ -1,9 +1,13 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <string>
 #include <type_traits>
 
 #include <torch/types.h>
+
+#include "concord/core/tensor_map.h"
 
 namespace concord::algos {
 
@@ -30,6 +34,12 @@ struct Rollout {
   torch::Tensor next_observations;   // [B, *obs_shape] o_T, the observation after the last step (env's dtype):
                                      //   an off-policy correction bootstraps from its own V(o_T)
 
+  // Acted by a network with memory only (both unset otherwise): what a learner re-runs each env's
+  // sequence from. Not among fields(): a policy that moves rollouts between processes or joins
+  // envs' segments does not carry them, and refuses a network with memory at start-up.
+  core::TensorMap initial_state;  // the actor's state before step 0, each [B, ...]; empty: initial
+  torch::Tensor episode_starts;   // [T, B] 0/1 float: observations[t, b] is the first of an episode
+
   int64_t num_steps() const { return rewards.size(0); }
   int64_t num_envs() const { return rewards.size(1); }
 
@@ -47,6 +57,8 @@ struct Rollout {
     for (torch::Tensor* field : copy.fields()) {
       if (field->defined()) *field = field->clone();
     }
+    for (auto& entry : copy.initial_state) entry.second = entry.second.clone();
+    if (copy.episode_starts.defined()) copy.episode_starts = copy.episode_starts.clone();
     return copy;
   }
 

@@ -114,9 +114,7 @@ class SacActorReplica final : public ActorReplica {
     if (slice.numel() != parameters_.numel()) throw std::logic_error("Sac: the actor replica does not match the actor");
   }
 
-  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override {
-    return actor_.act(observations, context);
-  }
+  ActorOutput act(const ActorInput& input, const ActingContext& context) override { return actor_.act(input, context); }
 
   void assign(const at::Tensor& flat_values) override {
     if (flat_values.numel() != learner_numel_) {
@@ -192,6 +190,8 @@ void SacConfig::validate() const {
   problems.check(gradient_steps >= 1, "gradient_steps", gradient_steps, ">= 1");
   problems.check(sde_sample_freq == -1 || sde_sample_freq >= 1, "sde_sample_freq", sde_sample_freq, "-1 or >= 1");
   problems.check(std::isfinite(log_std_init), "log_std_init", log_std_init, "finite");
+  problems.check(network.recurrent.empty(), "recurrent", "\"" + network.recurrent + "\"",
+                 "empty: sac learns without memory (a recurrent network runs under ppo or a2c)");
   problems.throw_if_any("SacConfig");
 }
 
@@ -223,7 +223,8 @@ SacActor::SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts, in
       train_frequency_(std::max<int64_t>(train_frequency, 1)),
       sde_sample_freq_(sde_sample_freq) {}
 
-ActorOutput SacActor::act(const torch::Tensor& observations, const ActingContext& context) {
+ActorOutput SacActor::act(const ActorInput& input, const ActingContext& context) {
+  const torch::Tensor& observations = input.observations;
   at::Tensor actions;
   if (context.deterministic) {
     actions = policy_->deterministic_action(observations);
@@ -245,7 +246,7 @@ ActorOutput SacActor::act(const torch::Tensor& observations, const ActingContext
     }
     actions = policy_->sample(observations).action;
   }
-  return {actions.detach(), {}};
+  return {actions.detach(), {}, {}};
 }
 
 Sac::Sac(SacConfig config, torch::Device device)

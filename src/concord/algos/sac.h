@@ -104,7 +104,7 @@ class SacActor : public Actor {
  public:
   SacActor(nn::SquashedGaussianActor policy, int64_t learning_starts, int64_t train_frequency = 1,
            int64_t sde_sample_freq = -1);
-  ActorOutput act(const torch::Tensor& observations, const ActingContext& context) override;
+  ActorOutput act(const ActorInput& input, const ActingContext& context) override;
 
  private:
   nn::SquashedGaussianActor policy_;

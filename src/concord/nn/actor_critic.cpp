@@ -97,6 +97,11 @@ void ActorCriticConfig::validate() const {
   problems.check_applies(torso == "cnn", "cnn_scale_input", cnn_scale_input, defaults.cnn_scale_input, cnn);
   problems.check_applies(action_kind == ActionKind::kContinuous, "init_log_std", init_log_std, defaults.init_log_std,
                          "continuous actions, and the actions are discrete");
+  problems.check(recurrent.empty() || recurrent == "lstm" || recurrent == "gru", "recurrent", "\"" + recurrent + "\"",
+                 "\"lstm\", \"gru\" or \"\" (none)");
+  problems.check(recurrent_size >= 1, "recurrent_size", recurrent_size, ">= 1");
+  problems.check_applies(!recurrent.empty(), "recurrent_size", recurrent_size, defaults.recurrent_size,
+                         "a recurrent core (recurrent = \"lstm\" or \"gru\"), and there is none");
   problems.throw_if_any("network config (algo.<key>)");
 }
 
@@ -129,6 +134,10 @@ const core::ConfigFields<ActorCriticConfig>& ActorCriticConfig::fields() {
       {"normalize_observations", &ActorCriticConfig::normalize_observations,
        "Normalise observations by their running mean and std, clipped to +-10 (Gymnasium's "
        "NormalizeObservation); the statistics are saved in checkpoints"},
+      {"recurrent", &ActorCriticConfig::recurrent,
+       "Memory after the torso: lstm or gru (each env's state carried from step to step, reset where an "
+       "episode starts), or empty for none"},
+      {"recurrent_size", &ActorCriticConfig::recurrent_size, "Cells of the recurrent core (with recurrent)"},
   };
   return kFields;
 }
@@ -178,9 +187,20 @@ void ActorCriticImpl::reset() {
     actor_torso_ = make_torso("actor_torso");
     critic_torso_ = make_torso("critic_torso");
   }
-  const int64_t features = actor_torso_.cnn    ? actor_torso_.cnn->output_dim()
-                           : actor_torso_.grid ? actor_torso_.grid->output_dim()
-                                               : actor_torso_.mlp->output_dim();
+  int64_t features = actor_torso_.cnn    ? actor_torso_.cnn->output_dim()
+                     : actor_torso_.grid ? actor_torso_.grid->output_dim()
+                                         : actor_torso_.mlp->output_dim();
+  actor_core_ = nullptr;
+  critic_core_ = nullptr;
+  if (recurrent()) {
+    const std::string kind = config_.recurrent;
+    actor_core_ = register_module(config_.shared_torso ? "core" : "actor_core",
+                                  RecurrentCore(kind, features, config_.recurrent_size));
+    if (!config_.shared_torso) {
+      critic_core_ = register_module("critic_core", RecurrentCore(kind, features, config_.recurrent_size));
+    }
+    features = config_.recurrent_size;
+  }
   actor_head_ = register_module("actor_head", torch::nn::Linear(features, config_.action_dim));
   orthogonal_init(actor_head_, kPolicyHeadGain);
   critic_head_ = register_module("critic_head", torch::nn::Linear(features, 1));
@@ -253,7 +273,15 @@ ActionDistribution ActorCriticImpl::make_distribution(const torch::Tensor& head_
   return ActionDistribution(DiagGaussian(head_out, log_std_));
 }
 
+void ActorCriticImpl::require_feed_forward(const char* method) const {
+  if (recurrent()) {
+    throw std::logic_error(std::string("ActorCritic::") + method + ": this network has memory (recurrent = \"" +
+                           config_.recurrent + "\") and acts from each env's state: use the overload that takes it");
+  }
+}
+
 PolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs) {
+  require_feed_forward("forward");
   const torch::Tensor x = prepare(obs);
   PolicyOutput out;
   torch::Tensor head_out;
@@ -276,10 +304,14 @@ PolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs) {
 }
 
 ActionDistribution ActorCriticImpl::distribution(const torch::Tensor& obs) {
+  require_feed_forward("distribution");
   return make_distribution(actor_output(prepare(obs)));
 }
 
-torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) { return critic_output(prepare(obs)); }
+torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs) {
+  require_feed_forward("value");
+  return critic_output(prepare(obs));
+}
 
 ActionDistribution ActorCriticImpl::distribution(const PolicyOutput& out) const {
   return make_distribution(out.logits.defined() ? out.logits : out.mean);
@@ -308,6 +340,134 @@ ActionEvaluation ActorCriticImpl::evaluate(const torch::Tensor& obs, const torch
   result.entropy = dist.entropy();
   result.value = out.value;
   return result;
+}
+
+// ---- with memory ----
+
+namespace {
+
+// log pi(actions | head_out), entropy and the value, as evaluate() computes them.
+ActionEvaluation evaluation_of(const ActionDistribution& dist, const torch::Tensor& head_out,
+                               const torch::Tensor& actions, torch::Tensor value) {
+  if (dist.is_discrete() && actions.dim() == 1) {
+    const LogProbAndEntropy fused = categorical_log_prob_and_entropy(head_out, actions);
+    return ActionEvaluation{fused.log_prob, fused.entropy, std::move(value)};
+  }
+  return ActionEvaluation{dist.log_prob(actions), dist.entropy(), std::move(value)};
+}
+
+}  // namespace
+
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> ActorCriticImpl::unpack_state(
+    const core::TensorMap& state, int64_t batch) const {
+  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> cores;
+  if (state.empty()) {
+    cores.first = actor_core_->initial_state(batch);
+    if (critic_core_) cores.second = critic_core_->initial_state(batch);
+    return cores;
+  }
+  const auto read = [&](const std::string& prefix, std::vector<torch::Tensor>& into) {
+    for (const std::string& name : actor_core_->state_names()) {
+      const auto found = state.find(prefix + name);
+      if (found == state.end()) {
+        throw std::invalid_argument("ActorCritic: the state has no \"" + prefix + name + "\" (" +
+                                    std::to_string(state.size()) + " tensors given)");
+      }
+      into.push_back(found->second);
+    }
+  };
+  read(critic_core_ ? "actor_" : "", cores.first);
+  if (critic_core_) read("critic_", cores.second);
+  return cores;
+}
+
+core::TensorMap ActorCriticImpl::pack_state(std::vector<torch::Tensor> actor, std::vector<torch::Tensor> critic) const {
+  core::TensorMap state;
+  const std::vector<std::string>& names = actor_core_->state_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    state[(critic_core_ ? "actor_" : "") + names[i]] = std::move(actor[i]);
+    if (critic_core_) state["critic_" + names[i]] = std::move(critic[i]);
+  }
+  return state;
+}
+
+core::TensorMap ActorCriticImpl::initial_state(int64_t batch) const {
+  auto [actor, critic] = unpack_state({}, batch);
+  return pack_state(std::move(actor), std::move(critic));
+}
+
+RecurrentActResult ActorCriticImpl::act(const torch::Tensor& obs, const core::TensorMap& state,
+                                        const torch::Tensor& starts, bool deterministic) {
+  if (!recurrent()) throw std::logic_error("ActorCritic::act: a state was given to a network without memory");
+  const torch::Tensor x = prepare(obs);
+  auto [actor_state, critic_state] = unpack_state(state, x.size(0));
+  const torch::Tensor actor_h = actor_core_->step(run_torso(actor_torso_, x), starts, actor_state);
+  const torch::Tensor critic_h =
+      critic_core_ ? critic_core_->step(run_torso(critic_torso_, x), starts, critic_state) : actor_h;
+  const ActionDistribution dist = make_distribution(actor_head_->forward(actor_h));
+  RecurrentActResult result;
+  result.act.action = deterministic ? dist.mode() : dist.sample();
+  result.act.log_prob = dist.log_prob(result.act.action);
+  result.act.value = critic_head_->forward(critic_h).squeeze(-1);
+  result.state = pack_state(std::move(actor_state), std::move(critic_state));
+  return result;
+}
+
+torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs, const core::TensorMap& state,
+                                     const torch::Tensor& starts) {
+  if (!recurrent()) throw std::logic_error("ActorCritic::value: a state was given to a network without memory");
+  const torch::Tensor x = prepare(obs);
+  auto [actor_state, critic_state] = unpack_state(state, x.size(0));
+  std::vector<torch::Tensor>& own = critic_core_ ? critic_state : actor_state;
+  return critic_head_->forward(critic_core()->step(run_torso(critic_torso(), x), starts, own)).squeeze(-1);
+}
+
+ActionEvaluation ActorCriticImpl::evaluate_sequence(const torch::Tensor& obs, const torch::Tensor& actions,
+                                                    const torch::Tensor& starts, const core::TensorMap& initial_state) {
+  if (!recurrent()) throw std::logic_error("ActorCritic::evaluate_sequence: this network has no memory");
+  const int64_t steps = obs.size(0);
+  const int64_t batch = obs.size(1);
+  // The torsos see every step at once; only the cores go step by step.
+  const torch::Tensor x = prepare(obs.flatten(0, 1));
+  auto [actor_state, critic_state] = unpack_state(initial_state, batch);
+  const torch::Tensor actor_h =
+      actor_core_->unroll(run_torso(actor_torso_, x).unflatten(0, {steps, batch}), starts, actor_state).flatten(0, 1);
+  const torch::Tensor critic_h =
+      critic_core_
+          ? critic_core_->unroll(run_torso(critic_torso_, x).unflatten(0, {steps, batch}), starts, critic_state)
+                .flatten(0, 1)
+          : actor_h;
+  const torch::Tensor head_out = actor_head_->forward(actor_h);
+  return evaluation_of(make_distribution(head_out), head_out, actions.flatten(0, 1),
+                       critic_head_->forward(critic_h).squeeze(-1));
+}
+
+torch::Tensor ActorCriticImpl::final_values_sequence(const torch::Tensor& obs, const torch::Tensor& final_obs,
+                                                     const torch::Tensor& truncated, const torch::Tensor& starts,
+                                                     const core::TensorMap& initial_state) {
+  if (!recurrent()) throw std::logic_error("ActorCritic::final_values_sequence: this network has no memory");
+  const int64_t steps = obs.size(0);
+  const int64_t batch = obs.size(1);
+  torch::Tensor values = torch::zeros(truncated.sizes(), truncated.options());
+  const torch::Tensor truncated_steps = truncated.gt(0.0).any(1).nonzero().squeeze(1).cpu();
+  if (truncated_steps.numel() == 0) return values;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = prepare(obs.flatten(0, 1));
+  auto [actor_state, critic_state] = unpack_state(initial_state, batch);
+  std::vector<torch::Tensor>& state = critic_core_ ? critic_state : actor_state;
+  const int64_t* step_index = truncated_steps.data_ptr<int64_t>();
+  const std::vector<int64_t> wanted(step_index, step_index + truncated_steps.numel());
+  std::vector<std::vector<torch::Tensor>> states_after;
+  critic_core()->unroll(run_torso(critic_torso(), x).unflatten(0, {steps, batch}), starts, state, wanted,
+                        &states_after);
+  for (int64_t i = 0; i < truncated_steps.numel(); ++i) {
+    const int64_t t = step_index[i];
+    std::vector<torch::Tensor> ended = states_after[static_cast<size_t>(t)];
+    const torch::Tensor h = critic_core()->step(run_torso(critic_torso(), prepare(final_obs[t])), {}, ended);
+    const torch::Tensor step_values = critic_head_->forward(h).squeeze(-1).to(values.scalar_type());
+    values[t].copy_(torch::where(truncated[t].gt(0.0), step_values, torch::zeros_like(step_values)));
+  }
+  return values;
 }
 
 ActorCritic build_actor_critic(const ActorCriticConfig& config, torch::Device device) {

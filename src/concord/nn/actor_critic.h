@@ -11,11 +11,13 @@
 #include <torch/nn/pimpl.h>
 
 #include "concord/core/config_fields.h"
+#include "concord/core/tensor_map.h"
 #include "concord/nn/categorical.h"
 #include "concord/nn/cnn.h"
 #include "concord/nn/diag_gaussian.h"
 #include "concord/nn/grid_cnn.h"
 #include "concord/nn/mlp.h"
+#include "concord/nn/recurrent_core.h"
 #include "concord/nn/running_mean_std.h"
 
 namespace concord::nn {
@@ -64,6 +66,10 @@ struct ActorCriticConfig {
   // Normalise observations by their running mean and std (Gymnasium's NormalizeObservation,
   // clipped to +-10) before the torsos; the learner feeds the statistics.
   bool normalize_observations = false;
+  // Memory: "lstm" or "gru" after each torso (recurrent_core.h), of recurrent_size cells, feeding
+  // the heads; "" for none (a feed-forward network).
+  std::string recurrent;
+  int64_t recurrent_size = 128;
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
@@ -112,6 +118,12 @@ struct ActResult {
   torch::Tensor action;    // int64 [B] or float [B, d], detached
   torch::Tensor log_prob;  // log pi(action | obs) [B]
   torch::Tensor value;     // V(obs) [B]
+};
+
+// A recurrent network's act(): the same, and the state to act from at the envs' next step.
+struct RecurrentActResult {
+  ActResult act;
+  core::TensorMap state;
 };
 
 // evaluate()'s result, what a policy-gradient loss needs.
@@ -176,6 +188,33 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   // and V(obs), in one forward pass.
   ActionEvaluation evaluate(const torch::Tensor& obs, const torch::Tensor& actions);
 
+  // --- With memory (config.recurrent set); the methods above then throw std::logic_error ---
+  //
+  //   shared torso:    obs -> torso -> core -> both heads          state {h[, c]}
+  //   separate:        obs -> actor torso -> actor core -> actor head, the same for the critic
+  //                                                                 state {actor_h, critic_h[, _c]}
+  //
+  // A state is what recurrent_core.h says, one [B, recurrent_size] tensor per name, the two
+  // paths' prefixed when the torsos are separate. An empty state is every env's initial one
+  // (zeros); `starts` [B] (or [T, B] for a sequence) 1 where an observation is the first of an
+  // episode resets that env's state before it is read; undefined, no env starts.
+  bool recurrent() const { return !config_.recurrent.empty(); }
+  core::TensorMap initial_state(int64_t batch) const;
+  // act() for one step of B envs, from `state`; returns the state after the step.
+  RecurrentActResult act(const torch::Tensor& obs, const core::TensorMap& state, const torch::Tensor& starts,
+                         bool deterministic = false);
+  // V(obs) [B] from `state` (the state is not advanced for the caller).
+  torch::Tensor value(const torch::Tensor& obs, const core::TensorMap& state, const torch::Tensor& starts);
+  // evaluate() over sequences of T steps of B envs re-run from the state they started with:
+  // obs [T, B, ...], actions [T, B(, d)], starts [T, B]; results flattened time-major to [T * B].
+  ActionEvaluation evaluate_sequence(const torch::Tensor& obs, const torch::Tensor& actions,
+                                     const torch::Tensor& starts, const core::TensorMap& initial_state);
+  // [T, B]: V(final_obs[t, b]) where truncated[t, b], else 0, each from the critic's state after
+  // step t of the same re-run (the ended episode's own memory).
+  torch::Tensor final_values_sequence(const torch::Tensor& obs, const torch::Tensor& final_obs,
+                                      const torch::Tensor& truncated, const torch::Tensor& starts,
+                                      const core::TensorMap& initial_state);
+
   // Folds raw observations [N, *obs_shape] into the normalisation statistics; does nothing when
   // observations are not normalised.
   void update_observation_stats(const torch::Tensor& obs);
@@ -208,13 +247,23 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   // The actor head's output (logits or mean) and the value [B] for prepared x.
   torch::Tensor actor_output(const torch::Tensor& x);
   torch::Tensor critic_output(const torch::Tensor& x);
-  // Whether the torsos are MLPs run through fused_linear_stack.
-  bool fused_mlp() const { return fused_ && actor_torso_.mlp; }
+  // Whether the torsos are MLPs run through fused_linear_stack (never with memory: the core sits
+  // between the torso and its head).
+  bool fused_mlp() const { return fused_ && actor_torso_.mlp && !actor_core_; }
+  void require_feed_forward(const char* method) const;
+  // The two paths' states as their cores hold them (initial where `state` is empty), and back.
+  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> unpack_state(const core::TensorMap& state,
+                                                                                 int64_t batch) const;
+  core::TensorMap pack_state(std::vector<torch::Tensor> actor, std::vector<torch::Tensor> critic) const;
+  Torso& critic_torso() { return config_.shared_torso ? actor_torso_ : critic_torso_; }
+  RecurrentCore& critic_core() { return config_.shared_torso ? actor_core_ : critic_core_; }
   ActionDistribution make_distribution(const torch::Tensor& head_out) const;
 
   ActorCriticConfig config_;
-  Torso actor_torso_;   // the shared torso when config_.shared_torso
-  Torso critic_torso_;  // unset when config_.shared_torso
+  Torso actor_torso_;                   // the shared torso when config_.shared_torso
+  Torso critic_torso_;                  // unset when config_.shared_torso
+  RecurrentCore actor_core_{nullptr};   // the shared core when config_.shared_torso; unset without memory
+  RecurrentCore critic_core_{nullptr};  // unset when config_.shared_torso or without memory
   torch::nn::Linear actor_head_{nullptr};
   torch::nn::Linear critic_head_{nullptr};
   torch::Tensor log_std_;            // [d], continuous actions only

@@ -102,7 +102,7 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
         Collected item;
         core::Stopwatch clock;
         acting.read([&](nn::ActorCritic& model, int64_t) {
-          runtime::InlineActing in_line(model);
+          algos::ActorCriticActor in_line(model);
           item.collected = CollectedRollout::collect(collector, in_line);
         });
         item.collected.version = needed;

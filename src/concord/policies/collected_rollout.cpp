@@ -2,10 +2,10 @@
 
 namespace concord::policies {
 
-CollectedRollout CollectedRollout::collect(RolloutCollector& collector, runtime::ActingSource& source) {
+CollectedRollout CollectedRollout::collect(RolloutCollector& collector, algos::Actor& actor) {
   CollectedRollout collected;
   collected.rollout = collector
-                          .collect(source,
+                          .collect(actor,
                                    [&](double episode_return, int64_t episode_length) {
                                      collected.episodes.emplace_back(episode_return, episode_length);
                                    })

@@ -9,7 +9,6 @@
 #include "concord/core/episode_stats.h"
 #include "concord/policies/policy.h"
 #include "concord/policies/rollout_collector.h"
-#include "concord/policies/runtime/acting_source.h"
 
 namespace concord::policies {
 
@@ -23,8 +22,8 @@ struct CollectedRollout {
   std::vector<std::pair<double, int64_t>> episodes;  // (return, length)
   algos::Metrics bonus_metrics;                      // the exploration bonus's, where the collector added it
 
-  // The collector's next rollout, with `source` choosing the actions.
-  static CollectedRollout collect(RolloutCollector& collector, runtime::ActingSource& source);
+  // The collector's next rollout, with `actor` choosing the actions.
+  static CollectedRollout collect(RolloutCollector& collector, algos::Actor& actor);
   void record_episodes(core::EpisodeStats& stats, const TrainingCallbacks& callbacks) const;
 };
 

@@ -8,12 +8,39 @@
 #include <torch/torch.h>
 
 #include "concord/algos/actor_critic_actor.h"
-#include "concord/policies/env_actions.h"
-#include "concord/policies/observation_rows.h"
+#include "concord/policies/runtime/collector.h"
+#include "concord/policies/runtime/experience_sink.h"
 
 namespace concord::policies {
 
 namespace {
+
+// The first episode of each env, in env order: what an evaluation reports.
+class FirstEpisodes final : public runtime::ExperienceSink {
+ public:
+  explicit FirstEpisodes(Evaluation& evaluation, int64_t episodes)
+      : evaluation_(evaluation), done_(static_cast<size_t>(episodes), false), remaining_(episodes) {
+    evaluation_.returns.assign(static_cast<size_t>(episodes), 0.0);
+  }
+  void record(const runtime::CollectedStep& step) override {
+    const envs::Batch& batch = step.batch;
+    for (size_t row = 0; row < done_.size(); ++row) {
+      if (done_[row] || !batch.has_final[row]) continue;
+      evaluation_.returns[row] = batch.episode_returns[row];
+      done_[row] = true;
+      --remaining_;
+      if (evaluation_.step_limit > 0 && batch.truncated[row] && batch.episode_lengths[row] == evaluation_.step_limit) {
+        ++evaluation_.cut_at_limit;
+      }
+    }
+  }
+  bool finished() const { return remaining_ == 0; }
+
+ private:
+  Evaluation& evaluation_;
+  std::vector<bool> done_;
+  int64_t remaining_;
+};
 
 Evaluation evaluate_actor(algos::Actor& actor, torch::Device device, envs::VectorEnvConfig env_config, int64_t episodes,
                           bool stochastic, int step_limit, const envs::Registry& registry) {
@@ -32,30 +59,11 @@ Evaluation evaluate_actor(algos::Actor& actor, torch::Device device, envs::Vecto
   env_config.num_envs = static_cast<int>(episodes);
   env_config.batch_size = 0;
   envs::VectorEnv env(env_config, registry);
-  const envs::Space& action_space = env.spec().action_space;
-  const EnvActions env_actions(action_space, device);
-  std::vector<double>& returns = evaluation.returns;
-  returns.assign(static_cast<size_t>(episodes), 0.0);
-  std::vector<bool> done(episodes, false);
-  int64_t remaining = episodes;
-  envs::Batch batch = env.reset();
-  torch::NoGradGuard no_grad;
+  runtime::Collector collector(env, device);
+  FirstEpisodes first_episodes(evaluation, episodes);
   algos::ActingContext acting;  // global_step < 0: after training
   acting.deterministic = !stochastic;
-  while (remaining > 0) {
-    const auto observations = observation_view(env, batch.observations, episodes).to(device);
-    batch = env_actions.step(env, actor.act(observations, acting).actions);
-    for (int64_t row = 0; row < episodes; ++row) {
-      if (!done[row] && batch.has_final[row]) {
-        returns[row] = batch.episode_returns[row];
-        done[row] = true;
-        --remaining;
-        if (evaluation.step_limit > 0 && batch.truncated[row] && batch.episode_lengths[row] == evaluation.step_limit) {
-          ++evaluation.cut_at_limit;
-        }
-      }
-    }
-  }
+  while (!first_episodes.finished()) collector.step(actor, acting, first_episodes, nullptr);
   return evaluation;
 }
 

@@ -41,11 +41,19 @@ enum class Families {
   kBoth,       // OnPolicyLearner and OffPolicyLearner
 };
 
+// Whether a policy carries an actor's memory (algos/actor.h: the state act() returns, per env)
+// from one step to the next where it acts, and to the learner with the experience.
+enum class Memory {
+  kCarried,  // it acts through runtime::Collector and hands rollouts on whole
+  kNone,     // it acts or moves experience another way (a batched service, a wire format)
+};
+
 // A policy as the registry sees it: its keys under policy.<name>. and its factory, which reads
 // the policy's config struct from them.
 struct PolicyEntry {
   Placement placement;
   Families families;
+  Memory memory;
   std::string summary;  // what `concord train --help` says beside the name ("" for none)
   void (*declare)(core::ConfigSchema& schema, const std::string& prefix);  // nullptr: no keys
   std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)> make;
@@ -63,16 +71,21 @@ struct HasRoundsPerUpdate<Config, std::void_t<decltype(std::declval<const Config
 
 // A policy without keys.
 PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families,
-                   std::string summary = "") {
-  return {placement, families, std::move(summary), nullptr,
-          [make](const PolicyContext& context, const std::string&) { return make(context); }};
+                   Memory memory, std::string summary = "") {
+  return {placement, families,
+          memory,    std::move(summary),
+          nullptr,   [make](const PolicyContext& context, const std::string&) { return make(context); }};
 }
 
 // A policy whose keys are the fields of its config struct.
 template <typename Config>
 PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement,
-                   Families families, std::string summary) {
-  PolicyEntry entry{placement, families, std::move(summary), core::declare_config<Config>,
+                   Families families, Memory memory, std::string summary) {
+  PolicyEntry entry{placement,
+                    families,
+                    memory,
+                    std::move(summary),
+                    core::declare_config<Config>,
                     [make](const PolicyContext& context, const std::string& prefix) {
                       return make(context, core::read_config<Config>(context.config, prefix));
                     }};
@@ -87,20 +100,22 @@ PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const C
 // The registry: one line per policy, naming its factory (in the policy's own file).
 core::Registry<PolicyEntry> make_registry() {
   core::Registry<PolicyEntry> registry("policy");
-  registry.add("single",
-               policy(make_single_policy, Placement::kOneThread, Families::kBoth, "the reference: one thread"));
-  registry.add("sync_vector", policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth, "PAAC"));
-  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, "A3C"));
+  registry.add("single", policy(make_single_policy, Placement::kOneThread, Families::kBoth, Memory::kCarried,
+                                "the reference: one thread"));
+  registry.add("sync_vector",
+               policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth, Memory::kCarried, "PAAC"));
+  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, Memory::kCarried, "A3C"));
   registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kBoth,
-                                           "GA3C; SEED RL on threads for off-policy learners"));
-  registry.add("async_learner",
-               policy(make_async_learner_policy, Placement::kThreads, Families::kBoth, "collect while learning"));
-  registry.add("multi_learner",
-               policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth, "one learner per process"));
+                                           Memory::kNone, "GA3C; SEED RL on threads for off-policy learners"));
+  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth,
+                                       Memory::kCarried, "collect while learning"));
+  registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth,
+                                       Memory::kCarried, "one learner per process"));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
-                                         "actor processes, one learner"));
-  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, "Ape-X"));
-  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth,
+                                         Memory::kNone, "actor processes, one learner"));
+  registry.add("apex",
+               policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, Memory::kNone, "Ape-X"));
+  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth, Memory::kCarried,
                                  "SEED RL: env ranks, one acting and learning rank"));
   return registry;
 }
@@ -152,6 +167,24 @@ void refuse_learner_family(const std::string& name, const PolicyEntry& entry, al
   }
 }
 
+// The policies that carry an actor's memory, for a refusal.
+std::string policies_with_memory() {
+  std::string able;
+  for (const auto& [other, candidate] : policies().entries()) {
+    if (candidate.memory == Memory::kCarried) able += (able.empty() ? "" : ", ") + other;
+  }
+  return able;
+}
+
+// A network with memory runs only under a policy that hands each env's state back to the actor.
+void refuse_memory(const std::string& name, const PolicyEntry& entry, const algos::Learner& learner) {
+  if (entry.memory == Memory::kCarried || !learner.acts_with_memory()) return;
+  throw std::invalid_argument("policy '" + name +
+                              "' does not carry a recurrent network's state (algo.recurrent) between its acting "
+                              "and its learner; use train.policy " +
+                              policies_with_memory());
+}
+
 }  // namespace
 
 void declare_policy_keys(core::ConfigSchema& schema) {
@@ -197,6 +230,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
   // algorithm, so the line names the setting that matters whichever algorithm is chosen.
   if (entry.placement != Placement::kOneThread) refuse_interpreter_env(name, context.env_config);
   refuse_learner_family(name, entry, context.learner);
+  refuse_memory(name, entry, context.learner);
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }

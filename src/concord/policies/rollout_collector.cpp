@@ -1,8 +1,6 @@
 #include "concord/policies/rollout_collector.h"
 
 #include <cstring>
-#include <stdexcept>
-#include <string>
 
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
@@ -12,16 +10,12 @@
 namespace concord::policies {
 
 RolloutCollector::RolloutCollector(envs::BatchedEnvs& env, int64_t steps_per_rollout, torch::Device device)
-    : env_(env),
+    : collector_(env, device),
       steps_(steps_per_rollout),
       device_(device),
       num_envs_(env.num_envs()),
-      discrete_(env.spec().action_space.is_discrete()),
-      env_actions_(env.spec().action_space, device) {
-  if (env_.is_async()) {
-    throw std::invalid_argument("this policy steps all environments together: set env.batch_size = 0 (got " +
-                                std::to_string(env_.batch_size()) + ")");
-  }
+      obs_bytes_(env.obs_bytes()) {
+  const bool discrete = env.spec().action_space.is_discrete();
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   const auto on_host = torch::TensorOptions().dtype(torch::kFloat32);
   // Observations keep the env's dtype (uint8 grids stay uint8): the model converts them.
@@ -33,8 +27,9 @@ RolloutCollector::RolloutCollector(envs::BatchedEnvs& env, int64_t steps_per_rol
   host_rewards_ = torch::zeros({steps_, num_envs_}, on_host);
   host_terminated_ = torch::zeros({steps_, num_envs_}, on_host);
   host_truncated_ = torch::zeros({steps_, num_envs_}, on_host);
-  rollout_.actions = discrete_ ? torch::zeros({steps_, num_envs_}, on_device.dtype(torch::kInt64))
-                               : torch::zeros({steps_, num_envs_, env_.act_dim()}, on_device);
+  host_episode_starts_ = torch::zeros({steps_, num_envs_}, on_host);
+  rollout_.actions = discrete ? torch::zeros({steps_, num_envs_}, on_device.dtype(torch::kInt64))
+                              : torch::zeros({steps_, num_envs_, env.act_dim()}, on_device);
   rollout_.log_probs = torch::zeros({steps_, num_envs_}, on_device);
   rollout_.values = torch::zeros({steps_, num_envs_}, on_device);
   // Views of every row, made once: indexing a tensor per step costs more than the env step.
@@ -44,56 +39,59 @@ RolloutCollector::RolloutCollector(envs::BatchedEnvs& env, int64_t steps_per_rol
     log_prob_rows_.push_back(rollout_.log_probs[t]);
     value_rows_.push_back(rollout_.values[t]);
   }
-  const envs::Batch batch = env_.reset();
-  std::memcpy(host_observations_.data_ptr(), batch.observations, static_cast<size_t>(num_envs_ * env_.obs_bytes()));
 }
 
-const algos::Rollout& RolloutCollector::collect(runtime::ActingSource& source, const EpisodeCallback& on_episode) {
+void RolloutCollector::record(const runtime::CollectedStep& step) {
+  const int64_t row_bytes = num_envs_ * obs_bytes_;
   auto* observations = static_cast<unsigned char*>(host_observations_.data_ptr());
-  float* rewards = host_rewards_.data_ptr<float>();
-  float* terminated = host_terminated_.data_ptr<float>();
-  float* truncated = host_truncated_.data_ptr<float>();
-  auto* final_observations = static_cast<unsigned char*>(host_final_observations_.data_ptr());
-  const int64_t obs_bytes = env_.obs_bytes();
-  const int64_t row_bytes = num_envs_ * obs_bytes;
-  // The last rollout's o_T is this one's o_0.
-  if (rollout_.observations.defined()) {
-    std::memcpy(observations, observations + steps_ * row_bytes, static_cast<size_t>(row_bytes));
+  std::memcpy(observations + t_ * row_bytes, step.observations.data_ptr(), static_cast<size_t>(row_bytes));
+  action_rows_[t_].copy_(step.acted.actions);
+  log_prob_rows_[t_].copy_(step.acted.extras.at("log_probs"));
+  value_rows_[t_].copy_(step.acted.extras.at("values"));
+  if (!step.acted.state.empty()) {
+    std::memcpy(host_episode_starts_.data_ptr<float>() + t_ * num_envs_, step.episode_starts.data_ptr<float>(),
+                static_cast<size_t>(num_envs_) * sizeof(float));
   }
 
+  const envs::Batch& batch = step.batch;
+  float* rewards = host_rewards_.data_ptr<float>() + t_ * num_envs_;
+  float* terminated = host_terminated_.data_ptr<float>() + t_ * num_envs_;
+  float* truncated = host_truncated_.data_ptr<float>() + t_ * num_envs_;
+  auto* final_observations = static_cast<unsigned char*>(host_final_observations_.data_ptr()) + t_ * row_bytes;
+  for (int64_t row = 0; row < num_envs_; ++row) {
+    rewards[row] = batch.rewards[row];
+    terminated[row] = batch.terminated[row];
+    truncated[row] = batch.truncated[row];
+    // A time-limited episode bootstraps from its own last observation, not the next episode's first.
+    if (batch.truncated[row]) {
+      std::memcpy(final_observations + row * obs_bytes_,
+                  static_cast<const unsigned char*>(batch.final_observations) + row * obs_bytes_,
+                  static_cast<size_t>(obs_bytes_));
+    }
+  }
+  ++t_;
+}
+
+const algos::Rollout& RolloutCollector::collect(algos::Actor& actor, const EpisodeCallback& on_episode) {
+  host_final_observations_.zero_();
+  // A network with memory re-runs each env's sequence from the state it started with.
+  rollout_.initial_state = collector_.state();
+  const algos::ActingContext acting;
+  for (t_ = 0; t_ < steps_;) collector_.step(actor, acting, *this, on_episode);
+  // Row T is o_T, which the next rollout starts from.
+  std::memcpy(observation_rows_[steps_].data_ptr(), collector_.observations().data_ptr(),
+              static_cast<size_t>(num_envs_ * obs_bytes_));
   {
     c10::InferenceMode inference;
-    host_final_observations_.zero_();
-    for (int64_t t = 0; t < steps_; ++t) {
-      nn::ActResult act = source.act(observation_rows_[t].to(device_));
-      action_rows_[t].copy_(act.action);
-      log_prob_rows_[t].copy_(act.log_prob);
-      value_rows_[t].copy_(act.value);
-
-      const envs::Batch batch = env_actions_.step(env_, act.action);
-
-      std::memcpy(observations + (t + 1) * row_bytes, batch.observations, static_cast<size_t>(row_bytes));
-      for (int64_t row = 0; row < num_envs_; ++row) {
-        rewards[t * num_envs_ + row] = batch.rewards[row];
-        terminated[t * num_envs_ + row] = batch.terminated[row];
-        truncated[t * num_envs_ + row] = batch.truncated[row];
-        // A time-limited episode bootstraps from its own last observation, not the next episode's first.
-        if (batch.truncated[row]) {
-          std::memcpy(final_observations + (t * num_envs_ + row) * obs_bytes,
-                      static_cast<const unsigned char*>(batch.final_observations) + row * obs_bytes,
-                      static_cast<size_t>(obs_bytes));
-        }
-        if (batch.has_final[row] && on_episode) on_episode(batch.episode_returns[row], batch.episode_lengths[row]);
-      }
-    }
     rollout_.next_observations = observation_rows_[steps_].to(device_, /*non_blocking=*/false, /*copy=*/true);
-    rollout_.bootstrap_value = source.value(rollout_.next_observations).clone();
+    rollout_.bootstrap_value = actor.bootstrap_value(collector_.input()).clone();
   }
   rollout_.observations = host_observations_.narrow(0, 0, steps_).to(device_);
   rollout_.final_observations = host_final_observations_.to(device_);
   rollout_.rewards = host_rewards_.to(device_);
   rollout_.terminated = host_terminated_.to(device_);
   rollout_.truncated = host_truncated_.to(device_);
+  if (!collector_.state().empty()) rollout_.episode_starts = host_episode_starts_.to(device_);
   return rollout_;
 }
 

@@ -8,12 +8,15 @@
 #include "concord/algos/actor.h"
 #include "concord/algos/experience.h"
 #include "concord/envs/vector_env.h"
-#include "concord/policies/env_actions.h"
+#include "concord/policies/runtime/collector.h"
+#include "concord/policies/runtime/experience_sink.h"
 
 namespace concord::policies {
 
 // Collects experience one step of every environment at a time, for off-policy algorithms: the
-// collection half of the off-policy loops of `single`, `sync_vector` and `multi_learner`.
+// runtime::Collector's acting loop, one step at a time, into a transition (the sink this class
+// is); the collection half of the off-policy loops of `single`, `sync_vector`, `multi_learner`,
+// `hogwild` and the actor threads.
 //
 //   out = actor.act(o_t, context);  o_{t+1}, r_t, term_t, trunc_t = envs.step(out.actions)
 //   returns {o_t, a_t, r_t, term_t, trunc_t, next o}   (algos/experience.h, `transition` names)
@@ -23,27 +26,26 @@ namespace concord::policies {
 // clipped to the action space's bounds at the environment boundary; the transition keeps what
 // the actor chose. The returned tensors are fresh each step (the learner may keep them); all
 // live on `device`. Not thread-safe; one collector per thread.
-class TransitionCollector {
+class TransitionCollector final : private runtime::ExperienceSink {
  public:
-  using EpisodeCallback = std::function<void(double episode_return, int64_t episode_length)>;
+  using EpisodeCallback = runtime::Collector::EpisodeCallback;
 
   // Resets the envs (their first observations are o_0). Throws std::invalid_argument if the env
   // is asynchronous.
   TransitionCollector(envs::BatchedEnvs& env, torch::Device device);
 
-  // One step of every env with `actor` choosing (under InferenceMode); on_episode is called for
-  // every episode that ends.
+  // One step of every env with `actor` choosing; on_episode is called for every episode that ends.
   algos::TensorMap step(algos::Actor& actor, const algos::ActingContext& context, const EpisodeCallback& on_episode);
 
-  int64_t num_envs() const { return num_envs_; }
-  envs::BatchedEnvs& env() { return env_; }
+  int64_t num_envs() const { return collector_.num_envs(); }
+  envs::BatchedEnvs& env() { return collector_.env(); }
 
  private:
-  envs::BatchedEnvs& env_;
+  void record(const runtime::CollectedStep& step) override;
+
+  runtime::Collector collector_;
   torch::Device device_;
-  int64_t num_envs_;
-  EnvActions env_actions_;
-  torch::Tensor observations_;  // o_t on the host, [B, *obs_shape] in the env's dtype
+  algos::TensorMap transition_;  // what record() made of the last step
 };
 
 }  // namespace concord::policies

@@ -25,8 +25,8 @@ BatchedActing::BatchedActing(Workers& workers, std::vector<std::unique_ptr<algos
   }
 }
 
-algos::ActorOutput BatchedActing::Client::act(const torch::Tensor& observations, const algos::ActingContext& context) {
-  service_.requests_.push(Request{index_, observations, context});
+algos::ActorOutput BatchedActing::Client::act(const algos::ActorInput& input, const algos::ActingContext& context) {
+  service_.requests_.push(Request{index_, input.observations, context});
   algos::ActorOutput out;
   if (!service_.replies_[static_cast<size_t>(index_)]->pop(out.actions)) throw Stopped{};
   return out;

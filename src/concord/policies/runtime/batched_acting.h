@@ -36,7 +36,7 @@ class BatchedActing {
   // run stops.
   class Client final : public algos::Actor {
    public:
-    algos::ActorOutput act(const torch::Tensor& observations, const algos::ActingContext& context) override;
+    algos::ActorOutput act(const algos::ActorInput& input, const algos::ActingContext& context) override;
 
    private:
     friend class BatchedActing;

@@ -49,13 +49,15 @@ Reply BatchedInference::Client::ask(const torch::Tensor& observations, bool valu
   return reply;
 }
 
-nn::ActResult BatchedInference::Client::act(const torch::Tensor& observations) {
-  Reply reply = ask(observations, /*values_only=*/false);
-  return nn::ActResult{std::move(reply.actions), std::move(reply.log_probs), std::move(reply.values)};
+algos::ActorOutput BatchedInference::Client::act(const algos::ActorInput& input,
+                                                 const algos::ActingContext& /*context*/) {
+  Reply reply = ask(input.observations, /*values_only=*/false);
+  return {
+      std::move(reply.actions), {{"log_probs", std::move(reply.log_probs)}, {"values", std::move(reply.values)}}, {}};
 }
 
-torch::Tensor BatchedInference::Client::value(const torch::Tensor& observations) {
-  return ask(observations, /*values_only=*/true).values;
+torch::Tensor BatchedInference::Client::bootstrap_value(const algos::ActorInput& input) {
+  return ask(input.observations, /*values_only=*/true).values;
 }
 
 int64_t BatchedInference::Client::take_first_version() { return std::exchange(first_version_, -1); }

@@ -10,7 +10,6 @@
 
 #include "concord/algos/actor.h"
 #include "concord/policies/actor_copy.h"
-#include "concord/policies/runtime/acting_source.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/workers.h"
 
@@ -37,12 +36,13 @@ class BatchedInference {
   BatchedInference(Workers& workers, ActorCopy& parameters, int clients, int64_t rows_per_request, int max_rows,
                    int queue_capacity, torch::Device device);
 
-  // Client c's acting source (one thread per client). Its act() blocks until answered; throws
-  // Stopped once the service is closed.
-  class Client final : public ActingSource {
+  // Client c's Actor (one thread per client): the actor-critic's sample with extras "log_probs"
+  // and "values", and its bootstrap value. Its act() blocks until answered; throws Stopped once
+  // the service is closed.
+  class Client final : public algos::Actor {
    public:
-    nn::ActResult act(const torch::Tensor& observations) override;
-    torch::Tensor value(const torch::Tensor& observations) override;
+    algos::ActorOutput act(const algos::ActorInput& input, const algos::ActingContext& context) override;
+    torch::Tensor bootstrap_value(const algos::ActorInput& input) override;
     // The parameter version of the first answer since the last call (-1: none): a segment's.
     int64_t take_first_version();
 
