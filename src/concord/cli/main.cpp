@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   concord::cli::add_fit_command(app);
   concord::cli::add_export_command(app);
   concord::cli::add_plot_command(app);
+  concord::cli::add_board_command(app);
   // The commands in the order they were added, for the errors that list them.
   std::vector<std::string> commands;
   std::string command_list;
