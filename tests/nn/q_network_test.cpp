@@ -3,8 +3,10 @@
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <torch/utils.h>
 
 #include <cmath>
@@ -132,6 +134,36 @@ TEST(QNetworkTest, BuildsOnDeviceAndClonesDeeply) {
   EXPECT_TRUE(copy->forward(obs).equal(network->forward(obs)));
   set_parameter(network, "head.bias", {10.0f, 10.0f});
   EXPECT_FALSE(copy->forward(obs).equal(network->forward(obs)));
+}
+
+// R2D2's network: an LSTM between the torso and the head. A sequence unrolled at once gives what
+// steps one at a time give, an episode start resets the state, and forward() refuses it.
+TEST(QNetworkTest, WithMemoryStepsAndUnrollsAgreeAndStartsReset) {
+  torch::manual_seed(3);
+  QNetworkConfig config = cartpole();
+  config.torso.hidden_sizes = {16};
+  config.torso.recurrent = "lstm";
+  config.torso.recurrent_size = 8;
+  QNetwork network(config);
+  ASSERT_TRUE(network->recurrent());
+  EXPECT_THROW(network->forward(at::randn({2, 4})), std::logic_error);
+  torch::NoGradGuard no_grad;
+  const at::Tensor obs = at::randn({5, 3, 4});
+  at::Tensor starts = at::zeros({5, 3});
+  starts[2][1] = 1.0;  // env 1 starts an episode at step 2
+  core::TensorMap unrolled_state;
+  const at::Tensor unrolled = network->unroll(obs, starts, unrolled_state);
+  ASSERT_EQ(unrolled.sizes(), (std::vector<int64_t>{5, 3, 2}));
+  core::TensorMap state;
+  for (int64_t t = 0; t < 5; ++t) {
+    const at::Tensor q = network->step(obs[t], starts[t], state);
+    EXPECT_TRUE(torch::allclose(q, unrolled[t], 1e-5, 1e-6)) << "step " << t;
+  }
+  EXPECT_TRUE(torch::allclose(state.at("h"), unrolled_state.at("h"), 1e-5, 1e-6));
+  // From step 2 on, env 1's Q is what a fresh state gives on the same observations.
+  core::TensorMap fresh;
+  const at::Tensor restarted = network->unroll(obs.narrow(0, 2, 3).narrow(1, 1, 1), {}, fresh);
+  EXPECT_TRUE(torch::allclose(restarted.squeeze(1), unrolled.narrow(0, 2, 3).select(1, 1), 1e-5, 1e-6));
 }
 
 TEST(QNetworkTest, RefusesContinuousActionsAndBadObservations) {

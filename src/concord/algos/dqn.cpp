@@ -11,6 +11,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -78,6 +79,22 @@ ReplaySpec replay_spec(const DqnConfig& config) {
   return spec;
 }
 
+// R2D2's replay of sequences, holding buffer_size transitions' worth of them.
+SequenceReplaySpec sequence_replay_spec(const DqnConfig& config, const nn::QNetworkImpl& network) {
+  SequenceReplaySpec spec;
+  spec.owner = "Dqn::observe";
+  spec.observation_shape = config.network.obs_shape;
+  spec.num_actions = config.network.action_dim;
+  for (const auto& [name, tensor] : network.initial_state(1)) spec.state_shapes[name] = {tensor.size(1)};
+  spec.burn_in = config.burn_in;
+  spec.trace = config.sequence_length;
+  spec.n_step = config.n_step;
+  spec.capacity = std::max<int64_t>(1, config.buffer_size / config.sequence_length);
+  spec.prioritized = config.prioritized;
+  spec.priority_alpha = config.priority_alpha;
+  return spec;
+}
+
 }  // namespace
 
 // ---- config ----
@@ -122,6 +139,12 @@ const core::ConfigFields<DqnConfig>& DqnConfig::fields() {
       {"priority_eps", &DqnConfig::priority_eps, "Prioritised replay: priority = |TD error| + priority_eps"},
       {"checkpoint_replay", &DqnConfig::checkpoint_replay,
        "Save the replay in checkpoints and restore it on resume (false: a resumed run refills an empty replay)"},
+      {"sequence_length", &DqnConfig::sequence_length,
+       "With algo.recurrent (R2D2): steps learned from per stored sequence; batch_size then counts sequences"},
+      {"burn_in", &DqnConfig::burn_in,
+       "With algo.recurrent (R2D2): steps re-run before a sequence's learned ones to warm its state"},
+      {"priority_eta", &DqnConfig::priority_eta,
+       "With algo.recurrent (R2D2), prioritised: a sequence's priority is eta max |td| + (1 - eta) mean |td|"},
   };
   return kFields;
 }
@@ -155,9 +178,25 @@ void DqnConfig::validate() const {
                  "finite and >= 0");
   problems.check(priority_beta0 >= 0.0 && priority_beta0 <= 1.0, "priority_beta0", priority_beta0, "in [0, 1]");
   problems.check(priority_eps > 0.0, "priority_eps", priority_eps, "> 0");
-  // R2D2's sequence replay (stored states, burn-in) is not built yet: a Q-network has no memory.
-  problems.check(network.recurrent.empty(), "recurrent", "\"" + network.recurrent + "\"",
-                 "empty: dqn learns without memory (a recurrent network runs under ppo or a2c)");
+  const DqnConfig defaults;
+  problems.check(sequence_length >= 1 && sequence_length <= 100000, "sequence_length", sequence_length,
+                 "in [1, 100000]");
+  problems.check(burn_in >= 0 && burn_in <= sequence_length, "burn_in", burn_in, "in [0, sequence_length]");
+  problems.check(priority_eta >= 0.0 && priority_eta <= 1.0, "priority_eta", priority_eta, "in [0, 1]");
+  const bool recurrent = !network.recurrent.empty();
+  problems.check_applies(recurrent, "sequence_length", sequence_length, defaults.sequence_length,
+                         "a recurrent network (algo.recurrent, R2D2's sequence replay), and there is none");
+  problems.check_applies(recurrent, "burn_in", burn_in, defaults.burn_in,
+                         "a recurrent network (algo.recurrent, R2D2's sequence replay), and there is none");
+  if (recurrent) {
+    // Sequences, not transitions: the replay holds buffer_size / sequence_length of them.
+    if (batch_size > buffer_size / sequence_length) {
+      problems.add("batch_size=" + std::to_string(batch_size) + " must be <= buffer_size / sequence_length (" +
+                   std::to_string(buffer_size / sequence_length) + " sequences) with algo.recurrent");
+    }
+    problems.check(!checkpoint_replay, "checkpoint_replay", "true",
+                   "false with algo.recurrent: R2D2's sequence replay is not saved (a resumed run refills it)");
+  }
   problems.throw_if_any("algo.dqn config");
 }
 
@@ -199,6 +238,21 @@ ActorOutput EpsilonGreedyActor::act(const ActorInput& input, const ActingContext
   const int64_t actions = network_->num_actions();
   const at::TensorOptions options = network_->parameters().front().options().requires_grad(false);
   const auto generator = core::thread_generator(options.device());
+  if (network_->recurrent()) {
+    // With memory the network runs at every step, exploring or not: the state must follow each
+    // env's history. A coin per row, then a uniform action where it says to explore.
+    ActorOutput out;
+    out.state = input.state;
+    const at::Tensor greedy = network_->step(observations, input.episode_starts, out.state).argmax(/*dim=*/1);
+    if (epsilon <= 0.0) {
+      out.actions = greedy;
+      return out;
+    }
+    const at::Tensor explore = at::rand({rows}, generator, options.dtype(at::kFloat)) < epsilon;
+    const at::Tensor random_actions = at::randint(actions, {rows}, generator, options.dtype(at::kLong));
+    out.actions = at::where(explore, random_actions, greedy);
+    return out;
+  }
   if (!options.device().is_cpu()) {
     // On an accelerator, every row's draws at once on the device, and the forward pass for all.
     if (epsilon >= 1.0) return {at::randint(actions, {rows}, generator, options.dtype(at::kLong)), {}, {}};
@@ -312,11 +366,16 @@ Dqn::Dqn(DqnConfig config, torch::Device device)
       // The target starts as the online network: every multiple of the target period up to
       // learning_starts (when no update has happened yet) counts as synced.
       target_sync_step_(config_.learning_starts / config_.target_network_frequency * config_.target_network_frequency) {
+  if (online_->recurrent()) sequences_ = std::make_unique<SequenceReplay>(sequence_replay_spec(config_, *online_));
   c10::NoGradGuard no_grad;
   target_parameters_.values().detach().copy_(parameters_.values().detach());
 }
 
-std::unique_ptr<ActorReplica> Dqn::make_actor_replica() { return std::make_unique<DqnActorReplica>(online_, config_); }
+std::unique_ptr<ActorReplica> Dqn::make_actor_replica() {
+  // A replica acts without the policy's per-env state; R2D2's actors are not built.
+  if (sequences_) return nullptr;
+  return std::make_unique<DqnActorReplica>(online_, config_);
+}
 
 Dqn::Dqn(Dqn& primary, double final_epsilon)
     : config_(primary.config_),
@@ -338,6 +397,11 @@ Dqn::Dqn(Dqn& primary, double final_epsilon)
 }
 
 std::unique_ptr<OffPolicyLearner> Dqn::make_shared_replica() {
+  if (sequences_) {
+    throw std::invalid_argument(
+        "asynchronous Q-learning (policy 'hogwild') learns from single transitions, and a recurrent network "
+        "(algo.recurrent) learns from R2D2's sequences: use train.policy single or sync_vector");
+  }
   if (config_.prioritized) {
     throw std::invalid_argument(
         "asynchronous Q-learning (policy 'hogwild') learns every transition once, from no replay: set "
@@ -351,7 +415,13 @@ std::unique_ptr<OffPolicyLearner> Dqn::make_shared_replica() {
   return std::unique_ptr<OffPolicyLearner>(new Dqn(*this, final_epsilon));
 }
 
-void Dqn::observe(const TensorMap& step, int stream) { replay_.add(step, stream); }
+void Dqn::observe(const TensorMap& step, int stream) {
+  if (sequences_) {
+    sequences_->add(step, stream);
+    return;
+  }
+  replay_.add(step, stream);
+}
 
 at::Tensor Dqn::td_targets(const TensorMap& batch) {
   // Inference mode, not only no-grad: its operations skip autograd's dispatch entirely (a good
@@ -377,6 +447,7 @@ Metrics Dqn::update(int64_t global_step, double progress) {
   }
   tensor_checks::check_unit_interval("Dqn::update", "progress", progress);
   if (primary_ != nullptr) return update_shared(global_step);
+  if (sequences_) return update_sequences(global_step, progress);
   if (replay_.size() < config_.batch_size) return {};
 
   // Prioritised replay's importance exponent, annealed from beta0 to 1 over training.
@@ -456,6 +527,101 @@ Metrics Dqn::update_shared(int64_t global_step) {
   return metrics;
 }
 
+Metrics Dqn::update_sequences(int64_t global_step, double progress) {
+  if (sequences_->size() < config_.batch_size) return {};
+  const double beta = config_.prioritized ? config_.priority_beta0 + (1.0 - config_.priority_beta0) * progress : 1.0;
+  const double clip = config_.max_grad_norm > 0.0 ? config_.max_grad_norm : std::numeric_limits<double>::infinity();
+  const SequenceReplaySpec& spec = sequences_->spec();
+  const int64_t burn_in = spec.burn_in;
+  const int64_t learned = spec.trace;
+  const int64_t steps = spec.steps();
+  at::Tensor loss;
+  double mean_q = 0.0;
+  for (int64_t g = 0; g < config_.gradient_steps; ++g) {
+    const ReplaySample sample = sequences_->sample(config_.batch_size, beta);
+    const TensorMap batch = to_device(sample.fields, device_);
+    // Time-major, as the network unrolls: [S + 1, B, ...] and [S, B].
+    const at::Tensor observations = batch.at(sequence_field::kObservations).transpose(0, 1);
+    const at::Tensor starts = batch.at(sequence_field::kStarts).transpose(0, 1);
+    const at::Tensor actions = batch.at(sequence_field::kActions).transpose(0, 1);
+    const at::Tensor rewards = batch.at(sequence_field::kRewards).transpose(0, 1);
+    const at::Tensor valid = batch.at(sequence_field::kValid).transpose(0, 1);
+    const at::Tensor terminated = batch.at(sequence_field::kTerminated).transpose(0, 1);
+    TensorMap stored_state;
+    for (const auto& [name, shape] : spec.state_shapes) {
+      stored_state[name] = batch.at(std::string(sequence_field::kStatePrefix) + name);
+    }
+    const at::Tensor mask = valid.narrow(0, burn_in, learned);  // [L, B]
+
+    // y_t for the learned steps t = burn_in .. burn_in + L - 1, without gradient.
+    at::Tensor y;
+    {
+      c10::InferenceMode inference;
+      TensorMap target_state = stored_state;
+      const at::Tensor q_target = target_->unroll(observations, starts, target_state);  // [S + 1, B, n]
+      TensorMap online_state = stored_state;
+      const at::Tensor next_action = online_->unroll(observations, starts, online_state).argmax(2);  // [S + 1, B]
+      const at::TensorOptions index_options = valid.options().dtype(at::kLong);
+      // The position after the episode's last step in each sequence (S where it goes on).
+      const at::Tensor position = at::arange(1, steps + 1, index_options).unsqueeze(1);
+      const at::Tensor end = (valid.to(at::kLong) * position).amax(0);                                  // [B]
+      const at::Tensor t = at::arange(burn_in, burn_in + learned, index_options).unsqueeze(1);          // [L, 1]
+      const at::Tensor bootstrap = at::maximum(at::minimum(t + spec.n_step, end.unsqueeze(0)), t + 1);  // [L, B]
+      at::Tensor returns = at::zeros_like(mask);
+      for (int64_t i = 0; i < spec.n_step; ++i) {
+        const at::Tensor reward = rewards.narrow(0, burn_in + i, learned);
+        returns =
+            returns + std::pow(config_.gamma, static_cast<double>(i)) * reward * (t + i < bootstrap).to(reward.dtype());
+      }
+      const at::Tensor discount =
+          at::pow(config_.gamma, (bootstrap - t).to(returns.dtype())) * (1.0 - terminated.gather(0, bootstrap - 1));
+      const at::Tensor chosen = next_action.gather(0, bootstrap);  // a* = argmax_a Q_online(o_b, a)
+      const at::Tensor q_next =
+          q_target.gather(0, bootstrap.unsqueeze(2).expand({learned, bootstrap.size(1), q_target.size(2)}))
+              .gather(2, chosen.unsqueeze(2))
+              .squeeze(2);
+      y = returns + discount * q_next;
+    }
+    // A normal tensor, outside inference mode: the Huber loss saves its target for backward.
+    const at::Tensor y_grad_free = y.clone();
+
+    // Q_online for the learned steps, from the state the burn-in leaves (no gradient through it).
+    TensorMap state = stored_state;
+    if (burn_in > 0) {
+      c10::NoGradGuard no_grad;
+      online_->unroll(observations.narrow(0, 0, burn_in), starts.narrow(0, 0, burn_in), state);
+    }
+    const at::Tensor q = online_->unroll(observations.narrow(0, burn_in, learned), starts.narrow(0, burn_in, learned),
+                                         state);                                                          // [L, B, n]
+    const at::Tensor q_taken = q.gather(2, actions.narrow(0, burn_in, learned).unsqueeze(2)).squeeze(2);  // [L, B]
+    const at::Tensor per_step = config_.loss == "huber" ? at::smooth_l1_loss(q_taken, y_grad_free, at::Reduction::None)
+                                                        : (q_taken - y_grad_free).pow(2);
+    const at::Tensor counts = mask.sum(0).clamp_min(1.0);               // [B]
+    const at::Tensor per_sequence = (per_step * mask).sum(0) / counts;  // [B]
+    const at::Tensor weights = config_.prioritized ? sample.weights.to(device_) : at::ones_like(per_sequence);
+    loss = (weights * per_sequence).mean();
+    gradient_step(loss, parameters_, *optimizer_, clip, sync_strategy());
+    mean_q = ((q_taken.detach() * mask).sum() / mask.sum().clamp_min(1.0)).item<double>();
+
+    if (config_.prioritized) {
+      // R2D2's mixture of the sequence's largest and mean absolute TD error.
+      const at::Tensor errors = (q_taken.detach() - y_grad_free).abs() * mask;
+      const at::Tensor priorities = config_.priority_eta * errors.amax(0) +
+                                    (1.0 - config_.priority_eta) * errors.sum(0) / counts + config_.priority_eps;
+      sequences_->update_priorities(sample.indices, priorities.to(at::kCPU, at::kDouble));
+    }
+  }
+  ++updates_;
+  follow_target(global_step);
+
+  Metrics metrics;
+  metrics["losses/td_loss"] = loss.item<double>();
+  metrics["losses/q_values"] = mean_q;
+  metrics["charts/learning_rate"] = config_.learning_rate;
+  if (config_.prioritized) metrics["charts/beta"] = beta;
+  return metrics;
+}
+
 // ---- checkpoints ----
 
 void Dqn::save(core::Checkpoint& checkpoint) const {
@@ -492,6 +658,7 @@ void Dqn::load(const core::Checkpoint& checkpoint) {
   target_sync_step_ = target_sync_step;
   // Without contents the replay empties: a resumed run refills it as it acts.
   replay_.restore(std::move(replay), /*keep_unsaved_contents=*/false);
+  if (sequences_) sequences_->clear();
 }
 
 }  // namespace concord::algos

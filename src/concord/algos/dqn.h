@@ -12,6 +12,7 @@
 #include "concord/algos/actor.h"
 #include "concord/algos/off_policy_learner.h"
 #include "concord/algos/replay.h"
+#include "concord/algos/sequence_replay.h"
 #include "concord/core/config_fields.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
@@ -60,9 +61,13 @@ struct DqnConfig {
   double priority_beta0 = 0.4;               // prioritised: importance exponent at progress 0 (-> 1 at 1)
   double priority_eps = 1e-6;                // prioritised: priority = |td error| + priority_eps
   bool checkpoint_replay = false;            // checkpoints hold the replay (and load() restores it)
-  nn::ActorCriticConfig network;             // the torso keys algo.<key>; obs_shape and action_dim come
-                                             // from the env's spaces (dqn.py's MLP: hidden_sizes
-                                             // [120, 84], activation relu)
+  // With memory (network.recurrent), R2D2 (Kapturowski et al., 2019): replay holds sequences.
+  int64_t sequence_length = 40;   // steps learned from per stored sequence (R2D2's 40 of 80)
+  int64_t burn_in = 40;           // steps re-run before them to warm the state, not learned from
+  double priority_eta = 0.9;      // a sequence's priority: eta max |td| + (1 - eta) mean |td|
+  nn::ActorCriticConfig network;  // the torso keys algo.<key>; obs_shape and action_dim come
+                                  // from the env's spaces (dqn.py's MLP: hidden_sizes
+                                  // [120, 84], activation relu)
 
   // Throws std::invalid_argument listing every bad hyperparameter with its value (the network is
   // validated by QNetwork's constructor).
@@ -85,7 +90,9 @@ double dqn_epsilon(const DqnConfig& config, const ActingContext& context);
 
 // The Actor of DQN: per row, with probability epsilon (dqn_epsilon) a uniformly random action,
 // else argmax_a Q(o, a) (the first maximal action on ties). Actions are int64 [B] on the network's
-// device; no extras. At epsilon 1 the network is not run. Random numbers come from LibTorch's
+// device; no extras. At epsilon 1 the network is not run, unless it has memory: a recurrent
+// network runs at every step, from the state the policy hands back (ActorInput::state, reset
+// where episodes start), and returns the state after it. Random numbers come from LibTorch's
 // generator of the calling thread (core::thread_generator). The network is the learner's (a
 // ModuleHolder), so this acts with its current parameters.
 class EpsilonGreedyActor : public Actor {
@@ -118,6 +125,22 @@ class EpsilonGreedyActor : public Actor {
 //       p_i = |Q_online(o, a)_i - y_i| + priority_eps  (prioritised; the TD errors before the step)
 //     if global_step reached a multiple k * target_network_frequency not yet synced:
 //       target = tau * online + (1 - tau) * target   (tau = 1: a copy)
+//
+// With memory (network.recurrent = "lstm" or "gru"), R2D2 (Kapturowski et al., 2019): observe()
+// cuts each env's episodes into sequences of burn_in + sequence_length + n_step - 1 steps with the
+// actor's state at their start (sequence_replay.h), and each gradient step learns from
+// batch_size whole sequences:
+//
+//     s = stored state;  unroll Q_online over the burn-in from s, without gradient -> s'
+//     Q_online(o_t, .) for the rest from s', Q_target(o_t, .) for all of it from s (no gradient)
+//     for the learned steps t (after the burn-in), n-step double Q within the sequence:
+//       y_t = sum_{i<m} gamma^i r_{t+i} + [not terminated] gamma^m Q_target(o_{t+m}, argmax_a Q_online(o_{t+m}, a))
+//       m = n_step, or fewer where the episode ends first (its final observation is o_{t+m})
+//     loss = sum over sequences w_j * mean over their learned steps l(Q_online(o_t, a_t) - y_t) / B
+//     p_j = eta max_t |delta_t| + (1 - eta) mean_t |delta_t| + priority_eps   (prioritised)
+//
+// double_dqn is implied (R2D2's), and R2D2's value rescaling h(x) is not applied. The sequence
+// replay is not saved in checkpoints (checkpoint_replay is refused); a resumed run refills it.
 //
 // The target starts as a copy of the online network, and the multiples up to learning_starts count
 // as synced by it, so that (as in dqn.py, which updates the target only once learning has started)
@@ -169,6 +192,7 @@ class Dqn : public OffPolicyLearner {
   // buffer, which is thread-safe; the buffer built by the first observe() is what needs the
   // contract's happens-before.
   bool observes_while_updating() const override { return true; }
+  bool acts_with_memory() const override { return sequences_ != nullptr; }
 
   // Tensors "model/<name>" (online) and "target/<name>", "optimizer" (LibTorch's archive bytes in a
   // uint8 tensor), the sampler as "replay_rng" and, with checkpoint_replay, the replay's contents
@@ -208,6 +232,8 @@ class Dqn : public OffPolicyLearner {
  private:
   // A shared replica of `primary` acting with `final_epsilon` (make_shared_replica).
   Dqn(Dqn& primary, double final_epsilon);
+  // update() with memory: gradient steps on sequences (R2D2).
+  Metrics update_sequences(int64_t global_step, double progress);
   // A shared replica's update(): one gradient step on the queued transitions.
   Metrics update_shared(int64_t global_step);
   // The target follows the online network at every multiple of target_network_frequency.
@@ -221,7 +247,8 @@ class Dqn : public OffPolicyLearner {
   nn::FlatParameters target_parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   EpsilonGreedyActor actor_;
-  Replay replay_;  // its generator also draws a shared replica's A3C epsilon
+  Replay replay_;                              // its generator also draws a shared replica's A3C epsilon
+  std::unique_ptr<SequenceReplay> sequences_;  // with memory only: R2D2's replay, in place of replay_
   int64_t updates_ = 0;
   int64_t target_sync_step_ = 0;
   Dqn* primary_ = nullptr;   // a shared replica's: whose parameters, target and counters it shares

@@ -13,6 +13,7 @@
 #include "concord/envs/exploration/deep_sea.h"
 #include "concord/envs/exploration/sparse_mountain_car.h"
 #include "concord/envs/masked_observation.h"
+#include "concord/envs/memory/memory_length.h"
 #include "concord/envs/minatar/asterix.h"
 #include "concord/envs/minatar/breakout.h"
 #include "concord/envs/minatar/freeway.h"
@@ -69,6 +70,8 @@ Registry make_builtin_registry() {
   registry.add("Pendulum-v1", make<Pendulum>);
   registry.add("CartPoleNoVel-v1", MaskedObservation::cartpole_no_velocity);
   registry.add("PendulumNoVel-v1", MaskedObservation::pendulum_no_velocity);
+  for (const int length : MemoryLength::bsuite_lengths())
+    registry.add(MemoryLength::id_for(length), [length] { return std::make_unique<MemoryLength>(length); });
   registry.add("SparseMountainCar-v0", make<SparseMountainCar>);
   registry.add("CartPoleSwingUp-v0", make<CartPoleSwingUp>);
   for (int size = 5; size <= 50; size += 5)

@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "concord/core/tensor_map.h"
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/cnn.h"
 #include "concord/nn/grid_cnn.h"
@@ -49,8 +50,15 @@ struct QNetworkConfig {
 // pixels by 1/255 when config.torso.cnn_scale_input). Grad mode is the caller's. Concurrent
 // forward passes are safe while no thread modifies the parameters.
 //
-// Submodules: "torso", then "head", or "value_head" and "advantage_head" when dueling. clone()
-// gives a deep copy.
+// With memory (torso.recurrent = "lstm" or "gru", R2D2's network: Kapturowski et al. 2019), a
+// RecurrentCore of torso.recurrent_size cells sits between the torso and the heads:
+//
+//   obs -> torso -> core (state {h[, c]}, recurrent_core.h) -> head(s)                = Q [B, n]
+//
+// and Q comes from step() (one step of B envs) or unroll() (sequences), never from forward().
+//
+// Submodules: "torso", "core" with memory, then "head", or "value_head" and "advantage_head"
+// when dueling. clone() gives a deep copy.
 class QNetworkImpl : public torch::nn::Cloneable<QNetworkImpl> {
  public:
   // Validates the config and builds the network. Throws std::invalid_argument.
@@ -59,15 +67,37 @@ class QNetworkImpl : public torch::nn::Cloneable<QNetworkImpl> {
   // Builds (or, for clone(), rebuilds) every layer and initialises it.
   void reset() override;
 
-  // Q(obs, .): [B, num_actions()]. Throws std::invalid_argument on observations of another shape.
+  // Q(obs, .): [B, num_actions()]. Throws std::invalid_argument on observations of another shape,
+  // std::logic_error for a network with memory.
   torch::Tensor forward(const torch::Tensor& obs);
+
+  // --- With memory (config().torso.recurrent set) ---
+  // A state is one [B, recurrent_size] tensor per name of the core ("h", "c" for an LSTM); an
+  // empty map is every env's initial state (zeros). `starts` 1 where an observation is the first
+  // of an episode resets that env's state before it is read (undefined: none starts).
+  bool recurrent() const { return static_cast<bool>(core_); }
+  core::TensorMap initial_state(int64_t batch) const;
+  // Q for one step of B envs, obs [B, ...], starts [B]; `state` becomes the state after it.
+  torch::Tensor step(const torch::Tensor& obs, const torch::Tensor& starts, core::TensorMap& state);
+  // Q for sequences, obs [T, B, ...], starts [T, B] -> [T, B, num_actions()]; `state` goes in as
+  // the state before step 0 and comes out as the state after step T - 1.
+  torch::Tensor unroll(const torch::Tensor& obs, const torch::Tensor& starts, core::TensorMap& state);
 
   int64_t num_actions() const { return config_.torso.action_dim; }
   const QNetworkConfig& config() const { return config_; }
 
  private:
+  // Observations [*leading, *obs_shape] converted to the parameters' dtype and device. Throws
+  // std::invalid_argument on another shape.
+  torch::Tensor converted(const torch::Tensor& obs, int64_t leading_dims) const;
   // The cnn or grid_cnn torso's features for converted observations.
   torch::Tensor features(const torch::Tensor& x);
+  // Any torso's features for converted observations [N, ...] (the core's input).
+  torch::Tensor torso_features(const torch::Tensor& x);
+  // Q from features [N, F] through the plain or dueling heads.
+  torch::Tensor heads(const torch::Tensor& h);
+  std::vector<torch::Tensor> unpack(const core::TensorMap& state, int64_t batch) const;
+  core::TensorMap pack(std::vector<torch::Tensor> state) const;
   // Q for converted, flattened observations through the MLP torso.
   torch::Tensor mlp_forward(const torch::Tensor& x);
   // Q = V + A - mean_a A from the torso's features (dueling heads).
@@ -77,6 +107,7 @@ class QNetworkImpl : public torch::nn::Cloneable<QNetworkImpl> {
   MlpTorso mlp_{nullptr};  // exactly one torso is set, by config_.torso.torso
   CnnTorso cnn_{nullptr};
   GridCnnTorso grid_{nullptr};
+  RecurrentCore core_{nullptr};                // with memory only
   torch::nn::Linear head_{nullptr};            // plain
   torch::nn::Linear value_head_{nullptr};      // dueling
   torch::nn::Linear advantage_head_{nullptr};  // dueling

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "concord/algos/sequence_replay.h"
 #include "concord/policies/observation_rows.h"
 
 namespace concord::policies {
@@ -50,6 +51,13 @@ void TransitionCollector::record(const runtime::CollectedStep& step) {
       {algos::transition::kTruncated, algos::on_device(truncated, device_)},
       {algos::transition::kNextObservations, algos::on_device(next_observations, device_)},
   };
+  // An actor with memory: the state it acted from at o_t, which a sequence replay stores at each
+  // sequence's start (algos/sequence_replay.h); zeros, the initial state, before its first call.
+  for (const auto& [name, next_state] : step.acted.state) {
+    const auto before = step.state.find(name);
+    transition_[algos::kTransitionStatePrefix + name] =
+        before == step.state.end() ? torch::zeros_like(next_state) : before->second;
+  }
 }
 
 }  // namespace concord::policies

@@ -41,7 +41,7 @@ void Collector::step(algos::Actor& actor, const algos::ActingContext& context, E
     acted = actor.act(input(), context);
   }
   const envs::Batch batch = env_actions_.step(env_, acted.actions);
-  sink.record(CollectedStep{observations_, acted, batch, episode_starts_});
+  sink.record(CollectedStep{observations_, state_, acted, batch, episode_starts_});
 
   state_ = std::move(acted.state);
   const bool recurrent = !state_.empty();

@@ -12,8 +12,11 @@ namespace concord::policies::runtime {
 // the engine's buffers are overwritten by the next step, so a sink copies what it keeps.
 struct CollectedStep {
   const torch::Tensor& observations;  // o_t [B, *obs_shape] on the host, in the env's dtype
-  const algos::ActorOutput& acted;    // the actor's output at o_t (on the acting device)
-  const envs::Batch& batch;           // o_{t+1}, r_t, terminated_t, truncated_t, final observations
+  // The state the actor acted from at o_t (before its resets where episodes start; empty at its
+  // first call, and always for a feed-forward actor), env-major on the acting device.
+  const algos::TensorMap& state;
+  const algos::ActorOutput& acted;  // the actor's output at o_t (on the acting device)
+  const envs::Batch& batch;         // o_{t+1}, r_t, terminated_t, truncated_t, final observations
   // [B] float on the host, 1 where o_t is the first of an episode; kept only for an actor with
   // memory (acted.state not empty).
   const torch::Tensor& episode_starts;
