@@ -24,6 +24,9 @@ class MujocoEnv : public FloatEnv {
   mjData* data() { return data_; }
   const mjData* data() const { return data_; }
   void forward() { mj_forward(model(), data_); }
+  // The state mj_resetData sets (qpos0, zero velocities, controls, time and warnings), without
+  // clearing the rest of mjData, which mj_forward recomputes. Call mj_forward before reading it.
+  void reset_data();
   int frame_skip() const { return frame_skip_; }
   // Seconds of simulated time per env step: the model's timestep x frame_skip.
   double dt() const { return model()->opt.timestep * frame_skip_; }
@@ -41,7 +44,7 @@ class MujocoEnv : public FloatEnv {
  protected:
   MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int frame_skip);
 
-  // Gymnasium's reset: mj_resetData, then qpos = qpos0 + U(-scale, scale) per coordinate and
+  // Gymnasium's reset: mj_resetData (reset_data), then qpos = qpos0 + U(-scale, scale) per coordinate and
   // qvel = U(-scale, scale) (or scale x N(0, 1) with `normal_velocity`), then mj_forward.
   void reset_with_noise(double scale, bool normal_velocity);
   // ctrl = action (MuJoCo clamps it to each ctrlrange), frame_skip calls of mj_step. Returns false
