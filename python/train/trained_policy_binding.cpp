@@ -26,9 +26,75 @@ class TrainedPolicy {
 
   // A batch [B, *observation shape] -> B actions; one observation -> one action.
   py::array act(const py::array& observations, bool deterministic) {
+    if (learner_->acts_with_memory()) {
+      throw py::value_error(
+          "act(): this agent has memory (algo.recurrent): use act_with_state(obs, state, episode_start), which "
+          "also returns the state to pass with the next observations");
+    }
+    bool single = false;
+    const torch::Tensor input = observation_tensor(observations, single);
+    return to_numpy(act_on(algos::ActorInput(input), deterministic).actions, single);
+  }
+
+  // The same for an agent with memory: `state` is what the last call returned for these envs (None
+  // at the first: every env starts from the initial state), `episode_start` [B] is true where an
+  // observation is the first of an episode (that env's state is reset first; None: none). Returns
+  // (actions, next state), the state a dict of float32 arrays [B, ...]; an empty dict for a
+  // feed-forward agent.
+  py::tuple act_with_state(const py::array& observations, const std::optional<py::dict>& state,
+                           const std::optional<py::array>& episode_start, bool deterministic) {
+    bool single = false;
+    const torch::Tensor input = observation_tensor(observations, single);
+    const int64_t batch = input.size(0);
+    core::TensorMap state_in;
+    if (state) {
+      for (const auto& item : *state) {
+        const std::string name = py::str(item.first);
+        const auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(item.second);
+        if (!values || values.ndim() < 1 || values.shape(0) != batch) {
+          throw py::value_error("act_with_state(): state['" + name + "'] must be an array with " +
+                                std::to_string(batch) + " rows, one per observation");
+        }
+        std::vector<int64_t> shape(values.shape(), values.shape() + values.ndim());
+        state_in[name] = torch::from_blob(const_cast<float*>(values.data()), shape, torch::kFloat32).clone();
+      }
+    }
+    torch::Tensor starts;
+    if (episode_start) {
+      const auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(*episode_start);
+      if (!values || values.size() != batch) {
+        throw py::value_error("act_with_state(): episode_start must hold " + std::to_string(batch) +
+                              " values, one per observation");
+      }
+      starts = torch::from_blob(const_cast<float*>(values.data()), {batch}, torch::kFloat32).clone();
+    }
+    algos::ActorOutput out;
+    try {
+      out = act_on(algos::ActorInput(input, std::move(state_in), starts), deterministic);
+    } catch (const std::invalid_argument& error) {
+      throw py::value_error(std::string("act_with_state(): ") + error.what());
+    }
+    py::dict state_out;
+    for (const auto& [name, tensor] : out.state) {
+      const torch::Tensor values = tensor.to(torch::kCPU, torch::kFloat32).contiguous();
+      py::array_t<float> array(std::vector<py::ssize_t>(values.sizes().begin(), values.sizes().end()));
+      std::memcpy(array.mutable_data(), values.data_ptr<float>(), static_cast<size_t>(array.size()) * sizeof(float));
+      state_out[py::str(name)] = std::move(array);
+    }
+    return py::make_tuple(to_numpy(out.actions, single), state_out);
+  }
+
+  const envs::EnvSpec& spec() const { return spec_; }
+  const std::string& algo() const { return algo_; }
+  int64_t global_step() const { return global_step_; }
+  const std::string& checkpoint() const { return checkpoint_; }
+
+ private:
+  // The observations as the model takes them; `single` is set for one observation without a batch.
+  torch::Tensor observation_tensor(const py::array& observations, bool& single) const {
     const envs::Space& space = spec_.observation_space;
     const std::vector<int64_t>& shape = space.shape();
-    const bool single = observations.ndim() == static_cast<py::ssize_t>(shape.size());
+    single = observations.ndim() == static_cast<py::ssize_t>(shape.size());
     bool fits = single || observations.ndim() == static_cast<py::ssize_t>(shape.size() + 1);
     for (size_t d = 0; fits && d < shape.size(); ++d) {
       fits = observations.shape(static_cast<py::ssize_t>(d + (single ? 0 : 1))) == shape[d];
@@ -42,31 +108,22 @@ class TrainedPolicy {
     std::vector<int64_t> tensor_shape{batch};
     for (int64_t dim : space.tensor_shape()) tensor_shape.push_back(dim);
     // The model takes the space's dtype (uint8 grids are converted inside it, as in training).
-    torch::Tensor input;
-    if (space.dtype() == envs::Dtype::kUInt8) {
-      input = from_numpy<uint8_t>(observations, torch::kUInt8, tensor_shape);
-    } else {
-      input = from_numpy<float>(observations, torch::kFloat32, tensor_shape);
-    }
-    torch::Tensor actions;
-    {
-      py::gil_scoped_release release;
-      torch::NoGradGuard no_grad;
-      algos::ActingContext acting;  // after training: DQN's final epsilon when not deterministic
-      acting.deterministic = deterministic;
-      actions = learner_->actor().act(input, acting).actions;
-      if (!spec_.action_space.is_discrete()) actions = torch::max(torch::min(actions, high_), low_);
-      actions = actions.contiguous();
-    }
-    return to_numpy(actions, single);
+    if (space.dtype() == envs::Dtype::kUInt8) return from_numpy<uint8_t>(observations, torch::kUInt8, tensor_shape);
+    return from_numpy<float>(observations, torch::kFloat32, tensor_shape);
   }
 
-  const envs::EnvSpec& spec() const { return spec_; }
-  const std::string& algo() const { return algo_; }
-  int64_t global_step() const { return global_step_; }
-  const std::string& checkpoint() const { return checkpoint_; }
+  // The actor on `input`, actions clipped to a Box's bounds, without the GIL.
+  algos::ActorOutput act_on(const algos::ActorInput& input, bool deterministic) {
+    py::gil_scoped_release release;
+    torch::NoGradGuard no_grad;
+    algos::ActingContext acting;  // after training: DQN's final epsilon when not deterministic
+    acting.deterministic = deterministic;
+    algos::ActorOutput out = learner_->actor().act(input, acting);
+    if (!spec_.action_space.is_discrete()) out.actions = torch::max(torch::min(out.actions, high_), low_);
+    out.actions = out.actions.contiguous();
+    return out;
+  }
 
- private:
   explicit TrainedPolicy(const cli::TrainedCheckpoint& trained) : TrainedPolicy(trained, restore(trained)) {}
 
   TrainedPolicy(const cli::TrainedCheckpoint& trained, cli::TrainedAgent agent)
@@ -154,6 +211,11 @@ void bind_trained_policy(py::module_& module) {
            "Actions for a batch of observations [B, *shape] (or one observation): int64 [B] for a discrete "
            "action space, float32 [B, *shape] clipped to the bounds for a Box. deterministic=False samples from "
            "LibTorch's global generator.")
+      .def("act_with_state", &TrainedPolicy::act_with_state, py::arg("obs"), py::arg("state") = py::none(),
+           py::arg("episode_start") = py::none(), py::arg("deterministic") = true,
+           "(actions, next state) for an agent with memory (algo.recurrent): state is what the last call returned "
+           "for these envs (None at the first), episode_start [B] true where an observation begins an episode. "
+           "The state is a dict of float32 arrays [B, ...], empty for a feed-forward agent.")
       .def_property_readonly("env_id", [](const TrainedPolicy& self) { return self.spec().id; })
       .def_property_readonly("algo", &TrainedPolicy::algo)
       .def_property_readonly("global_step", &TrainedPolicy::global_step)
