@@ -111,7 +111,7 @@ TEST(Cli, BadMinAtarSettingsAndNetworksGetOneClearLine) {
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.sticky_action_probability=-0.1 " + root,
                         "env.sticky_action_probability = -0.1", 1);
   expect_one_line_error("train --env MinAtar/Breakout-v1 --set env.max_episode_steps=-1 " + root,
-                        "env.max_episode_steps = -1 must lie in [1, 2147483647] (0: the environment's own limit)", 1);
+                        "env.max_episode_steps must be at least 0, got -1 (0: the environment's own limit)", 1);
   expect_one_line_error("train --env CartPole-v1 --set env.difficulty_ramping=false " + root,
                         "env.difficulty_ramping is set, but CartPole-v1 has no such setting", 1);
   expect_one_line_error("train --env CartPole-v1 --set algo.torso=cnn " + root,

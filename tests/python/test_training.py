@@ -323,8 +323,9 @@ def test_env_registered_after_training_started_is_trainable(trained, tmp_path):
 
 
 def test_an_algorithms_refusal_names_the_key_written(tmp_path):
-    with pytest.raises(ValueError, match=r"^algo\.ppo\.num_steps=-5 must be >= 1$"):
-        concord.train(overrides={"algo.ppo.num_steps": -5}, run_root=tmp_path, progress=False)
+    # (a value within the config's bounds, cli/config_bounds.h, that only the algorithm refuses)
+    with pytest.raises(ValueError, match=r"^algo\.ppo\.gamma=1\.5 must be in \[0, 1\]$"):
+        concord.train(overrides={"algo.ppo.gamma": 1.5}, run_root=tmp_path, progress=False)
 
 
 def test_config_takes_a_preset_name_and_paths_from_the_callers_folder(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/algos/algorithm_registry.h"
+#include "concord/cli/config_bounds.h"
 #include "concord/cli/config_presets.h"
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
@@ -78,6 +79,9 @@ core::ConfigSchema concord_schema() {
 
   schema.declare("run.device", std::string("cpu"), "Where networks and rollouts live: cpu, cuda, cuda:N or auto");
   schema.declare("run.torch_threads", int64_t{1}, "LibTorch intra-op threads (small networks run fastest on one)");
+  schema.declare("run.allow_oversubscribe", false,
+                 "Allow thread counts (env.num_threads, run.torch_threads, a policy's workers, actors, agents, "
+                 "predictors, trainers; fit.workers, gan.pairs) above 8 per hardware thread of this machine");
   schema.declare("run.flush_denormals", true,
                  "Treat floats below 1.2e-38 as zero on every training thread (the CPU's FTZ and DAZ modes): "
                  "Adam's moments of parameters that get no gradient decay into such values, which the CPU "
@@ -179,6 +183,7 @@ core::Config resolve_config(const RunFlags& flags) {
   if (flags.num_threads > 0) config.set("env.num_threads", flags.num_threads, "--threads");
   if (!flags.run_root.empty()) config.set("run.root", flags.run_root, "--run-root");
   if (!flags.progress.empty()) config.set("run.progress", flags.progress, "--progress");
+  check_config_bounds(config);
   return config;
 }
 

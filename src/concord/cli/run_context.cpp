@@ -24,15 +24,16 @@
 namespace concord::cli {
 
 RunContext start_run(core::Config config, const std::string& command_name,
-                     const std::filesystem::path& existing_run_dir, const std::string& subject) {
+                     const std::filesystem::path& existing_run_dir, const std::string& subject, core::RunDirLock lock) {
   // Reject a bad level or progress mode before anything is created on disk.
   core::init_logging(config.get_string("run.log_level"));
   check_progress_mode(config);
   const std::string name = (subject.empty() ? config.get_string("env.id") : subject) + "__" + command_name + "__" +
                            std::to_string(config.get_int("run.seed"));
-  RunContext context{std::move(config), {}, nullptr};
+  RunContext context{std::move(config), {}, nullptr, std::move(lock)};
   context.run_dir =
       existing_run_dir.empty() ? core::create_run_dir(context.config.get_string("run.root"), name) : existing_run_dir;
+  if (!context.lock.held()) context.lock = core::RunDirLock(context.run_dir);
   core::init_logging(context.config.get_string("run.log_level"), (context.run_dir / "log.txt").string());
   if (!existing_run_dir.empty()) {
     const int removed = core::remove_stale_temporaries(context.run_dir);

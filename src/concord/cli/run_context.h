@@ -8,6 +8,7 @@
 #include "concord/core/config.h"
 #include "concord/core/metrics_logger.h"
 #include "concord/core/progress_bar.h"
+#include "concord/core/run_dir_lock.h"
 #include "concord/envs/vector_env.h"
 
 namespace concord::cli {
@@ -19,6 +20,8 @@ struct RunContext {
   core::Config config;
   std::filesystem::path run_dir;
   std::unique_ptr<core::MetricsLogger> metrics;
+  // Held for the run's life: one process writes a run directory at a time.
+  core::RunDirLock lock;
 
   // A progress bar over `total_steps` as run.progress asks, or nullptr for "off". A resumed run
   // passes the step it resumed at, so that its rate counts only the steps this process takes.
@@ -27,9 +30,12 @@ struct RunContext {
 };
 
 // With `existing_run_dir` (resume), that directory is reused instead of making a new one.
-// `subject` names what the run is about in the directory name (default: env.id).
+// `subject` names what the run is about in the directory name (default: env.id). The directory is
+// locked (core::RunDirLock) before anything is written in it; a caller that took the lock earlier,
+// before reading a checkpoint there, hands it over in `lock`.
 RunContext start_run(core::Config config, const std::string& command_name,
-                     const std::filesystem::path& existing_run_dir = {}, const std::string& subject = "");
+                     const std::filesystem::path& existing_run_dir = {}, const std::string& subject = "",
+                     core::RunDirLock lock = {});
 
 // Where a group restarted by `concord launch --max-restarts` goes on: the run directory rank 0 of
 // the failed group declared (launch_control.h); "" outside a restart. `checkpointed` when it holds

@@ -10,11 +10,13 @@
 #include <torch/torch.h>
 
 #include "concord/algos/off_policy_learner.h"
+#include "concord/cli/config_bounds.h"
 #include "concord/cli/config_presets.h"
 #include "concord/cli/run_context.h"
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_run.h"
+#include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
 #include "concord/core/timer.h"
@@ -39,6 +41,7 @@ core::Config training_config(const TrainFlags& flags) {
   core::Config config = resumed_run_config(flags.resume);
   if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
   if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  check_config_bounds(config);
   return config;
 }
 
@@ -203,6 +206,12 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   // own must then be the same (check_resumable), as for --resume.
   const RestartedRun restarted = flags.resume.empty() ? restarted_run() : RestartedRun{};
   const std::string resume_dir = restarted.checkpointed ? restarted.run_dir : flags.resume;
+  // A second process resuming the same directory is refused before it reads anything there. Only
+  // rank 0 writes the run (the others of a launched group read its checkpoint and leave it alone).
+  core::RunDirLock lock;
+  if (!flags.resume.empty() && comm::LaunchEnvironment::from_environment().rank == 0) {
+    lock = core::RunDirLock(flags.resume);
+  }
   // Everything that can reject the config (or the checkpoint) is built before the run
   // directory exists.
   policies::TrainingState state;
@@ -226,7 +235,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
 
-  RunContext run = start_run(std::move(config), "train", resume_dir.empty() ? restarted.run_dir : resume_dir);
+  RunContext run =
+      start_run(std::move(config), "train", resume_dir.empty() ? restarted.run_dir : resume_dir, "", std::move(lock));
   if (!resume_dir.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
   // At step 0 for a restart without a checkpoint: the failed group's rows go.
   if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);
