@@ -134,6 +134,20 @@ TEST_P(MultiLearnerStrategies, RunInLockstepAndCommunicate) {
 INSTANTIATE_TEST_SUITE_P(ByName, MultiLearnerStrategies,
                          ::testing::Values("allreduce", "local_sgd", "easgd", "gossip"));
 
+// An agent with memory: every rank carries its own envs' states and learns from whole sequences,
+// and the replicas stay identical.
+TEST(MultiLearner, RecurrentPpoRanksCarryTheirStatesAndStayIdentical) {
+  core::Config config = fast_ppo_config();
+  config.apply_override("algo.recurrent=\"lstm\"");
+  config.apply_override("algo.recurrent_size=8");
+  const std::vector<RankOutcome> ranks = train_ranks(2, 4'096, config);
+  for (const RankOutcome& rank : ranks) ASSERT_EQ(rank.error, "");
+  EXPECT_EQ(ranks[0].state.global_step, 4'096);
+  EXPECT_EQ(ranks[1].state.updates, 8);
+  EXPECT_TRUE(torch::equal(ranks[0].parameters, ranks[1].parameters));
+  EXPECT_TRUE(torch::isfinite(ranks[0].parameters).all().item<bool>());
+}
+
 TEST(MultiLearner, AStopOnOneRankStopsEveryRankAtTheSameUpdate) {
   comm::ThreadGroup group(2, std::chrono::seconds(30));
   std::vector<std::unique_ptr<comm::Communicator>> communicators;

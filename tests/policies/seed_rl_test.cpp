@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -119,6 +120,29 @@ TEST(SeedRl, DqnTrainsExactlyAsSingleOnTheSameEnvs) {
   EXPECT_GT(seed_rl.state.updates, 0);
   EXPECT_EQ(seed_rl.returns, single.returns);
   EXPECT_TRUE(torch::equal(seed_rl.parameters, single.parameters)) << "rank 0 learned what single learns";
+}
+
+// Agents with memory: rank 0 keeps every remote env's state, so recurrent PPO and R2D2 train
+// exactly as under `single`.
+TEST(SeedRl, RecurrentPpoAndR2d2TrainExactlyAsSingle) {
+  const envs::VectorEnvConfig env = env_config("CartPoleNoVel-v1", 4);
+  for (const auto& [algo, overrides] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"ppo",
+            {"algo.hidden_sizes=[16]", "algo.recurrent=lstm", "algo.recurrent_size=8", "algo.ppo.num_steps=32",
+             "algo.ppo.num_minibatches=2", "algo.ppo.update_epochs=2"}},
+           {"dqn",
+            {"algo.hidden_sizes=[16]", "algo.recurrent=gru", "algo.recurrent_size=8", "algo.dqn.learning_starts=200",
+             "algo.dqn.batch_size=4", "algo.dqn.train_frequency=8", "algo.dqn.sequence_length=8", "algo.dqn.burn_in=4",
+             "algo.dqn.n_step=2", "algo.dqn.prioritized=true"}}}) {
+    const Trained single = train("single", algo, overrides, env, 4 * 32 * 4);
+    std::vector<std::string> errors;
+    const Trained seed_rl = train("seed_rl", algo, overrides, env, 4 * 32 * 4, 3, &errors);
+    EXPECT_THAT(errors, ::testing::Each("")) << algo;
+    EXPECT_GT(seed_rl.state.updates, 0) << algo;
+    EXPECT_EQ(seed_rl.state.updates, single.state.updates) << algo;
+    EXPECT_EQ(seed_rl.returns, single.returns) << algo;
+    EXPECT_TRUE(torch::equal(seed_rl.parameters, single.parameters)) << algo << ": rank 0 learned what single learns";
+  }
 }
 
 TEST(SeedRl, AnActorRankWhoseEnvFailsEndsTheRunNamingIt) {
