@@ -108,6 +108,28 @@ TEST(Inputs, TwoResumesOfOneRunDirectoryExactlyOneRuns) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
+// Issue 70, item 7: a run that fails before its first checkpoint says there is none (not "the last
+// checkpoint is intact"), and a resume of it says so too instead of a bare "no such file". A
+// learning rate of 1e30 is finite, so within the bounds, and makes the losses nan within two updates.
+TEST(Inputs, AFailureBeforeTheFirstCheckpointSaysThereIsNone) {
+  const auto root = fresh_dir("no_checkpoint");
+  const CommandResult failed = run_concord(
+      "train --set algo.ppo.learning_rate=1e30 --num-envs 4 --set algo.ppo.num_steps=32 --total-timesteps 20000 "
+      "--progress off --run-root " +
+      root.string());
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_THAT(failed.output,
+              ::testing::HasSubstr("training stopped, no checkpoint yet (the run wrote none before it)"));
+  EXPECT_THAT(failed.output, ::testing::Not(::testing::HasSubstr("intact")));
+  std::filesystem::path run_dir;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) run_dir = entry.path();
+  ASSERT_FALSE(std::filesystem::exists(run_dir / "checkpoint.ckpt"));
+  const CommandResult resumed = run_concord("train --resume " + run_dir.string());
+  EXPECT_EQ(resumed.exit_code, 1);
+  EXPECT_THAT(resumed.output, ::testing::HasSubstr("no such file: no checkpoint yet (the run ended before writing "
+                                                   "one); start a new run"));
+}
+
 // Issue 70's probe inputs, through the real binary: each is refused in one line naming the key
 // and its bound, exit 1, before a run directory exists. Run four at a time (each is a LibTorch
 // start-up, about a second of CPU).

@@ -91,9 +91,9 @@ void save_checkpoint_after_error(const std::filesystem::path& run_dir, algos::Le
                                  const core::Config& config, const explore::Bonus* bonus) {
   try {
     if (!torch::equal(learner.flat_parameters().values(), parameters_then)) {
-      spdlog::warn(
-          "the error came during an update (the parameters moved since update {}): the last checkpoint is kept",
-          last_update.updates);
+      spdlog::warn("the error came during an update (the parameters moved since update {}): {}", last_update.updates,
+                   std::filesystem::exists(checkpoint_path(run_dir)) ? "the last checkpoint is kept"
+                                                                     : "no checkpoint yet, and none is saved");
       return;
     }
     if (!torch::isfinite(parameters_then).all().item<bool>()) {
@@ -106,6 +106,15 @@ void save_checkpoint_after_error(const std::filesystem::path& run_dir, algos::Le
   } catch (const std::exception& error) {
     spdlog::error("could not save a checkpoint after the error: {}", error.what());
   }
+}
+
+// A policy's "training stopped, the last checkpoint is intact" for a run that wrote none yet.
+std::string without_checkpoint(std::string message) {
+  const std::string claim = "the last checkpoint is intact";
+  const std::string truth = "no checkpoint yet (the run wrote none before it)";
+  const size_t at = message.find(claim);
+  if (at == std::string::npos) return message + "; " + truth;
+  return message.replace(at, claim.size(), truth);
 }
 
 // A run that will do nothing, or nearly nothing, says so before it starts.
@@ -218,6 +227,12 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   std::optional<core::Checkpoint> checkpoint;
   const std::filesystem::path resume_file = resume_dir.empty() ? "" : checkpoint_path(resume_dir);
   if (!resume_dir.empty()) {
+    if (!std::filesystem::exists(resume_file)) {
+      // Said in full: a run that failed before its first checkpoint leaves a directory without one.
+      throw core::CheckpointError(
+          core::CheckpointError::Kind::kMissing, resume_file,
+          "no such file: no checkpoint yet (the run ended before writing one); start a new run");
+    }
     checkpoint = core::load_checkpoint(resume_file);
     const core::Config trained_with = checkpoint_config(*checkpoint, resume_file);
     state = checked_training_state(*checkpoint, trained_with, resume_file);
@@ -297,8 +312,10 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     callbacks.should_stop = stop_condition(signals, hooks);
     try {
       training.train(state, callbacks);
-    } catch (const policies::NonFiniteMetric&) {
-      throw;  // the learner's numbers went wrong: the last checkpoint is the one to keep
+    } catch (const policies::NonFiniteMetric& error) {
+      // The learner's numbers went wrong: the last checkpoint is the one to keep, where there is one.
+      if (std::filesystem::exists(checkpoint_path(run.run_dir))) throw;
+      throw policies::NonFiniteMetric(without_checkpoint(error.what()));
     } catch (const std::exception& error) {
       save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
