@@ -19,10 +19,16 @@
 #include "concord/envs/minatar/freeway.h"
 #include "concord/envs/minatar/seaquest.h"
 #include "concord/envs/minatar/space_invaders.h"
+#include "concord/envs/mujoco/ant.h"
+#include "concord/envs/mujoco/custom_model.h"
 #include "concord/envs/mujoco/half_cheetah.h"
 #include "concord/envs/mujoco/hopper.h"
+#include "concord/envs/mujoco/humanoid.h"
+#include "concord/envs/mujoco/humanoid_standup.h"
 #include "concord/envs/mujoco/inverted_double_pendulum.h"
 #include "concord/envs/mujoco/inverted_pendulum.h"
+#include "concord/envs/mujoco/reacher.h"
+#include "concord/envs/mujoco/sparse_half_cheetah.h"
 #include "concord/envs/mujoco/swimmer.h"
 #include "concord/envs/mujoco/walker2d.h"
 
@@ -87,6 +93,12 @@ Registry make_builtin_registry() {
   add_mujoco<mujoco::Walker2d>(registry);
   add_mujoco<mujoco::Swimmer>(registry);
   add_mujoco<mujoco::InvertedDoublePendulum>(registry);
+  add_mujoco<mujoco::Reacher>(registry);
+  add_mujoco<mujoco::Ant>(registry);
+  add_mujoco<mujoco::Humanoid>(registry);
+  add_mujoco<mujoco::HumanoidStandup>(registry);
+  add_mujoco<mujoco::SparseHalfCheetah>(registry);
+  add_mujoco<mujoco::CustomModel>(registry);
   return registry;
 }
 
@@ -108,6 +120,10 @@ std::vector<std::string> EnvOptions::set_keys() const {
   if (healthy_angle_range) keys.push_back("env.healthy_angle_range");
   if (reset_noise_scale) keys.push_back("env.reset_noise_scale");
   if (reward_dist_weight) keys.push_back("env.reward_dist_weight");
+  if (reward_control_weight) keys.push_back("env.reward_control_weight");
+  if (contact_force_range) keys.push_back("env.contact_force_range");
+  if (contact_cost_range) keys.push_back("env.contact_cost_range");
+  if (include_cfrc_ext_in_observation) keys.push_back("env.include_cfrc_ext_in_observation");
   if (exclude_current_positions_from_observation) keys.push_back("env.exclude_current_positions_from_observation");
   if (terminate_when_unhealthy) keys.push_back("env.terminate_when_unhealthy");
   return keys;

@@ -35,6 +35,10 @@ struct EnvOptions {
   std::optional<std::pair<double, double>> healthy_angle_range;
   std::optional<double> reset_noise_scale;
   std::optional<double> reward_dist_weight;
+  std::optional<double> reward_control_weight;
+  std::optional<std::pair<double, double>> contact_force_range;
+  std::optional<std::pair<double, double>> contact_cost_range;
+  std::optional<bool> include_cfrc_ext_in_observation;
   std::optional<bool> exclude_current_positions_from_observation;
   std::optional<bool> terminate_when_unhealthy;
 

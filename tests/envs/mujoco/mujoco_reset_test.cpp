@@ -39,7 +39,7 @@ std::vector<double> run_after(MujocoEnv& env, bool own_reset, uint64_t seed) {
 
 TEST(MujocoResetTest, ResetDataGivesTheStepsOfMjResetData) {
   for (const std::string& id : Registry::global().ids()) {
-    if (id.rfind("MuJoCo/", 0) != 0) continue;
+    if (id.rfind("MuJoCo/", 0) != 0 || id == "MuJoCo/Custom-v0") continue;  // Custom needs a user's file
     SCOPED_TRACE(id);
     std::unique_ptr<Env> made = make_env(id);
     auto* env = dynamic_cast<MujocoEnv*>(made.get());

@@ -51,6 +51,9 @@ class MujocoEnv : public FloatEnv {
   // when the physics diverged on the way (MuJoCo then reset the state to qpos0): the task ends
   // the episode with reward 0. Throws std::invalid_argument for a missing or non-finite action.
   bool simulate(const Action& action);
+  // The external forces on each body (mjData::cfrc_ext), which mj_step leaves stale: Gymnasium
+  // calls mj_rnePostConstraint after the step's physics, as the tasks that observe them do here.
+  void compute_external_forces() { mj_rnePostConstraint(model(), data_); }
   // Sum of squares of the action as given (Gymnasium's control cost, before MuJoCo's clamp).
   double action_square_sum(const Action& action) const;
   // Writes qpos[first_qpos:] then qvel clipped to [-qvel_limit, qvel_limit] (infinity: unclipped),

@@ -67,6 +67,10 @@ TaskOptions resolve_options(const std::string& id, const EnvOptions& options, Ta
     if (options.model_file->empty()) throw std::invalid_argument(id + ": env.model_file is empty");
     out.model_file = *options.model_file;
   }
+  if (options.forward_body) {
+    if (options.forward_body->empty()) throw std::invalid_argument(id + ": env.forward_body is empty");
+    out.forward_body = *options.forward_body;
+  }
   if (options.frame_skip) {
     if (*options.frame_skip < 1) {
       throw std::invalid_argument(id + ": env.frame_skip = " + std::to_string(*options.frame_skip) + " must be >= 1");
@@ -96,6 +100,21 @@ TaskOptions resolve_options(const std::string& id, const EnvOptions& options, Ta
   if (options.reward_dist_weight) {
     check_finite(id, "reward_dist_weight", *options.reward_dist_weight, true);
     out.reward_dist_weight = *options.reward_dist_weight;
+  }
+  if (options.reward_control_weight) {
+    check_finite(id, "reward_control_weight", *options.reward_control_weight, true);
+    out.reward_control_weight = *options.reward_control_weight;
+  }
+  if (options.contact_force_range) {
+    check_range(id, "contact_force_range", *options.contact_force_range);
+    out.contact_force_range = *options.contact_force_range;
+  }
+  if (options.contact_cost_range) {
+    check_range(id, "contact_cost_range", *options.contact_cost_range);
+    out.contact_cost_range = *options.contact_cost_range;
+  }
+  if (options.include_cfrc_ext_in_observation) {
+    out.include_cfrc_ext_in_observation = *options.include_cfrc_ext_in_observation;
   }
   if (options.healthy_z_range) {
     check_range(id, "healthy_z_range", *options.healthy_z_range);

@@ -12,7 +12,8 @@ namespace concord::envs::mujoco {
 // task's defaults filled in and the run's env.* keys laid over them. A task reads only the fields
 // it names in its accepted list; every task also takes model_file and frame_skip.
 struct TaskOptions {
-  std::string model_file;  // the shipped model's path unless env.model_file names another
+  std::string model_file;    // the shipped model's path unless env.model_file names another
+  std::string forward_body;  // MuJoCo/Custom-v0: the body whose forward velocity is rewarded
   int frame_skip = 1;
   double forward_reward_weight = 1.0;
   double ctrl_cost_weight = 0.0;
@@ -22,6 +23,10 @@ struct TaskOptions {
   std::pair<double, double> healthy_angle_range{0.0, 0.0};
   double reset_noise_scale = 0.0;
   double reward_dist_weight = 1.0;
+  double reward_control_weight = 1.0;
+  std::pair<double, double> contact_force_range{0.0, 0.0};
+  std::pair<double, double> contact_cost_range{0.0, 0.0};
+  bool include_cfrc_ext_in_observation = true;
   bool exclude_current_positions_from_observation = true;
   bool terminate_when_unhealthy = true;
 };

@@ -1,0 +1,75 @@
+#include "concord/envs/mujoco/custom_model.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace concord::envs::mujoco {
+namespace {
+
+std::shared_ptr<const MujocoModel> user_model(const TaskOptions& options) {
+  if (options.model_file.empty()) {
+    throw std::invalid_argument(std::string(CustomModel::kId) +
+                                ": env.model_file is required (the MJCF file of your model, with actuators)");
+  }
+  return MujocoModel::load(options.model_file);
+}
+
+}  // namespace
+
+TaskOptions CustomModel::default_options() {
+  TaskOptions options;
+  options.frame_skip = 5;
+  options.forward_reward_weight = 1.0;
+  options.ctrl_cost_weight = 0.1;
+  options.reset_noise_scale = 0.1;
+  return options;
+}
+
+CustomModel::CustomModel(const TaskOptions& options) : CustomModel(options, user_model(options)) {}
+
+CustomModel::CustomModel(const TaskOptions& options, std::shared_ptr<const MujocoModel> model)
+    : MujocoEnv(
+          [&] {
+            const mjModel* m = model->get();
+            if (m->nu < 1) {
+              throw std::invalid_argument(std::string(kId) + ": model file '" + model->path() +
+                                          "' has no actuators, so there is nothing to act with");
+            }
+            if (m->nbody < 2) {
+              throw std::invalid_argument(std::string(kId) + ": model file '" + model->path() +
+                                          "' has no body besides the world");
+            }
+            return EnvSpec{kId, observation_space_of(m->nq + m->nv), action_space_of(*model, kId),
+                           /*max_episode_steps=*/1000,
+                           /*reward_threshold=*/std::nullopt};
+          }(),
+          model, options.frame_skip),
+      options_(options),
+      body_(options.forward_body.empty() ? 1 : model->require(mjOBJ_BODY, options.forward_body, kId)) {}
+
+void CustomModel::reset_state(float* observation) {
+  reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
+  write_observation(observation);
+}
+
+StepResult CustomModel::step_state(const Action& action, float* observation) {
+  const double x_before = data()->xpos[3 * body_];
+  const bool stable = simulate(action);
+  const double x_velocity = (data()->xpos[3 * body_] - x_before) / dt();
+  write_observation(observation);
+  StepResult result;
+  if (!stable) {
+    result.terminated = true;
+    return result;
+  }
+  const double forward_reward = options_.forward_reward_weight * x_velocity;
+  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
+  result.reward = static_cast<float>(forward_reward - ctrl_cost);
+  return result;
+}
+
+void CustomModel::write_observation(float* observation) const {
+  write_qpos_qvel(observation, 0, std::numeric_limits<double>::infinity());
+}
+
+}  // namespace concord::envs::mujoco

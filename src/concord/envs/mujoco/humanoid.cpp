@@ -1,0 +1,74 @@
+#include "concord/envs/mujoco/humanoid.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "concord/envs/mujoco/humanoid_observation.h"
+#include "concord/envs/mujoco/model_directory.h"
+
+namespace concord::envs::mujoco {
+
+TaskOptions Humanoid::default_options() {
+  TaskOptions options;
+  options.frame_skip = 5;
+  options.forward_reward_weight = 1.25;
+  options.ctrl_cost_weight = 0.1;
+  options.contact_cost_weight = 5e-7;
+  options.contact_cost_range = {-std::numeric_limits<double>::infinity(), 10.0};
+  options.healthy_reward = 5.0;
+  options.healthy_z_range = {1.0, 2.0};
+  options.reset_noise_scale = 1e-2;
+  return options;
+}
+
+Humanoid::Humanoid(const TaskOptions& options)
+    : Humanoid(options,
+               MujocoModel::load(options.model_file.empty() ? shipped_model(kModelFile) : options.model_file)) {}
+
+Humanoid::Humanoid(const TaskOptions& options, std::shared_ptr<const MujocoModel> model)
+    : MujocoEnv(
+          [&] {
+            model->require_sizes(kId, 17, 24, 23);
+            const int dim = humanoid_observation_size(model->get(), options.exclude_current_positions_from_observation);
+            return EnvSpec{kId, observation_space_of(dim), action_space_of(*model, kId), /*max_episode_steps=*/1000,
+                           /*reward_threshold=*/std::nullopt};
+          }(),
+          model, options.frame_skip),
+      options_(options) {}
+
+bool Humanoid::is_healthy() const {
+  const double z = data()->qpos[2];
+  return options_.healthy_z_range.first < z && z < options_.healthy_z_range.second;
+}
+
+void Humanoid::reset_state(float* observation) {
+  reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
+  compute_external_forces();
+  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+}
+
+StepResult Humanoid::step_state(const Action& action, float* observation) {
+  const double x_before = mass_center_x(model(), data());
+  const bool stable = simulate(action);
+  compute_external_forces();
+  const double x_velocity = (mass_center_x(model(), data()) - x_before) / dt();
+  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  StepResult result;
+  if (!stable) {
+    result.terminated = true;
+    return result;
+  }
+  const bool healthy = is_healthy();
+  const double forward_reward = options_.forward_reward_weight * x_velocity;
+  const double healthy_reward = healthy ? options_.healthy_reward : 0.0;
+  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
+  const double contact_cost =
+      std::min(std::max(options_.contact_cost_weight * external_force_square_sum(model(), data()),
+                        options_.contact_cost_range.first),
+               options_.contact_cost_range.second);
+  result.reward = static_cast<float>(forward_reward + healthy_reward - ctrl_cost - contact_cost);
+  result.terminated = !healthy && options_.terminate_when_unhealthy;
+  return result;
+}
+
+}  // namespace concord::envs::mujoco

@@ -1,0 +1,39 @@
+#include "concord/envs/mujoco/humanoid_observation.h"
+
+namespace concord::envs::mujoco {
+
+int humanoid_observation_size(const mjModel* m, bool exclude_xy) {
+  const int bodies = m->nbody - 1;
+  return m->nq - (exclude_xy ? 2 : 0) + m->nv + 10 * bodies + 6 * bodies + (m->nv - 6) + 6 * bodies;
+}
+
+int write_humanoid_observation(const mjModel* m, const mjData* d, bool exclude_xy, float* observation) {
+  int k = 0;
+  const auto put = [&](const mjtNum* values, int first, int end) {
+    for (int i = first; i < end; ++i) observation[k++] = static_cast<float>(values[i]);
+  };
+  put(d->qpos, exclude_xy ? 2 : 0, m->nq);
+  put(d->qvel, 0, m->nv);
+  put(d->cinert, 10, 10 * m->nbody);
+  put(d->cvel, 6, 6 * m->nbody);
+  put(d->qfrc_actuator, 6, m->nv);
+  put(d->cfrc_ext, 6, 6 * m->nbody);
+  return k;
+}
+
+double external_force_square_sum(const mjModel* m, const mjData* d) {
+  double sum = 0.0;
+  for (int i = 0; i < 6 * m->nbody; ++i) sum += d->cfrc_ext[i] * d->cfrc_ext[i];
+  return sum;
+}
+
+double mass_center_x(const mjModel* m, const mjData* d) {
+  double weighted = 0.0, mass = 0.0;
+  for (int b = 0; b < m->nbody; ++b) {
+    weighted += m->body_mass[b] * d->xipos[3 * b];
+    mass += m->body_mass[b];
+  }
+  return weighted / mass;
+}
+
+}  // namespace concord::envs::mujoco

@@ -1,0 +1,119 @@
+// MuJoCo/Custom-v0 (a user's own MJCF as a locomotion task) on a shipped model, with its errors,
+// and #Exploration's sparse half-cheetah (MuJoCo/SparseHalfCheetah-v0).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "concord/core/rng.h"
+#include "concord/envs/mujoco/model_directory.h"
+#include "concord/envs/mujoco/mujoco_env.h"
+#include "concord/envs/registry.h"
+
+namespace concord::envs::mujoco {
+namespace {
+
+std::unique_ptr<MujocoEnv> make_task(const std::string& id, const EnvOptions& options = {}) {
+  std::unique_ptr<Env> env = make_env(id, options);
+  auto* task = dynamic_cast<MujocoEnv*>(env.get());
+  if (task == nullptr) throw std::logic_error(id + " is not a MujocoEnv");
+  env.release();
+  return std::unique_ptr<MujocoEnv>(task);
+}
+
+std::string error_of(const std::string& id, const EnvOptions& options) {
+  try {
+    make_env(id, options);
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(MujocoCustomAndSparseTest, CustomActsWithTheActuatorsAndRewardsTheBodysForwardVelocity) {
+  EnvOptions options;
+  options.model_file = shipped_model("walker2d.xml");
+  options.forward_body = "torso";
+  auto env = make_task("MuJoCo/Custom-v0", options);
+  const mjModel* m = env->model();
+  EXPECT_EQ(env->spec().action_space.flat_size(), m->nu);
+  EXPECT_EQ(env->spec().observation_space.flat_size(), m->nq + m->nv);
+  EXPECT_DOUBLE_EQ(env->dt(), 5 * m->opt.timestep);
+  const int torso = mj_name2id(m, mjOBJ_BODY, "torso");
+  std::vector<float> obs(m->nq + m->nv);
+  env->reset(1, obs.data());
+  for (int i = 0; i < m->nq; ++i) EXPECT_LE(std::abs(env->data()->qpos[i] - m->qpos0[i]), 0.1);
+  core::Rng rng(2);
+  for (int t = 0; t < 50; ++t) {
+    std::vector<float> action(m->nu);
+    double squares = 0.0;
+    for (float& a : action) {
+      a = static_cast<float>(core::uniform(rng, -1.0, 1.0));
+      squares += double{a} * a;
+    }
+    const double x_before = env->data()->xpos[3 * torso];
+    Action a;
+    a.values = action.data();
+    const StepResult result = env->step(a, obs.data());
+    const mjData* d = env->data();
+    const double expected = (d->xpos[3 * torso] - x_before) / env->dt() - 0.1 * squares;
+    EXPECT_NEAR(result.reward, expected, 1e-4 * std::max(1.0, std::abs(expected))) << "step " << t;
+    EXPECT_FALSE(result.terminated);
+    for (int i = 0; i < m->nq; ++i) EXPECT_EQ(obs[i], static_cast<float>(d->qpos[i]));
+    for (int i = 0; i < m->nv; ++i) EXPECT_EQ(obs[m->nq + i], static_cast<float>(d->qvel[i]));
+  }
+}
+
+TEST(MujocoCustomAndSparseTest, CustomSaysWhatIsMissing) {
+  EXPECT_NE(error_of("MuJoCo/Custom-v0", {}).find("env.model_file is required"), std::string::npos);
+  EnvOptions options;
+  options.model_file = shipped_model("hopper.xml");
+  options.forward_body = "tail";
+  EXPECT_NE(error_of("MuJoCo/Custom-v0", options).find("has no body 'tail'"), std::string::npos);
+  const std::filesystem::path still = std::filesystem::temp_directory_path() / "concord_no_actuators.xml";
+  std::ofstream(still)
+      << "<mujoco><worldbody><body><joint type='hinge'/><geom size='0.1'/></body></worldbody></mujoco>";
+  options.model_file = still.string();
+  options.forward_body.reset();
+  EXPECT_NE(error_of("MuJoCo/Custom-v0", options).find("has no actuators"), std::string::npos);
+  options.model_file = "/no/such/model.xml";
+  EXPECT_NE(error_of("MuJoCo/Custom-v0", options).find("'/no/such/model.xml'"), std::string::npos);
+  EnvOptions body_elsewhere;
+  body_elsewhere.forward_body = "torso";
+  EXPECT_NE(error_of("MuJoCo/Hopper-v5", body_elsewhere).find("env.forward_body"), std::string::npos);
+}
+
+TEST(MujocoCustomAndSparseTest, SparseHalfCheetahPaysOneOnlyPastFiveMetres) {
+  auto env = make_task("MuJoCo/SparseHalfCheetah-v0");
+  EXPECT_EQ(env->spec().observation_space.flat_size(), 17);
+  EXPECT_EQ(env->spec().max_episode_steps, 1000);
+  std::vector<float> obs(17);
+  env->reset(3, obs.data());
+  core::Rng rng(4);
+  int paid = 0;
+  for (int t = 0; t < 200; ++t) {
+    std::vector<float> action(6);
+    for (float& a : action) a = static_cast<float>(core::uniform(rng, -1.0, 1.0));
+    // Half the steps start from a torso placed past the goal: both sides of the rule are seen.
+    if (t % 2 == 0) {
+      env->data()->qpos[0] = t % 4 == 0 ? 5.5 : 0.0;
+      env->forward();
+    }
+    Action a;
+    a.values = action.data();
+    const StepResult result = env->step(a, obs.data());
+    EXPECT_EQ(result.reward, env->data()->qpos[0] > 5.0 ? 1.0f : 0.0f) << "step " << t;
+    EXPECT_FALSE(result.terminated);
+    paid += result.reward > 0 ? 1 : 0;
+  }
+  EXPECT_GT(paid, 20);
+  EXPECT_LT(paid, 180);
+}
+
+}  // namespace
+}  // namespace concord::envs::mujoco
