@@ -343,7 +343,14 @@ const std::vector<std::string> kEnvOptionNames{"sticky_action_probability",
                                                "healthy_z_range",
                                                "healthy_angle_range",
                                                "exclude_current_positions_from_observation",
-                                               "terminate_when_unhealthy"};
+                                               "terminate_when_unhealthy",
+                                               "forward_body",
+                                               "contact_cost_weight",
+                                               "reward_dist_weight",
+                                               "reward_control_weight",
+                                               "contact_force_range",
+                                               "contact_cost_range",
+                                               "include_cfrc_ext_in_observation"};
 
 std::string known_env_options() {
   std::string known;
@@ -409,6 +416,23 @@ envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
       options.healthy_z_range = as_range(name, value);
     } else if (name == "healthy_angle_range") {
       options.healthy_angle_range = as_range(name, value);
+    } else if (name == "forward_body") {
+      if (!py::isinstance<py::str>(value)) {
+        throw py::value_error("make(): forward_body must be a str, got " + std::string(py::repr(value)));
+      }
+      options.forward_body = value.cast<std::string>();
+    } else if (name == "contact_cost_weight") {
+      options.contact_cost_weight = as_number(name, value);
+    } else if (name == "reward_dist_weight") {
+      options.reward_dist_weight = as_number(name, value);
+    } else if (name == "reward_control_weight") {
+      options.reward_control_weight = as_number(name, value);
+    } else if (name == "contact_force_range") {
+      options.contact_force_range = as_range(name, value);
+    } else if (name == "contact_cost_range") {
+      options.contact_cost_range = as_range(name, value);
+    } else if (name == "include_cfrc_ext_in_observation") {
+      options.include_cfrc_ext_in_observation = as_bool(name, value);
     } else if (name == "exclude_current_positions_from_observation") {
       options.exclude_current_positions_from_observation = as_bool(name, value);
     } else {
@@ -472,7 +496,9 @@ void bind_vector_env(py::module_& module) {
       "A VectorEnv of num_envs copies of env_id (see list_envs()). batch_size < num_envs selects async mode. "
       "Keyword env options: sticky_action_probability, difficulty_ramping (MinAtar only); model_file, frame_skip, "
       "forward_reward_weight, ctrl_cost_weight, healthy_reward, reset_noise_scale, healthy_z_range, "
-      "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy (MuJoCo tasks).");
+      "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy, forward_body, "
+      "contact_cost_weight, reward_dist_weight, reward_control_weight, contact_force_range, contact_cost_range, "
+      "include_cfrc_ext_in_observation (MuJoCo tasks).");
   module.def(
       "list_envs", [] { return envs::Registry::global().ids(); }, "The registered environment ids.");
 }

@@ -56,3 +56,32 @@ def test_bad_options_and_model_files_are_one_line_errors():
         make("MuJoCo/InvertedPendulum-v5", ctrl_cost_weight=0.1)
     with pytest.raises(ValueError, match=r"MuJoCo model file '/nonexistent\.xml': "):
         make("MuJoCo/Hopper-v5", model_file="/nonexistent.xml")
+
+
+def test_reacher_ant_humanoid_and_custom_models_take_their_options():
+    with make("MuJoCo/Reacher-v5", reward_dist_weight=2.0, reward_control_weight=0.0) as envs:
+        assert envs.single_observation_space.shape == (10,) and envs.max_episode_steps == 50
+        envs.reset(seed=1)
+        # The distance term alone: the fingertip's offset from the target ends the observation.
+        obs, rewards, _, _, _ = envs.step(np.ones((1, 2), np.float32))
+        np.testing.assert_allclose(rewards[0], -2.0 * np.hypot(*obs[0, 8:10]), rtol=1e-5)
+    with make("MuJoCo/Ant-v5") as envs:
+        assert envs.single_observation_space.shape == (105,)
+    with make("MuJoCo/Ant-v5", include_cfrc_ext_in_observation=False, contact_force_range=(-2, 2)) as envs:
+        assert envs.single_observation_space.shape == (27,)
+    with make("MuJoCo/Humanoid-v5", contact_cost_range=(0.0, 5.0)) as envs:
+        assert envs.single_observation_space.shape == (348,) and envs.single_action_space.shape == (17,)
+    with make("MuJoCo/Custom-v0", model_file=concord_model("hopper.xml"), forward_body="torso") as envs:
+        assert envs.single_observation_space.shape == (12,) and envs.single_action_space.shape == (3,)
+        envs.reset(seed=2)
+        assert np.isfinite(envs.step(np.zeros((1, 3), np.float32))[1]).all()
+    with pytest.raises(ValueError, match="env.model_file is required"):
+        make("MuJoCo/Custom-v0")
+    with pytest.raises(ValueError, match="forward_body must be a str"):
+        make("MuJoCo/Custom-v0", forward_body=3)
+
+
+def concord_model(name):
+    import pathlib
+
+    return str(pathlib.Path(__file__).resolve().parents[2] / "assets" / "mujoco" / name)

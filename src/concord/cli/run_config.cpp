@@ -30,6 +30,9 @@ void declare_mujoco_env_keys(core::ConfigSchema& schema) {
       {"env.ctrl_cost_weight", "weight of the control cost sum(a^2)"},
       {"env.healthy_reward", "reward for each step in a healthy state (InvertedDoublePendulum: the alive bonus)"},
       {"env.reset_noise_scale", "scale of the noise added to the initial qpos and qvel"},
+      {"env.contact_cost_weight", "Ant, Humanoid: weight of the contact cost"},
+      {"env.reward_dist_weight", "Reacher: weight of the fingertip's distance to the target"},
+      {"env.reward_control_weight", "Reacher: weight of the control cost sum(a^2)"},
   };
   for (const auto& [key, doc] : weights) {
     schema.declare(key, unset, std::string("MuJoCo tasks: ") + doc + "; nan: the task's own");
@@ -40,6 +43,16 @@ void declare_mujoco_env_keys(core::ConfigSchema& schema) {
   schema.declare("env.healthy_angle_range", std::string(""),
                  "MuJoCo Hopper, Walker2d: \"low,high\" open interval of the torso pitch that is healthy; empty: "
                  "the task's own");
+  schema.declare("env.contact_force_range", std::string(""),
+                 "MuJoCo Ant: \"low,high\" range the contact forces are clipped to (observation and cost); empty: "
+                 "the task's own");
+  schema.declare("env.contact_cost_range", std::string(""),
+                 "MuJoCo Humanoid: \"low,high\" range the contact cost is clipped to; empty: the task's own");
+  schema.declare("env.include_cfrc_ext_in_observation", true,
+                 "MuJoCo Ant: observe the bodies' contact forces (cfrc_ext)");
+  schema.declare("env.forward_body", std::string(""),
+                 "MuJoCo/Custom-v0: the body whose forward (x) velocity is rewarded; empty: the first body "
+                 "under the world");
   schema.declare("env.exclude_current_positions_from_observation", true,
                  "MuJoCo tasks: leave the root's x (Swimmer: x and y) out of the observation");
   schema.declare("env.terminate_when_unhealthy", true, "MuJoCo Hopper, Walker2d: an unhealthy state ends the episode");

@@ -248,6 +248,17 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
   number("env.ctrl_cost_weight", options.ctrl_cost_weight);
   number("env.healthy_reward", options.healthy_reward);
   number("env.reset_noise_scale", options.reset_noise_scale);
+  number("env.contact_cost_weight", options.contact_cost_weight);
+  number("env.reward_dist_weight", options.reward_dist_weight);
+  number("env.reward_control_weight", options.reward_control_weight);
+  if (std::string body = config.get_string("env.forward_body"); !body.empty()) options.forward_body = body;
+  if (std::string text = config.get_string("env.contact_force_range"); !text.empty()) {
+    options.contact_force_range = envs::mujoco::parse_range(text, "env.contact_force_range");
+  }
+  if (std::string text = config.get_string("env.contact_cost_range"); !text.empty()) {
+    options.contact_cost_range = envs::mujoco::parse_range(text, "env.contact_cost_range");
+  }
+  if (!config.get_bool("env.include_cfrc_ext_in_observation")) options.include_cfrc_ext_in_observation = false;
   if (std::string text = config.get_string("env.healthy_z_range"); !text.empty()) {
     options.healthy_z_range = envs::mujoco::parse_range(text, "env.healthy_z_range");
   }
