@@ -12,6 +12,7 @@
 #include "concord/cli/commands.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/run_context.h"
+#include "concord/cli/unstable_physics.h"
 #include "concord/core/episode_stats.h"
 #include "concord/core/progress_bar.h"
 #include "concord/core/rng.h"
@@ -94,6 +95,7 @@ void run_rollout(const RolloutFlags& flags) {
   spdlog::info("rollout of {} steps on {} x {} ({} threads, {})", total_steps, env.num_envs(), env.spec().id,
                env.num_threads(), env.is_async() ? "async batch " + std::to_string(env.batch_size()) : "sync");
 
+  const UnstablePhysics unstable(env.spec().id);
   core::Stopwatch clock;
   double last_log_time = 0.0;
   int64_t last_log_steps = 0;
@@ -107,6 +109,7 @@ void run_rollout(const RolloutFlags& flags) {
         {"rollout/episodes", static_cast<double>(stats.count())}};
     if (auto recent = stats.recent_mean_return()) values["rollout/episode_return"] = *recent;
     if (auto recent = stats.recent_mean_length()) values["rollout/episode_length"] = *recent;
+    unstable.add_to(values);
     run.metrics->log(steps, values);
     last_log_time = now;
     last_log_steps = steps;
@@ -138,6 +141,7 @@ void run_rollout(const RolloutFlags& flags) {
   const double seconds = clock.elapsed_seconds();
   report(true);
   if (progress) progress->finish();
+  unstable.warn_if_any(steps);
 
   std::printf("\n%-14s %s\n", "environment", env.spec().id.c_str());
   std::printf("%-14s %lld envs, %d threads, %s\n", "engine", static_cast<long long>(env.num_envs()), env.num_threads(),

@@ -16,6 +16,7 @@
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_run.h"
+#include "concord/cli/unstable_physics.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
@@ -282,6 +283,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     const int64_t log_interval = training.log_interval_steps();
     int64_t next_record_step = 0;
     std::optional<std::pair<int64_t, algos::Metrics>> unrecorded;
+    const UnstablePhysics unstable(run.config.get_string("env.id"));
     callbacks.on_update = [&](const policies::TrainingState& now, const algos::Metrics& metrics,
                               const core::EpisodeStats& episodes) {
       last_update = now;
@@ -290,7 +292,13 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
       parameters_then.copy_(learner.flat_parameters().values().detach());
       if (progress) progress->update(now.global_step, episodes.recent_mean_return());
       if (now.global_step >= next_record_step) {
-        run.metrics->log(now.global_step, metrics);
+        if (unstable.active()) {
+          algos::Metrics with_physics = metrics;
+          unstable.add_to(with_physics);
+          run.metrics->log(now.global_step, with_physics);
+        } else {
+          run.metrics->log(now.global_step, metrics);
+        }
         next_record_step = log_interval > 0 ? (now.global_step / log_interval + 1) * log_interval : 0;
         unrecorded.reset();
       } else {
@@ -320,7 +328,11 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
       save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
     }
-    if (unrecorded) run.metrics->log(unrecorded->first, unrecorded->second);
+    if (unrecorded) {
+      unstable.add_to(unrecorded->second);
+      run.metrics->log(unrecorded->first, unrecorded->second);
+    }
+    unstable.warn_if_any(state.global_step - start_state.global_step);
     save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
     if (progress) progress->finish();
     outcome.stop_signal = signals.signal();
