@@ -7,6 +7,7 @@
 //
 //   learning                                   every tuned config, 3 seeds
 //   learning --configs configs/ppo_acrobot.toml --seeds 5
+//   learning --configs configs/ppo_lstm_cartpole_novel.toml --set algo.recurrent=\"\"   (one change)
 //   learning --quick                           a smoke run: 1 seed, a few updates, 2 episodes
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,8 @@ const Reference kReferences[] = {
     {"MinAtar/Seaquest-v1", "ppo", "DQN ~20, AC(lambda) ~15.5"},
     {"MinAtar/SpaceInvaders-v1", "ppo", "DQN ~45, AC(lambda) ~183, gymnax PPO 131 (10M)"},
     {"CartPole-v1", "dqn", "500 (RL Zoo DQN, 50k steps); CleanRL dqn.py 500k"},
+    {"CartPoleNoVel-v1", "ppo", "500 +- 0 (RL Zoo ppo_lstm, 100k steps)"},
+    {"CartPoleNoVel-v1", "dqn", "475 (issue 67's bar for R2D2; no published figure)"},
     {"Pendulum-v1", "sac", "-176 (RL Zoo SAC, 20k steps)"},
     {"MountainCarContinuous-v0", "sac", "94.7 +- 1.1 (RL Zoo SAC + gSDE, 50k steps)"},
     {"MinAtar/Asterix-v1", "dqn", "MinAtar DQN ~17 (5M frames)"},
@@ -77,6 +80,8 @@ const char* const kDefaultConfigs[] = {
     "configs/ppo_mountain_car.toml",
     "configs/dqn_cartpole.toml",
     "configs/sac_pendulum.toml",
+    "configs/ppo_lstm_cartpole_novel.toml",
+    "configs/r2d2_cartpole_novel.toml",
 };
 
 // Not in the default set (5M steps each, minutes per seed): name them with --configs or --minatar.
@@ -95,7 +100,8 @@ struct Options {
   int64_t episodes = 20;
   bool quick = false;
   bool stochastic_eval = false;
-  int64_t total_timesteps = 0;  // 0: each config's own
+  int64_t total_timesteps = 0;         // 0: each config's own
+  std::vector<std::string> overrides;  // --set KEY=VALUE, after the config file
 };
 
 // One training run and its evaluation.
@@ -133,6 +139,7 @@ SeedResult train_and_evaluate(const std::string& file, int64_t seed, const Optio
   Config config(concord::cli::concord_schema());
   config.merge_file(file);
   config.set("run.seed", seed, "--seeds");
+  for (const std::string& assignment : options.overrides) config.apply_override(assignment);
   if (options.total_timesteps > 0) config.set("train.total_timesteps", options.total_timesteps, "--total-timesteps");
   if (options.quick) config.set("train.total_timesteps", quick_steps(config), "--quick");
 
@@ -244,6 +251,7 @@ int main(int argc, char** argv) {
   app.add_flag("--minatar-dqn", minatar_dqn, "Train the five MinAtar DQN configs instead of the default set");
   app.add_flag("--stochastic-eval", options.stochastic_eval, "Evaluate with sampled actions instead of the mode");
   app.add_option("--total-timesteps", options.total_timesteps, "Train every config this many steps (0: its own)");
+  app.add_option("--set", options.overrides, "KEY=VALUE over every config, as concord train's --set (repeatable)");
   CLI11_PARSE(app, argc, argv);
   if (options.quick) {
     if (app.count("--seeds") == 0) options.seeds = 1;

@@ -21,7 +21,6 @@ namespace concord::policies {
 namespace {
 
 using testing::config_with;
-using testing::flat_parameters_of;
 using testing::shipped;
 
 // The shipped recurrent PPO config (configs/ppo_lstm_cartpole_novel.toml) with `overrides`.
@@ -48,20 +47,17 @@ struct Trained {
 };
 
 Trained train(const std::string& policy, const core::Config& config, const envs::VectorEnvConfig& env, int64_t steps,
-              uint64_t seed) {
+              uint64_t seed, const std::string& algo = "ppo") {
   torch::manual_seed(seed);
   Trained trained;
-  trained.learner = testing::learner_for("ppo", config, env);
+  trained.learner = testing::learner_for(algo, config, env);
   EXPECT_TRUE(trained.learner->acts_with_memory());
   make_policy(policy, PolicyContext{config, env, *trained.learner, torch::kCPU})
       ->train(trained.state, steps, int64_t{1} << 40, {});
   return trained;
 }
 
-torch::Tensor parameters_of(Trained& trained) {
-  nn::ActorCritic model = dynamic_cast<algos::OnPolicyLearner&>(*trained.learner).model();
-  return flat_parameters_of(model);
-}
+torch::Tensor parameters_of(Trained& trained) { return trained.learner->flat_parameters().values().detach().clone(); }
 
 TEST(RecurrentPolicies, SyncVectorTrainsARecurrentNetworkExactlyAsSingle) {
   const core::Config config = recurrent_ppo({"algo.ppo.update_epochs=2"});
@@ -83,11 +79,54 @@ TEST(RecurrentPolicies, EveryPolicyThatCarriesTheStateOnThreadsTrainsARecurrentN
   }
 }
 
+// central_inference's predictors run every agent's request from the state the agent sends with
+// it: one agent taking turns with the learner trains exactly as single (A2C, whose update draws
+// nothing: PPO's minibatch order comes from the trainer thread's generator), and several agents
+// train PPO.
+TEST(RecurrentPolicies, CentralInferenceCarriesEachAgentsStateThroughThePredictors) {
+  const core::Config one_agent =
+      config_with({"algo.recurrent=\"lstm\"", "algo.recurrent_size=16", "algo.a2c.num_steps=8",
+                   "policy.central_inference.agents=1", "policy.central_inference.predictors=1"});
+  Trained single = train("single", one_agent, no_velocity(4, 1, 3), 4 * 8 * 30, 3, "a2c");
+  Trained central = train("central_inference", one_agent, no_velocity(4, 1, 3), 4 * 8 * 30, 3, "a2c");
+  EXPECT_EQ(single.state.updates, 30);
+  EXPECT_EQ(central.state.updates, single.state.updates);
+  EXPECT_TRUE(torch::equal(parameters_of(single), parameters_of(central)));
+
+  const core::Config agents = recurrent_ppo(
+      {"algo.ppo.update_epochs=1", "policy.central_inference.agents=4", "policy.central_inference.predictors=2"});
+  Trained trained = train("central_inference", agents, no_velocity(8, 1, 5), 4 * 256, 5);
+  EXPECT_GE(trained.state.global_step, 4 * 256);
+  EXPECT_TRUE(torch::isfinite(parameters_of(trained)).all().item<bool>());
+}
+
+// R2D2's sequences need each step's state on its way to the replay: the policies that act for an
+// off-policy learner from copies or a batched service refuse it in one line.
+TEST(RecurrentPolicies, R2d2IsRefusedWhereTheStateDoesNotReachTheReplay) {
+  core::Config config = config_with({});
+  const testing::Shipped file = shipped("r2d2_cartpole_novel.toml");
+  config.merge_toml(file.algo_tables, "the [algo] tables of configs/" + file.file);
+  const envs::VectorEnvConfig env = no_velocity(8, 1, 1);
+  std::unique_ptr<algos::Learner> learner = testing::learner_for("dqn", config, env);
+  ASSERT_TRUE(learner->acts_with_memory());
+  for (const std::string policy : {"hogwild", "central_inference", "async_learner", "apex"}) {
+    try {
+      make_policy(policy, PolicyContext{config, env, *learner, torch::kCPU});
+      ADD_FAILURE() << policy << " accepted R2D2";
+    } catch (const std::invalid_argument& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("use train.policy single, sync_vector, multi_learner, seed_rl"), std::string::npos)
+          << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(RecurrentPolicies, APolicyThatCannotCarryTheStateRefusesItInOneLine) {
   const core::Config config = recurrent_ppo();
   const envs::VectorEnvConfig env = no_velocity(8, 1, 1);
   std::unique_ptr<algos::Learner> learner = testing::learner_for("ppo", config, env);
-  for (const std::string policy : {"central_inference", "actor_processes"}) {
+  for (const std::string policy : {"actor_processes"}) {
     try {
       make_policy(policy, PolicyContext{config, env, *learner, torch::kCPU});
       ADD_FAILURE() << policy << " accepted a recurrent network";

@@ -396,20 +396,36 @@ core::TensorMap ActorCriticImpl::initial_state(int64_t batch) const {
   return pack_state(std::move(actor), std::move(critic));
 }
 
-RecurrentActResult ActorCriticImpl::act(const torch::Tensor& obs, const core::TensorMap& state,
-                                        const torch::Tensor& starts, bool deterministic) {
-  if (!recurrent()) throw std::logic_error("ActorCritic::act: a state was given to a network without memory");
+RecurrentPolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs, const core::TensorMap& state,
+                                               const torch::Tensor& starts) {
+  if (!recurrent()) throw std::logic_error("ActorCritic::forward: a state was given to a network without memory");
   const torch::Tensor x = prepare(obs);
   auto [actor_state, critic_state] = unpack_state(state, x.size(0));
   const torch::Tensor actor_h = actor_core_->step(run_torso(actor_torso_, x), starts, actor_state);
   const torch::Tensor critic_h =
       critic_core_ ? critic_core_->step(run_torso(critic_torso_, x), starts, critic_state) : actor_h;
-  const ActionDistribution dist = make_distribution(actor_head_->forward(actor_h));
+  RecurrentPolicyOutput result;
+  const torch::Tensor head_out = actor_head_->forward(actor_h);
+  if (config_.action_kind == ActionKind::kDiscrete) {
+    result.out.logits = head_out;
+  } else {
+    result.out.mean = head_out;
+    result.out.log_std = log_std_;
+  }
+  result.out.value = critic_head_->forward(critic_h).squeeze(-1);
+  result.state = pack_state(std::move(actor_state), std::move(critic_state));
+  return result;
+}
+
+RecurrentActResult ActorCriticImpl::act(const torch::Tensor& obs, const core::TensorMap& state,
+                                        const torch::Tensor& starts, bool deterministic) {
+  RecurrentPolicyOutput forwarded = forward(obs, state, starts);
+  const ActionDistribution dist = distribution(forwarded.out);
   RecurrentActResult result;
   result.act.action = deterministic ? dist.mode() : dist.sample();
   result.act.log_prob = dist.log_prob(result.act.action);
-  result.act.value = critic_head_->forward(critic_h).squeeze(-1);
-  result.state = pack_state(std::move(actor_state), std::move(critic_state));
+  result.act.value = forwarded.out.value;
+  result.state = std::move(forwarded.state);
   return result;
 }
 

@@ -126,6 +126,13 @@ struct RecurrentActResult {
   core::TensorMap state;
 };
 
+// A recurrent network's forward(): the distribution's parameters and V for one step, and the
+// state after it.
+struct RecurrentPolicyOutput {
+  PolicyOutput out;
+  core::TensorMap state;
+};
+
 // evaluate()'s result, what a policy-gradient loss needs.
 struct ActionEvaluation {
   torch::Tensor log_prob;  // log pi(actions | obs) [B]
@@ -200,6 +207,9 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   // episode resets that env's state before it is read; undefined, no env starts.
   bool recurrent() const { return !config_.recurrent.empty(); }
   core::TensorMap initial_state(int64_t batch) const;
+  // forward() for one step of B envs, from `state`; returns the state after the step. act() is
+  // this and a draw from distribution(out).
+  RecurrentPolicyOutput forward(const torch::Tensor& obs, const core::TensorMap& state, const torch::Tensor& starts);
   // act() for one step of B envs, from `state`; returns the state after the step.
   RecurrentActResult act(const torch::Tensor& obs, const core::TensorMap& state, const torch::Tensor& starts,
                          bool deterministic = false);

@@ -44,8 +44,9 @@ enum class Families {
 // Whether a policy carries an actor's memory (algos/actor.h: the state act() returns, per env)
 // from one step to the next where it acts, and to the learner with the experience.
 enum class Memory {
-  kCarried,  // it acts through runtime::Collector and hands rollouts on whole
-  kNone,     // it acts or moves experience another way (a batched service, a wire format)
+  kCarried,          // it acts through runtime::Collector and hands rollouts on whole
+  kOnPolicyCarried,  // the same for on-policy learners; its off-policy arrangement carries none
+  kNone,             // it acts or moves experience another way (a batched service, a wire format)
 };
 
 // A policy as the registry sees it: its keys under policy.<name>. and its factory, which reads
@@ -104,11 +105,13 @@ core::Registry<PolicyEntry> make_registry() {
                                 "the reference: one thread"));
   registry.add("sync_vector",
                policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth, Memory::kCarried, "PAAC"));
-  registry.add("hogwild", policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, Memory::kCarried, "A3C"));
-  registry.add("central_inference", policy(make_central_inference_policy, Placement::kThreads, Families::kBoth,
-                                           Memory::kNone, "GA3C; SEED RL on threads for off-policy learners"));
+  registry.add("hogwild",
+               policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, Memory::kOnPolicyCarried, "A3C"));
+  registry.add("central_inference",
+               policy(make_central_inference_policy, Placement::kThreads, Families::kBoth, Memory::kOnPolicyCarried,
+                      "GA3C; SEED RL on threads for off-policy learners"));
   registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth,
-                                       Memory::kCarried, "collect while learning"));
+                                       Memory::kOnPolicyCarried, "collect while learning"));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth,
                                        Memory::kCarried, "one learner per process"));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
@@ -167,22 +170,27 @@ void refuse_learner_family(const std::string& name, const PolicyEntry& entry, al
   }
 }
 
-// The policies that carry an actor's memory, for a refusal.
-std::string policies_with_memory() {
+bool carries_memory(const PolicyEntry& entry, bool on_policy) {
+  return entry.memory == Memory::kCarried || (entry.memory == Memory::kOnPolicyCarried && on_policy);
+}
+
+// The policies that carry the memory of a learner of this family, for a refusal.
+std::string policies_with_memory(bool on_policy) {
   std::string able;
   for (const auto& [other, candidate] : policies().entries()) {
-    if (candidate.memory == Memory::kCarried) able += (able.empty() ? "" : ", ") + other;
+    if (carries_memory(candidate, on_policy)) able += (able.empty() ? "" : ", ") + other;
   }
   return able;
 }
 
 // A network with memory runs only under a policy that hands each env's state back to the actor.
 void refuse_memory(const std::string& name, const PolicyEntry& entry, const algos::Learner& learner) {
-  if (entry.memory == Memory::kCarried || !learner.acts_with_memory()) return;
+  const bool on_policy = dynamic_cast<const algos::OnPolicyLearner*>(&learner) != nullptr;
+  if (carries_memory(entry, on_policy) || !learner.acts_with_memory()) return;
   throw std::invalid_argument("policy '" + name +
                               "' does not carry a recurrent network's state (algo.recurrent) between its acting "
                               "and its learner; use train.policy " +
-                              policies_with_memory());
+                              policies_with_memory(on_policy));
 }
 
 }  // namespace

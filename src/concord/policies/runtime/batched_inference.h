@@ -25,10 +25,12 @@ namespace concord::policies::runtime {
 // Actions are drawn per request with the asking client's own generator, so what a client draws
 // never depends on which other requests shared its forward pass: one client answered by one
 // predictor draws exactly what its model would draw in line. A client has one request in flight.
-// An answer: on the CPU, row for row (values only: actions and log_probs undefined).
+// An answer: on the CPU, row for row (values only: actions and log_probs undefined), with a
+// recurrent network's state after the step (empty without memory, and for values).
 struct Reply {
   torch::Tensor actions, log_probs, values;
   int64_t version = 0;  // the parameters' version that answered
+  algos::TensorMap state;
 };
 
 class BatchedInference {
@@ -49,11 +51,22 @@ class BatchedInference {
    private:
     friend class BatchedInference;
     Client(BatchedInference& service, int index);
-    Reply ask(const torch::Tensor& observations, bool values_only);
+    Reply ask(const algos::ActorInput& input, bool values_only);
     BatchedInference& service_;
     int index_;
     int64_t first_version_ = -1;
   };
+
+  // One client's request as the predictors see it.
+  struct Request {
+    int client = 0;
+    torch::Tensor observations;  // [rows, *obs_shape] on the CPU
+    algos::TensorMap state;      // with memory: the state before these observations (empty: initial)
+    torch::Tensor starts;        // with memory: [rows], 1 where an episode starts (undefined: none)
+    bool values_only = false;
+    at::Generator generator;  // the client's
+  };
+
   Client& client(int c) { return *clients_[static_cast<size_t>(c)]; }
 
   // One predictor's turn: waits for requests, answers a batch of them. false once the requests
@@ -68,13 +81,6 @@ class BatchedInference {
   void add_metrics(algos::Metrics& metrics, double seconds) const;
 
  private:
-  struct Request {
-    int client = 0;
-    torch::Tensor observations;  // [rows, *obs_shape] on the CPU
-    bool values_only = false;
-    at::Generator generator;  // the client's
-  };
-
   ActorCopy& parameters_;
   torch::Device device_;
   size_t max_requests_;
