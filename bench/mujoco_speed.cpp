@@ -12,6 +12,7 @@
 //              `testspeed` (the issue's target: within 10% of testspeed).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -44,7 +45,11 @@ const std::vector<Task> kTasks = {{"MuJoCo/InvertedPendulum-v5", "inverted_pendu
                                   {"MuJoCo/Hopper-v5", "hopper.xml"},
                                   {"MuJoCo/Walker2d-v5", "walker2d.xml"},
                                   {"MuJoCo/Swimmer-v5", "swimmer.xml"},
-                                  {"MuJoCo/InvertedDoublePendulum-v5", "inverted_double_pendulum.xml"}};
+                                  {"MuJoCo/InvertedDoublePendulum-v5", "inverted_double_pendulum.xml"},
+                                  {"MuJoCo/Reacher-v5", "reacher.xml"},
+                                  {"MuJoCo/Ant-v5", "ant.xml"},
+                                  {"MuJoCo/Humanoid-v5", "humanoid.xml"},
+                                  {"MuJoCo/HumanoidStandup-v5", "humanoid_standup.xml"}};
 
 template <typename Step>
 double measure(double seconds, Step&& step) {
@@ -142,6 +147,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads_list, "Thread counts (the calling thread included)");
   app.add_option("--testspeed-steps", testspeed_steps, "Physics steps mujoco-testspeed runs (0: skip it)");
   app.add_option("--model-dir", model_dir, "Run the tasks on this folder's models of the same file names");
+  std::vector<std::string> only;
+  app.add_option("--tasks", only, "Only these task ids (default: every task)");
   app.add_flag("--quick", quick, "0.2 s a cell, 2,000 testspeed steps: a smoke run");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
@@ -149,6 +156,12 @@ int main(int argc, char** argv) {
     testspeed_steps = 2000;
   }
 
+  for (const std::string& id : only) {
+    if (std::none_of(kTasks.begin(), kTasks.end(), [&](const Task& task) { return task.id == id; })) {
+      std::fprintf(stderr, "mujoco_speed: --tasks: '%s' is not one of the MuJoCo tasks measured here\n", id.c_str());
+      return 2;
+    }
+  }
   std::printf("mujoco_speed: env steps/s per core (thousands); %d envs, %.1f s a cell, random actions included\n",
               num_envs, seconds);
   std::printf("machine: %u hardware threads, load average at start %s; MuJoCo %s\n",
@@ -160,6 +173,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   for (const Task& task : kTasks) {
+    if (!only.empty() && std::find(only.begin(), only.end(), task.id) == only.end()) continue;
     concord::envs::EnvOptions options;
     std::string path = concord::envs::mujoco::shipped_model(task.model);
     if (!model_dir.empty()) {
