@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,17 @@ void add_envs_command(CLI::App& app) {
     };
     std::vector<Row> rows{{"id", "observation space", "action space", "max steps", "solved at"}};
     for (const std::string& id : envs::Registry::global().ids()) {
-      const auto env = envs::make_env(id);
+      std::unique_ptr<envs::Env> env;
+      try {
+        env = envs::make_env(id);
+      } catch (const std::invalid_argument& error) {
+        // An env that cannot be made without settings (MuJoCo/Custom-v0 needs its model file):
+        // its row says what it needs instead of failing the whole list.
+        const std::string what = error.what();
+        const size_t colon = what.find(": ");
+        rows.push_back({id, "(" + (colon == std::string::npos ? what : what.substr(colon + 2)) + ")", "", "", ""});
+        continue;
+      }
       const envs::EnvSpec& spec = env->spec();
       rows.push_back({id, spec.observation_space.to_string(), spec.action_space.to_string(),
                       std::to_string(spec.max_episode_steps),
