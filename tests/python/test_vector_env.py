@@ -11,7 +11,7 @@ import pytest
 
 import concord
 
-#MuJoCo / Custom - v0 has no model of its own(env.model_file is required) : test_mujoco.py makes it with one.
+# MuJoCo/Custom-v0 has no model of its own (env.model_file is required): test_mujoco.py makes it with one.
 ALL_ENVS = [env_id for env_id in concord.list_envs() if env_id != "MuJoCo/Custom-v0"]
 MINATAR_ENVS = [env_id for env_id in ALL_ENVS if env_id.startswith("MinAtar/")]
 
@@ -36,8 +36,8 @@ def rollout(envs, steps, seed, actions_rng_seed=0):
         observations.append(envs.step(random_actions(envs, rng))[0])
     return np.stack(observations)
 
-#-- - Registry and \
-    spaces -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# --- Registry and spaces -----------------------------------------------------------------------
 
 
 def test_list_envs_includes_classic_control_and_minatar():
@@ -125,8 +125,8 @@ def test_metadata_and_attributes():
     envs.close()
     assert envs.closed
 
-#-- - \
-    Seeding -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# --- Seeding -----------------------------------------------------------------------------------
 
 
 def test_same_seed_same_trajectory_other_seed_other_trajectory():
@@ -135,7 +135,7 @@ def test_same_seed_same_trajectory_other_seed_other_trajectory():
     c = rollout(make("CartPole-v1", num_envs=4), 60, seed=4)
     assert np.array_equal(a, b)
     assert not np.array_equal(a[0], c[0])
-#Envs within one batch get different streams.
+    # Envs within one batch get different streams.
     assert not np.array_equal(a[0][0], a[0][1])
 
 
@@ -154,8 +154,8 @@ def test_trajectory_does_not_depend_on_num_threads():
     two = rollout(make("MinAtar/Breakout-v1", num_envs=16, num_threads=2), 80, seed=5)
     assert np.array_equal(one, two)
 
-#-- - Autoreset, \
-    termination and truncation -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
+
+# --- Autoreset, termination and truncation ----------------------------------------------------
 
 
 def test_termination_final_observation_and_episode_statistics():
@@ -173,9 +173,9 @@ def test_termination_final_observation_and_episode_statistics():
     final = info["final_obs"]
     assert final.shape == obs.shape and final.dtype == np.float32
     for i in np.flatnonzero(done):
-#CartPole ends when the pole passes 12 degrees or the cart leaves[-2.4, 2.4].
+        # CartPole ends when the pole passes 12 degrees or the cart leaves [-2.4, 2.4].
         assert abs(final[i][2]) > 0.2094 or abs(final[i][0]) > 2.4
-#Same - step autoreset : the returned observation already starts the next episode.
+        # Same-step autoreset: the returned observation already starts the next episode.
         assert np.all(np.abs(obs[i]) <= 0.05)
         assert info["episode"]["l"][i] == step and info["episode"]["r"][i] == pytest.approx(step)
         assert rewards[i] == 1.0
@@ -196,7 +196,7 @@ def test_truncation_at_the_time_limit():
     assert info["_final_obs"].all()
     assert np.array_equal(info["episode"]["l"], [200, 200, 200])
     assert np.allclose(info["episode"]["r"], -200.0)
-#The next episode started : one more step is its first.
+    # The next episode started: one more step is its first.
     _, _, _, truncated, info = envs.step(noop)
     assert not truncated.any() and "final_obs" not in info
 
@@ -219,8 +219,8 @@ def test_returned_arrays_are_copies():
     second, *_ = envs.step(np.zeros(2, dtype=np.int64))
     assert not np.any(second == 99)
 
-#-- - \
-    Env options -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# --- Env options -------------------------------------------------------------------------------
 
 
 def test_minatar_options_are_accepted():
@@ -241,8 +241,8 @@ def test_env_options_refused_with_the_engines_message():
     with pytest.raises(ValueError, match="difficulty_ramping must be a bool"):
         make("MinAtar/Breakout-v1", difficulty_ramping="yes")
 
-#-- - \
-    Bad input -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# --- Bad input ---------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -299,7 +299,7 @@ def test_actions_out_of_range(cartpole):
         cartpole.step(np.array([0, 5, 0]))
     with pytest.raises(ValueError, match=r"action -1 for env 0"):
         cartpole.step([-1, 0, 0])
-#Refused before any env stepped : the envs go on as if nothing happened.
+    # Refused before any env stepped: the envs go on as if nothing happened.
     obs, *_ = cartpole.step([0, 1, 0])
     assert obs.shape == (3, 4)
 
@@ -357,8 +357,8 @@ def test_threads_can_step_their_own_envs_concurrently():
         thread.join()
     assert np.array_equal(results["a"], results["b"])
 
-#-- - Async(EnvPool - style send / \
-            recv) -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# --- Async (EnvPool-style send/recv) -----------------------------------------------------------
 
 
 def policy(env, t, n):
@@ -374,8 +374,7 @@ def test_async_matches_sync_per_env(num_threads):
 
     sync = make(env_id, num_envs=num_envs, seed=4)
     obs, _ = sync.reset()
-    expected = {
-env: [obs[env]] for env in range(num_envs)}
+    expected = {env: [obs[env]] for env in range(num_envs)}
     for t in range(steps):
         obs, *_ = sync.step(np.array([policy(env, t, n) for env in range(num_envs)]))
         for env in range(num_envs):
@@ -384,9 +383,8 @@ env: [obs[env]] for env in range(num_envs)}
     envs = make(env_id, num_envs=num_envs, seed=4, batch_size=batch_size, num_threads=num_threads)
     assert envs.is_async and envs.batch_size == batch_size
     assert repr(envs).endswith(f"batch_size={batch_size})")
-#Each env's observations in the order they arrive: its reset, then one per step it was sent.
-    seen = {
-env: [] for env in range(num_envs)}
+    # Each env's observations in the order they arrive: its reset, then one per step it was sent.
+    seen = {env: [] for env in range(num_envs)}
     obs, info = envs.reset()
     ids = info["env_id"]
     assert obs.shape == (batch_size, 10, 10, 4) and obs.dtype == np.uint8 and ids.dtype == np.int32
@@ -400,7 +398,7 @@ env: [] for env in range(num_envs)}
         assert rewards.shape == (batch_size,) and terminated.dtype == np.bool_
         for row, env in enumerate(ids):
             seen[env].append(obs[row])
-#An env's trajectory depends only on the seed and its own actions, not on arrival order.
+    # An env's trajectory depends only on the seed and its own actions, not on arrival order.
     for env in range(num_envs):
         for t in range(steps + 1):
             assert np.array_equal(seen[env][t], expected[env][t]), (env, t)
@@ -414,7 +412,7 @@ def test_async_step_and_bad_input():
     ids = info["env_id"]
     obs, rewards, terminated, truncated, info = envs.step(np.zeros(2, dtype=np.int64), env_id=ids)
     assert obs.shape == (2, 4) and info["env_id"].shape == (2,)
-#Two resets were still in flight; two steps went out and two results came back.
+    # Two resets were still in flight; two steps went out and two results came back.
     assert envs.num_in_flight == 2
     in_flight = sorted(set(range(4)) - set(info["env_id"].tolist()))
     with pytest.raises(RuntimeError, match="already in flight"):
