@@ -14,7 +14,7 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   exit 2
 fi
 build="${CONCORD_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-read -r -a targets <<<"${CONCORD_FUZZ_TARGETS:-config checkpoint tensorboard mnist launch_env}"
+read -r -a targets <<<"${CONCORD_FUZZ_TARGETS:-config checkpoint tensorboard mnist launch_env store_handshake}"
 
 # clang and its libFuzzer/sanitizer runtimes come with everything else the build needs.
 "$root/scripts/setup.sh"

@@ -19,6 +19,7 @@
 #include "concord/core/run_dir_lock.h"
 
 #include "cli/concord_process.h"
+#include "comm/bad_store_listener.h"
 
 namespace {
 
@@ -264,6 +265,36 @@ TEST(Inputs, EveryNumberKeyIsBoundedAndItsRefusalNamesIt) {
   // Every problem at once, in one line.
   EXPECT_EQ(refusal({"algo.ppo.update_epochs=0", "comm.timeout_seconds=-1"}),
             "algo.ppo.update_epochs must be at least 1, got 0; comm.timeout_seconds must be above 0, got -1");
+}
+
+// Issue 70, items 2 and 3: a rank joining a "store" that sends 64 KiB of 0xff, or that accepts
+// and never answers, ends in one line naming the address, exit 1 (not std::length_error's abort,
+// not a wait past comm.timeout_seconds blaming a rank 0 that never existed).
+TEST(Inputs, ARankJoiningSomethingThatIsNotAStoreEndsInOneLine) {
+  const auto root = fresh_dir("not_a_store");
+  const auto join = [&root](int port, const std::string& timeout) {
+    return run_concord("train --config ppo_cartpole --policy multi_learner --progress off --set comm.timeout_seconds=" +
+                           timeout + " --run-root " + root.string(),
+                       "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port));
+  };
+  {
+    concord::test::Listener garbage(concord::test::Listener::Mode::kGarbage);
+    const CommandResult result = join(garbage.port(), "8");
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_EQ(result.output,
+              "concord: error: rank 1 found no rendezvous store at 127.0.0.1:" + std::to_string(garbage.port()) +
+                  ": the service there answered a store query with 0xff (check MASTER_ADDR/MASTER_PORT)\n");
+  }
+  {
+    concord::test::Listener silent(concord::test::Listener::Mode::kSilent);
+    const CommandResult result = join(silent.port(), "1");
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+    EXPECT_THAT(result.output, ::testing::StartsWith("concord: error: rank 1 found no rendezvous store at 127.0.0.1:" +
+                                                     std::to_string(silent.port()) +
+                                                     ": a process there accepted the connection but did not answer"));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(root));
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
                                      const TrainingHooks& hooks) {
   spdlog::info("rank {} of {}: training {} on {}", training.rank(), training.world_size(), training.algo(),
                training.env_spec().id);
-  TrainingOutcome outcome{{}, training.algo(), training.env_spec().id, state, 0.0, 0};
+  TrainingOutcome outcome{{}, training.algo(), training.env_spec().id, state, 0.0, 0, {}};
   core::Stopwatch clock;
   {
     // These ranks stop when rank 0 does, at an update, whether or not they have made one.
@@ -266,7 +266,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   const policies::TrainingState start_state = state;
 
   auto progress = run.make_progress_bar(training.total_steps(), env_id + " " + algo, state.global_step);
-  TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0};
+  TrainingOutcome outcome{run.run_dir, algo, env_id, state, 0.0, 0, {}};
   core::Stopwatch clock;
   ReturnTrack returns;
   {

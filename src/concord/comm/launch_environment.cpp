@@ -22,6 +22,7 @@
 #endif
 
 #include "concord/comm/listen_address.h"
+#include "concord/comm/store_probe.h"
 #include "concord/comm/torchrun_variables.h"
 #include "concord/core/registry.h"
 
@@ -110,6 +111,17 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnvironment& environment,
   store_options.waitWorkers = false;  // joining is checked below, naming the ranks that are missing
   store_options.timeout = options.timeout;
   const std::string where = environment.master_addr + ":" + std::to_string(environment.master_port);
+  if (!store_options.isServer) {
+    // c10d's client dies of bytes it does not expect, on a thread no caller can catch, and may
+    // wait past the timeout for a peer that never answers: a checked handshake first.
+    try {
+      probe_store(environment.master_addr, environment.master_port, std::chrono::steady_clock::now() + options.timeout);
+    } catch (const CommTimeout& error) {
+      throw CommTimeout("rank " + std::to_string(environment.rank) + " " + error.what());
+    } catch (const CommError& error) {
+      throw CommError("rank " + std::to_string(environment.rank) + " " + error.what());
+    }
+  }
   try {
     // Every rank of a loopback rendezvous is on this machine: the store listens on loopback only.
     // Across machines the others reach it at MASTER_ADDR, through rank 0's address on that route.
