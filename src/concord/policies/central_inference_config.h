@@ -21,7 +21,7 @@ struct CentralInferenceConfig {
                                          //   parameters it is trained against (0: agents collect
                                          //   while the learner waits, and the other way round;
                                          //   above 0 only for an algorithm that corrects a lag)
-  double wait_timeout_seconds = 30.0;    // a blocking wait longer than this while running is an error
+  double wait_timeout_seconds = 60.0;    // a blocking wait longer than this while running is an error
   bool dynamic_adjustment = false;       // GA3C's random walk over the three thread counts
   double adjust_interval_seconds = 2.0;  // how long each configuration is measured
 
