@@ -1,5 +1,5 @@
 // concord eval: runs a trained policy deterministically (the distribution's mode) and prints the
-// mean and standard deviation of the return over K episodes.
+// mean and standard deviation of the return over K episodes; with --video FILE it films one episode instead.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "concord/cli/commands.h"
+#include "concord/cli/episode_video.h"
 #include "concord/cli/run_config.h"
 #include "concord/cli/trained_agent.h"
 
@@ -19,9 +20,25 @@ struct EvalFlags {
   int64_t seed = -1;
   bool stochastic = false;
   int step_limit = policies::kEvaluationStepLimit;
+  std::string video;
 };
 
+void run_video(const EvalFlags& flags) {
+  const TrainedCheckpoint trained = read_trained_checkpoint(flags.path);
+  const uint64_t seed = flags.seed >= 0
+                            ? static_cast<uint64_t>(flags.seed)
+                            : static_cast<uint64_t>(trained.config.get_int("run.seed") + policies::kEvalSeedOffset);
+  const EpisodeVideo video = record_episode_video(trained, flags.video, seed, flags.stochastic, flags.step_limit);
+  std::printf("video %s: %lld frames of one episode (return %.2f%s), written in %.2f s\n", video.file.string().c_str(),
+              static_cast<long long>(video.frames), video.episode_return,
+              video.cut_at_limit ? ", cut at the step limit" : "", video.seconds);
+}
+
 void run_eval(const EvalFlags& flags) {
+  if (!flags.video.empty()) {
+    run_video(flags);
+    return;
+  }
   const EvaluationReport report = evaluate_trained_checkpoint(
       flags.path, flags.episodes > 0 ? std::optional<int64_t>(flags.episodes) : std::nullopt,
       flags.seed >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(flags.seed)) : std::nullopt, flags.stochastic,
@@ -53,6 +70,8 @@ void add_eval_command(CLI::App& app) {
       ->add_option("--max-episode-steps", flags->step_limit,
                    "Truncate episodes after this many steps where the env has no time limit (default 108000)")
       ->transform(count_between(1, 1'000'000'000));
+  command->add_option("--video", flags->video,
+                      "Film one episode to FILE.mp4 or FILE.gif (classic control and MinAtar) instead of evaluating");
   command->callback([flags] { run_eval(*flags); });
 }
 

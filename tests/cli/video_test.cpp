@@ -1,0 +1,186 @@
+// Videos of agents: each env family's renderer draws what Gymnasium (or MinAtar) draws, and
+// `concord eval --video` writes a file FFmpeg reads back frame by frame.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+}
+
+#include "concord/cli/video_writer.h"
+#include "concord/envs/registry.h"
+#include "concord/envs/rendering.h"
+
+#include "cli/concord_process.h"
+
+namespace {
+
+using concord::envs::RgbFrame;
+using ::testing::HasSubstr;
+
+std::filesystem::path fresh_dir(const std::string& name) { return concord::test::fresh_dir("video_test", name); }
+
+struct Pixel {
+  int r, g, b;
+  bool operator==(const Pixel& other) const { return r == other.r && g == other.g && b == other.b; }
+};
+
+Pixel at(const RgbFrame& frame, int x, int y) {
+  const uint8_t* p = frame.pixels.data() + (static_cast<size_t>(y) * frame.width + x) * 3;
+  return {p[0], p[1], p[2]};
+}
+
+int count(const RgbFrame& frame, Pixel colour) {
+  int n = 0;
+  for (int y = 0; y < frame.height; ++y) {
+    for (int x = 0; x < frame.width; ++x) n += at(frame, x, y) == colour ? 1 : 0;
+  }
+  return n;
+}
+
+RgbFrame draw(const std::string& env_id, const std::vector<float>& observation) {
+  const auto spec = concord::envs::make_env(env_id)->spec();
+  auto renderer = concord::envs::make_observation_renderer(spec);
+  EXPECT_NE(renderer, nullptr) << env_id;
+  RgbFrame frame;
+  if (renderer) renderer->render(observation.data(), frame);
+  return frame;
+}
+
+// Frames in a video file, decoded by libavformat and libavcodec.
+int decoded_frames(const std::filesystem::path& file, int* width, int* height) {
+  AVFormatContext* format = nullptr;
+  if (avformat_open_input(&format, file.c_str(), nullptr, nullptr) < 0) return -1;
+  avformat_find_stream_info(format, nullptr);
+  const int stream = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  const AVCodec* decoder = avcodec_find_decoder(format->streams[stream]->codecpar->codec_id);
+  AVCodecContext* codec = avcodec_alloc_context3(decoder);
+  avcodec_parameters_to_context(codec, format->streams[stream]->codecpar);
+  avcodec_open2(codec, decoder, nullptr);
+  *width = codec->width;
+  *height = codec->height;
+  AVPacket* packet = av_packet_alloc();
+  AVFrame* frame = av_frame_alloc();
+  int frames = 0;
+  const auto drain = [&] {
+    while (avcodec_receive_frame(codec, frame) == 0) ++frames;
+  };
+  while (av_read_frame(format, packet) >= 0) {
+    if (packet->stream_index == stream && avcodec_send_packet(codec, packet) == 0) drain();
+    av_packet_unref(packet);
+  }
+  avcodec_send_packet(codec, nullptr);
+  drain();
+  av_frame_free(&frame);
+  av_packet_free(&packet);
+  avcodec_free_context(&codec);
+  avformat_close_input(&format);
+  return frames;
+}
+
+TEST(Rendering, CartPoleAsGymnasiumDrawsIt) {
+  // Upright pole on a cart at the centre: 600x400, white, a black 50x30 cart, the pole's brown.
+  const RgbFrame frame = draw("CartPole-v1", {0.0f, 0.0f, 0.0f, 0.0f});
+  ASSERT_EQ(frame.width, 600);
+  ASSERT_EQ(frame.height, 400);
+  EXPECT_EQ(at(frame, 5, 5), (Pixel{255, 255, 255}));
+  // The cart's centre is 100 pixels above the bottom (row 300 from the top), at x = 300.
+  EXPECT_EQ(at(frame, 280, 290), (Pixel{0, 0, 0}));
+  EXPECT_EQ(at(frame, 300, 250), (Pixel{202, 152, 101}));  // the pole, above the axle
+  EXPECT_EQ(at(frame, 300, 293), (Pixel{129, 132, 203}));  // the axle
+  // Moved right by 1 (125 pixels) and tilted: the cart follows.
+  const RgbFrame moved = draw("CartPole-v1", {1.0f, 0.0f, 0.2f, 0.0f});
+  EXPECT_EQ(at(moved, 280, 290), (Pixel{255, 255, 255}));
+  EXPECT_EQ(at(moved, 405, 305), (Pixel{0, 0, 0}));
+  EXPECT_EQ(at(moved, 100, 300), (Pixel{127, 127, 127}));  // the track, a line one pixel wide
+}
+
+TEST(Rendering, EveryClassicControlFamilyDraws) {
+  const RgbFrame pendulum = draw("Pendulum-v1", {1.0f, 0.0f, 0.0f});  // theta 0: the rod points up
+  EXPECT_EQ(pendulum.width, 500);
+  EXPECT_EQ(at(pendulum, 250, 150), (Pixel{204, 77, 77}));
+  EXPECT_EQ(at(pendulum, 250, 350), (Pixel{255, 255, 255}));
+  const RgbFrame car = draw("MountainCar-v0", {-0.5f, 0.0f});
+  EXPECT_GT(count(car, Pixel{204, 204, 0}), 50);                                      // the flag
+  EXPECT_GT(count(car, Pixel{128, 128, 128}), 50);                                    // the wheels
+  const RgbFrame acrobot = draw("Acrobot-v1", {1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f});  // hanging down
+  EXPECT_EQ(at(acrobot, 250, 300), (Pixel{0, 204, 204}));
+  EXPECT_EQ(at(acrobot, 250, 200), (Pixel{255, 255, 255}));
+  EXPECT_NE(concord::envs::make_observation_renderer(concord::envs::make_env("MountainCarContinuous-v0")->spec()),
+            nullptr);
+  EXPECT_EQ(concord::envs::make_observation_renderer(concord::envs::make_env("DeepSea5-v0")->spec()), nullptr);
+}
+
+TEST(Rendering, MinAtarCellsInTheirChannelsColours) {
+  const auto spec = concord::envs::make_env("MinAtar/Breakout-v1")->spec();
+  auto renderer = concord::envs::make_observation_renderer(spec);
+  ASSERT_NE(renderer, nullptr);
+  std::vector<uint8_t> grid(10 * 10 * 4, 0);
+  grid[(0 * 10 + 0) * 4 + 0] = 1;  // channel 0 at row 0, column 0
+  grid[(9 * 10 + 9) * 4 + 3] = 1;  // channel 3 at the far corner
+  grid[(5 * 10 + 5) * 4 + 1] = 1;  // channels 1 and 2 at one cell: 2 is shown
+  grid[(5 * 10 + 5) * 4 + 2] = 1;
+  RgbFrame frame;
+  renderer->render(grid.data(), frame);
+  ASSERT_EQ(frame.width, 320);
+  EXPECT_EQ(at(frame, 100, 100), (Pixel{0, 0, 0}));
+  // matplotlib's cubehelix at 1/5 and 4/5 (seaborn's 4-colour palette's first and last).
+  const Pixel first = at(frame, 5, 5);
+  const Pixel last = at(frame, 315, 315);
+  EXPECT_LT(first.r + first.g + first.b, last.r + last.g + last.b);  // the map runs dark to light
+  EXPECT_FALSE(at(frame, 5 * 32 + 5, 5 * 32 + 5) == first);
+  EXPECT_FALSE(at(frame, 5 * 32 + 5, 5 * 32 + 5) == last);
+}
+
+TEST(VideoWriter, Mp4AndGifHoldEveryFrame) {
+  const auto dir = fresh_dir("writer");
+  RgbFrame frame{64, 48, std::vector<uint8_t>(64 * 48 * 3, 0)};
+  for (const std::string name : {"clip.mp4", "clip.gif"}) {
+    concord::cli::VideoWriter writer(dir / name, 64, 48, 25);
+    for (int i = 0; i < 30; ++i) {
+      std::fill(frame.pixels.begin(), frame.pixels.end(), static_cast<uint8_t>(i * 8));
+      writer.add(frame);
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / name));  // not before it is whole
+    writer.finish();
+    int width = 0, height = 0;
+    EXPECT_EQ(decoded_frames(dir / name, &width, &height), 30) << name;
+    EXPECT_EQ(width, 64);
+    EXPECT_EQ(height, 48);
+  }
+  std::ifstream gif(dir / "clip.gif", std::ios::binary);
+  std::string magic(6, '\0');
+  gif.read(magic.data(), 6);
+  EXPECT_EQ(magic, "GIF89a");
+  EXPECT_THROW(concord::cli::VideoWriter(dir / "clip.avi", 64, 48, 25), std::runtime_error);
+}
+
+TEST(EvalVideo, FilmsOneEpisodeOfATrainedAgent) {
+  const auto root = fresh_dir("eval");
+  const concord::test::CommandResult train =
+      concord::test::run_concord("train --total-timesteps 512 --num-envs 4 --progress off --run-root " + root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::filesystem::path run_dir = concord::test::run_directories(root).at(0);
+  const concord::test::CommandResult eval =
+      concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.mp4").string());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  int width = 0, height = 0;
+  const int frames = decoded_frames(root / "episode.mp4", &width, &height);
+  EXPECT_THAT(eval.output, HasSubstr("video " + (root / "episode.mp4").string() + ": " + std::to_string(frames) +
+                                     " frames of one episode"));
+  EXPECT_GE(frames, 9);  // CartPole falls after 8 steps at the soonest; one frame a step and the first
+  EXPECT_EQ(width, 600);
+  const concord::test::CommandResult wrong =
+      concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.avi").string());
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.output, HasSubstr("must end in .mp4 or .gif"));
+}
+
+}  // namespace
