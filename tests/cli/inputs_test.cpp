@@ -1,7 +1,12 @@
 // Issue 70's probe as tests: every input bounded, every fault named. One writer per run directory;
 // the bounds of every count, timeout and coefficient a user can type (docs/inputs.md).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -295,6 +300,37 @@ TEST(Inputs, ARankJoiningSomethingThatIsNotAStoreEndsInOneLine) {
                                                      ": a process there accepted the connection but did not answer"));
   }
   EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+// Issue 70, item 9: a signal in the program's first instants ends it with one line and status
+// 128 + n. The signal is made pending before the program starts (blocked, raised, then exec'd with
+// it still blocked), so it arrives the moment the program unblocks it: in the executable's
+// .preinit_array, before LibTorch's initialisers, whatever the machine's speed.
+TEST(Inputs, ASignalAtStartUpEndsTheProgramInOneLine) {
+  const auto dir = fresh_dir("early_signal");
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    const std::string output = (dir / ("stderr" + std::to_string(signal_number))).string();
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      sigset_t only;
+      sigemptyset(&only);
+      sigaddset(&only, signal_number);
+      sigprocmask(SIG_BLOCK, &only, nullptr);
+      raise(signal_number);
+      const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      execl(CONCORD_BINARY, CONCORD_BINARY, "config", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), 128 + signal_number);
+    EXPECT_EQ(read_text(output),
+              std::string("concord: stopped by ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") + "\n");
+  }
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // concord: the command-line front end. Every failure ends in one line on stderr,
 // "concord: error: <what went wrong>", and a non-zero exit status (2 for bad usage).
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +22,40 @@
 #include "concord/core/did_you_mean.h"
 
 namespace {
+
+// SIGINT or SIGTERM before a command installs its own handling (SignalStop, the launcher's) ends
+// the program with one line and status 128 + the signal, instead of the default action's silent
+// death. Only async-signal-safe calls.
+void stop_at_once(int signal_number) {
+  static const char interrupted[] = "concord: stopped by SIGINT\n";
+  static const char terminated[] = "concord: stopped by SIGTERM\n";
+  const bool interrupt = signal_number == SIGINT;
+  const ssize_t written = write(STDERR_FILENO, interrupt ? interrupted : terminated,
+                                (interrupt ? sizeof(interrupted) : sizeof(terminated)) - 1);
+  (void)written;
+  _exit(128 + signal_number);
+}
+
+// Runs from the executable's .preinit_array, before any shared library's initialisers: LibTorch's
+// take about half a second (its operator registry), and a Ctrl-C in that time used to kill the
+// program with no line. A signal the parent left blocked is unblocked here, so that it arrives now
+// rather than at some later point where nothing expects it.
+void handle_signals_from_the_start(int, char**, char**) {
+  struct sigaction action {};
+  action.sa_handler = stop_at_once;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);
+}
+
+__attribute__((section(".preinit_array"),
+               used)) void (*const kHandleSignalsFromTheStart)(int, char**, char**) = handle_signals_from_the_start;
 
 // The long options of the command a mistyped flag was given to, for "did you mean".
 std::vector<std::string> long_options(CLI::App& app, const std::string& command) {
