@@ -350,7 +350,8 @@ const std::vector<std::string> kEnvOptionNames{"sticky_action_probability",
                                                "reward_control_weight",
                                                "contact_force_range",
                                                "contact_cost_range",
-                                               "include_cfrc_ext_in_observation"};
+                                               "include_cfrc_ext_in_observation",
+                                               "observe_sensors"};
 
 std::string known_env_options() {
   std::string known;
@@ -431,6 +432,8 @@ envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
       options.contact_force_range = as_range(name, value);
     } else if (name == "contact_cost_range") {
       options.contact_cost_range = as_range(name, value);
+    } else if (name == "observe_sensors") {
+      options.observe_sensors = as_bool(name, value);
     } else if (name == "include_cfrc_ext_in_observation") {
       options.include_cfrc_ext_in_observation = as_bool(name, value);
     } else if (name == "exclude_current_positions_from_observation") {
@@ -498,7 +501,7 @@ void bind_vector_env(py::module_& module) {
       "forward_reward_weight, ctrl_cost_weight, healthy_reward, reset_noise_scale, healthy_z_range, "
       "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy, forward_body, "
       "contact_cost_weight, reward_dist_weight, reward_control_weight, contact_force_range, contact_cost_range, "
-      "include_cfrc_ext_in_observation (MuJoCo tasks).");
+      "include_cfrc_ext_in_observation, observe_sensors (MuJoCo tasks).");
   module.def(
       "list_envs", [] { return envs::Registry::global().ids(); }, "The registered environment ids.");
 }

@@ -75,6 +75,8 @@ def test_reacher_ant_humanoid_and_custom_models_take_their_options():
         assert envs.single_observation_space.shape == (12,) and envs.single_action_space.shape == (3,)
         envs.reset(seed=2)
         assert np.isfinite(envs.step(np.zeros((1, 3), np.float32))[1]).all()
+    with pytest.raises(ValueError, match="has no sensors"):
+        make("MuJoCo/Custom-v0", model_file=concord_model("hopper.xml"), observe_sensors=True)
     with pytest.raises(ValueError, match="env.model_file is required"):
         make("MuJoCo/Custom-v0")
     with pytest.raises(ValueError, match="forward_body must be a str"):

@@ -50,6 +50,8 @@ void declare_mujoco_env_keys(core::ConfigSchema& schema) {
                  "MuJoCo Humanoid: \"low,high\" range the contact cost is clipped to; empty: the task's own");
   schema.declare("env.include_cfrc_ext_in_observation", true,
                  "MuJoCo Ant: observe the bodies' contact forces (cfrc_ext)");
+  schema.declare("env.observe_sensors", false,
+                 "MuJoCo/Custom-v0: observe the model's sensors (sensordata) in place of qpos and qvel");
   schema.declare("env.forward_body", std::string(""),
                  "MuJoCo/Custom-v0: the body whose forward (x) velocity is rewarded; empty: the first body "
                  "under the world");

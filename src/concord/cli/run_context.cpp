@@ -259,6 +259,7 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
     options.contact_cost_range = envs::mujoco::parse_range(text, "env.contact_cost_range");
   }
   if (!config.get_bool("env.include_cfrc_ext_in_observation")) options.include_cfrc_ext_in_observation = false;
+  if (config.get_bool("env.observe_sensors")) options.observe_sensors = true;
   if (std::string text = config.get_string("env.healthy_z_range"); !text.empty()) {
     options.healthy_z_range = envs::mujoco::parse_range(text, "env.healthy_z_range");
   }

@@ -124,6 +124,7 @@ std::vector<std::string> EnvOptions::set_keys() const {
   if (contact_force_range) keys.push_back("env.contact_force_range");
   if (contact_cost_range) keys.push_back("env.contact_cost_range");
   if (include_cfrc_ext_in_observation) keys.push_back("env.include_cfrc_ext_in_observation");
+  if (observe_sensors) keys.push_back("env.observe_sensors");
   if (exclude_current_positions_from_observation) keys.push_back("env.exclude_current_positions_from_observation");
   if (terminate_when_unhealthy) keys.push_back("env.terminate_when_unhealthy");
   return keys;

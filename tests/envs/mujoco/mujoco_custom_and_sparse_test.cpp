@@ -2,6 +2,7 @@
 // and #Exploration's sparse half-cheetah (MuJoCo/SparseHalfCheetah-v0).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,40 @@ TEST(MujocoCustomAndSparseTest, CustomSaysWhatIsMissing) {
   EnvOptions body_elsewhere;
   body_elsewhere.forward_body = "torso";
   EXPECT_NE(error_of("MuJoCo/Hopper-v5", body_elsewhere).find("env.forward_body"), std::string::npos);
+}
+
+TEST(MujocoCustomAndSparseTest, CustomObservesTheModelsSensorsWhenAsked) {
+  // A cart on a rail under a motor, read by three sensors: the rail position, its velocity and the
+  // cart's frame position (3 numbers), 5 in all.
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "concord_cart_with_sensors.xml";
+  std::ofstream(file) << "<mujoco><worldbody><body name='cart'><joint name='rail' type='slide' axis='1 0 0'/>"
+                         "<geom size='0.1' mass='1'/></body></worldbody><actuator><motor joint='rail' gear='10' "
+                         "ctrllimited='true' ctrlrange='-1 1'/></actuator><sensor><jointpos joint='rail'/>"
+                         "<jointvel joint='rail'/><framepos objtype='body' objname='cart'/></sensor></mujoco>";
+  EnvOptions options;
+  options.model_file = file.string();
+  options.observe_sensors = true;
+  auto env = make_task("MuJoCo/Custom-v0", options);
+  EXPECT_EQ(env->spec().observation_space.flat_size(), 5);
+  std::vector<float> obs(5);
+  env->reset(1, obs.data());
+  float push = 1.0f;
+  Action a;
+  a.values = &push;
+  for (int t = 0; t < 5; ++t) {
+    const double x_before = env->data()->xpos[3];
+    const StepResult result = env->step(a, obs.data());
+    const mjData* d = env->data();
+    // The readings describe the state after the step, as qpos and qvel do.
+    EXPECT_EQ(obs[0], static_cast<float>(d->qpos[0]));
+    EXPECT_EQ(obs[1], static_cast<float>(d->qvel[0]));
+    EXPECT_EQ(obs[2], static_cast<float>(d->xpos[3]));
+    const double expected = (d->xpos[3] - x_before) / env->dt() - 0.1;
+    EXPECT_NEAR(result.reward, expected, 1e-5 * std::max(1.0, std::abs(expected)));
+  }
+  EXPECT_GT(obs[1], 0.0f);
+  options.model_file = shipped_model("hopper.xml");
+  EXPECT_NE(error_of("MuJoCo/Custom-v0", options).find("has no sensors"), std::string::npos);
 }
 
 TEST(MujocoCustomAndSparseTest, SparseHalfCheetahPaysOneOnlyPastFiveMetres) {

@@ -39,7 +39,12 @@ CustomModel::CustomModel(const TaskOptions& options, std::shared_ptr<const Mujoc
               throw std::invalid_argument(std::string(kId) + ": model file '" + model->path() +
                                           "' has no body besides the world");
             }
-            return EnvSpec{kId, observation_space_of(m->nq + m->nv), action_space_of(*model, kId),
+            if (options.observe_sensors && m->nsensordata == 0) {
+              throw std::invalid_argument(std::string(kId) + ": env.observe_sensors is set, but model file '" +
+                                          model->path() + "' has no sensors");
+            }
+            const int dim = options.observe_sensors ? m->nsensordata : m->nq + m->nv;
+            return EnvSpec{kId, observation_space_of(dim), action_space_of(*model, kId),
                            /*max_episode_steps=*/1000,
                            /*reward_threshold=*/std::nullopt};
           }(),
@@ -55,6 +60,9 @@ void CustomModel::reset_state(float* observation) {
 StepResult CustomModel::step_state(const Action& action, float* observation) {
   const double x_before = data()->xpos[3 * body_];
   const bool stable = simulate(action);
+  // mj_step leaves the sensor readings (and positions) of the state before its last integration:
+  // recompute them at the state the observation describes.
+  if (options_.observe_sensors) forward();
   const double x_velocity = (data()->xpos[3 * body_] - x_before) / dt();
   write_observation(observation);
   StepResult result;
@@ -69,6 +77,10 @@ StepResult CustomModel::step_state(const Action& action, float* observation) {
 }
 
 void CustomModel::write_observation(float* observation) const {
+  if (options_.observe_sensors) {
+    for (int i = 0; i < model()->nsensordata; ++i) observation[i] = static_cast<float>(data()->sensordata[i]);
+    return;
+  }
   write_qpos_qvel(observation, 0, std::numeric_limits<double>::infinity());
 }
 

@@ -11,7 +11,9 @@ namespace concord::envs::mujoco {
 
 // MuJoCo/Custom-v0: a user's own MJCF model (env.model_file, required) as a locomotion task,
 // without C++. Actions: its actuators, in their control ranges (each needs ctrllimited).
-// Observation: float32 [qpos, qvel] (nq + nv). Reward:
+// Observation: float32 [qpos, qvel] (nq + nv), or with observe_sensors its sensors' readings
+// (sensordata, in the model's order: the sensors it names are what it observes) at the state
+// after the step (one mj_forward more per env step). Reward:
 // forward_reward_weight (1) x the x velocity of env.forward_body (default: the first body under
 // the world) - ctrl_cost_weight (0.1) x sum(a^2). Never terminates (physics that diverges ends
 // the episode); 1000 steps. Reset: qpos0 + U(-s, s), qvel U(-s, s), s = reset_noise_scale (0.1).
@@ -23,7 +25,7 @@ class CustomModel final : public MujocoEnv {
   explicit CustomModel(const TaskOptions& options);
   static TaskOptions default_options();
   static std::vector<std::string> option_names() {
-    return {"forward_body", "forward_reward_weight", "ctrl_cost_weight", "reset_noise_scale"};
+    return {"forward_body", "forward_reward_weight", "ctrl_cost_weight", "reset_noise_scale", "observe_sensors"};
   }
 
   int forward_body() const { return body_; }

@@ -116,6 +116,7 @@ TaskOptions resolve_options(const std::string& id, const EnvOptions& options, Ta
   if (options.include_cfrc_ext_in_observation) {
     out.include_cfrc_ext_in_observation = *options.include_cfrc_ext_in_observation;
   }
+  if (options.observe_sensors) out.observe_sensors = *options.observe_sensors;
   if (options.healthy_z_range) {
     check_range(id, "healthy_z_range", *options.healthy_z_range);
     out.healthy_z_range = *options.healthy_z_range;

@@ -27,6 +27,7 @@ struct TaskOptions {
   std::pair<double, double> contact_force_range{0.0, 0.0};
   std::pair<double, double> contact_cost_range{0.0, 0.0};
   bool include_cfrc_ext_in_observation = true;
+  bool observe_sensors = false;
   bool exclude_current_positions_from_observation = true;
   bool terminate_when_unhealthy = true;
 };
