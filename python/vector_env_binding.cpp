@@ -15,6 +15,7 @@
 
 #include "bindings.h"
 #include "concord/envs/registry.h"
+#include "concord/envs/rendering.h"
 #include "concord/envs/vector_env.h"
 #include "shape_text.h"
 
@@ -50,12 +51,24 @@ bool is_integer_kind(const py::array& array) { return array.dtype().kind() == 'i
 
 class VectorEnv {
  public:
-  explicit VectorEnv(envs::VectorEnvConfig config)
+  VectorEnv(envs::VectorEnvConfig config, const py::object& render_mode)
       : env_(make_engine(std::move(config))),
         config_(env_->config()),
         spec_(env_->spec()),
         async_(env_->is_async()),
-        batch_size_(env_->batch_size()) {}
+        batch_size_(env_->batch_size()) {
+    if (render_mode.is_none()) return;
+    if (!py::isinstance<py::str>(render_mode) || render_mode.cast<std::string>() != "rgb_array") {
+      throw py::value_error("make(): render_mode must be None or 'rgb_array', got " +
+                            std::string(py::repr(render_mode)));
+    }
+    renderer_ = envs::make_observation_renderer(spec_);
+    if (!renderer_) {
+      throw py::value_error("make(): " + spec_.id + " cannot be rendered (render_mode='rgb_array' draws " +
+                            envs::renderable_envs() + ")");
+    }
+    shown_.assign(static_cast<size_t>(spec_.observation_space.byte_size() * config_.num_envs), 0);
+  }
 
   py::tuple reset(const py::object& seed, const py::object& options) {
     if (!options.is_none() && py::len(options) > 0) {
@@ -74,6 +87,7 @@ class VectorEnv {
         batch = use.env().reset(env_seed);
       }
     }
+    remember(batch);
     py::dict info;
     if (async_) info["env_id"] = py::array_t<int32_t>(batch.size, batch.env_ids);
     return py::make_tuple(observations(batch.observations, batch.size), info);
@@ -146,6 +160,28 @@ class VectorEnv {
     return results(batch);
   }
 
+  // One frame per env (Gymnasium's SyncVectorEnv.render() with render_mode "rgb_array"): each
+  // env drawn from its latest observation, a uint8 array [height, width, 3].
+  py::tuple render() const {
+    if (!env_) throw std::runtime_error("render(): this VectorEnv is closed");
+    if (!renderer_) {
+      throw std::runtime_error("render(): make the env with render_mode='rgb_array' to render it");
+    }
+    if (!rendered_once_) throw std::runtime_error("render(): call reset() first");
+    py::tuple frames(config_.num_envs);
+    const auto row_bytes = static_cast<size_t>(spec_.observation_space.byte_size());
+    envs::RgbFrame frame;
+    for (int64_t i = 0; i < config_.num_envs; ++i) {
+      renderer_->render(shown_.data() + static_cast<size_t>(i) * row_bytes, frame);
+      py::array_t<uint8_t> picture({frame.height, frame.width, 3});
+      std::memcpy(picture.mutable_data(), frame.pixels.data(), frame.pixels.size());
+      frames[static_cast<size_t>(i)] = std::move(picture);
+    }
+    return frames;
+  }
+
+  py::object render_mode() const { return renderer_ ? py::object(py::str("rgb_array")) : py::object(py::none()); }
+
   void close() {
     if (!env_) return;
     if (busy_) throw std::runtime_error("close(): this VectorEnv is in use by another thread");
@@ -165,6 +201,12 @@ class VectorEnv {
 
   py::dict metadata() const {
     py::dict metadata;
+    py::list modes;
+    if (renderer_) {
+      modes.append("rgb_array");
+      metadata["render_fps"] = renderer_->frames_per_second();
+    }
+    metadata["render_modes"] = modes;
     // Gymnasium's enum where Gymnasium is installed, its value otherwise.
     try {
       metadata["autoreset_mode"] = py::module_::import("gymnasium.vector").attr("AutoresetMode").attr("SAME_STEP");
@@ -305,7 +347,21 @@ class VectorEnv {
     return out;
   }
 
-  py::tuple results(const envs::Batch& batch) const {
+  // Keeps each env's latest observation for render(), when it renders.
+  void remember(const envs::Batch& batch) {
+    if (!renderer_) return;
+    const auto row_bytes = static_cast<size_t>(spec_.observation_space.byte_size());
+    const auto* source = static_cast<const uint8_t*>(batch.observations);
+    for (int64_t row = 0; row < batch.size; ++row) {
+      const int64_t env = async_ ? batch.env_ids[row] : row;
+      std::memcpy(shown_.data() + static_cast<size_t>(env) * row_bytes, source + static_cast<size_t>(row) * row_bytes,
+                  row_bytes);
+    }
+    rendered_once_ = true;
+  }
+
+  py::tuple results(const envs::Batch& batch) {
+    remember(batch);
     py::dict info;
     if (async_) info["env_id"] = py::array_t<int32_t>(batch.size, batch.env_ids);
     if (std::any_of(batch.has_final, batch.has_final + batch.size, [](uint8_t ended) { return ended != 0; })) {
@@ -329,6 +385,10 @@ class VectorEnv {
   bool async_ = false;
   int64_t batch_size_ = 0;
   bool busy_ = false;
+  // render_mode 'rgb_array': the renderer and every env's latest observation.
+  std::unique_ptr<envs::ObservationRenderer> renderer_;
+  std::vector<uint8_t> shown_;
+  bool rendered_once_ = false;
   py::object observation_space_, action_space_, single_observation_space_, single_action_space_;
 };
 
@@ -460,6 +520,9 @@ void bind_vector_env(py::module_& module) {
            "Async mode: queues one step of each env in env_id (default 0..len(actions)-1).")
       .def("recv", &VectorEnv::recv,
            "Async mode: the next batch_size results, as step() returns them, with info['env_id'].")
+      .def("render", &VectorEnv::render,
+           "render_mode 'rgb_array': a tuple of one uint8 [height, width, 3] frame per env, drawn from its latest "
+           "observation.")
       .def("close", &VectorEnv::close, "Stops the threads and frees the envs; later calls raise RuntimeError.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](VectorEnv& self, const py::args&) { self.close(); })
@@ -474,7 +537,7 @@ void bind_vector_env(py::module_& module) {
       .def_property_readonly("max_episode_steps", [](const VectorEnv& self) { return self.spec().max_episode_steps; })
       .def_property_readonly("reward_threshold", [](const VectorEnv& self) { return self.spec().reward_threshold; })
       .def_property_readonly("metadata", &VectorEnv::metadata)
-      .def_property_readonly("render_mode", [](const VectorEnv&) { return py::none(); })
+      .def_property_readonly("render_mode", &VectorEnv::render_mode)
       .def_property_readonly("unwrapped", [](py::object self) { return self; })
       .def_property_readonly("observation_space", [](VectorEnv& self) { return self.space(true, true); })
       .def_property_readonly("action_space", [](VectorEnv& self) { return self.space(true, false); })
@@ -484,7 +547,7 @@ void bind_vector_env(py::module_& module) {
   module.def(
       "make",
       [](const std::string& env_id, int num_envs, int num_threads, const py::object& seed,
-         const std::optional<int>& batch_size, const py::kwargs& env_options) {
+         const std::optional<int>& batch_size, const py::object& render_mode, const py::kwargs& env_options) {
         envs::VectorEnvConfig config;
         config.env_id = env_id;
         config.num_envs = num_envs;
@@ -492,11 +555,12 @@ void bind_vector_env(py::module_& module) {
         config.seed = to_seed(seed, "make()").value_or(0);
         config.batch_size = batch_size.value_or(0);
         config.options = to_env_options(env_options);
-        return std::make_unique<VectorEnv>(std::move(config));
+        return std::make_unique<VectorEnv>(std::move(config), render_mode);
       },
       py::arg("env_id"), py::arg("num_envs") = 1, py::arg("num_threads") = 1, py::arg("seed") = 0,
-      py::arg("batch_size") = py::none(),
-      "A VectorEnv of num_envs copies of env_id (see list_envs()). batch_size < num_envs selects async mode. "
+      py::arg("batch_size") = py::none(), py::arg("render_mode") = py::none(),
+      "A VectorEnv of num_envs copies of env_id (see list_envs()). batch_size < num_envs selects async mode; "
+      "render_mode='rgb_array' lets render() draw the envs. "
       "Keyword env options: sticky_action_probability, difficulty_ramping (MinAtar only); model_file, frame_skip, "
       "forward_reward_weight, ctrl_cost_weight, healthy_reward, reset_noise_scale, healthy_z_range, "
       "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy, forward_body, "

@@ -66,7 +66,8 @@ gymnasium=False) returns Concord's own VectorEnv regardless; gymnasium=True requ
 __doc__ = _envs.__doc__ + _GYMNASIUM_DOC + _TRAINING_DOC
 
 
-def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasium=None, **env_options):
+def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasium=None, render_mode=None,
+         **env_options):
     """A vector environment of `num_envs` copies of the registered environment `env_id`.
 
     Args:
@@ -82,6 +83,10 @@ def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasiu
         gymnasium: None (default) returns a gymnasium.vector.VectorEnv where Gymnasium 1.1 or
             later is importable and Concord's own VectorEnv where it is not; False always
             Concord's own; True always Gymnasium's (ImportError without Gymnasium).
+        render_mode: None, or "rgb_array": render() then returns a tuple of one uint8 frame
+            [height, width, 3] per env, drawn from its latest observation as Gymnasium draws
+            classic control (MinAtar: each cell in its channel's colour); MuJoCo/* cannot be
+            rendered (ValueError).
         **env_options: sticky_action_probability (float) and difficulty_ramping (bool), MinAtar
             only; model_file (str), frame_skip (int), forward_reward_weight, ctrl_cost_weight,
             healthy_reward, reset_noise_scale (floats), healthy_z_range, healthy_angle_range
@@ -94,7 +99,8 @@ def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasiu
         both with Gymnasium 1.x's vector API and same-step autoreset:
         reset(seed=None, options=None) -> (obs, info); step(actions) -> (obs, rewards,
         terminations, truncations, info); close(); num_envs, single_observation_space,
-        single_action_space, observation_space, action_space, metadata["autoreset_mode"].
+        single_action_space, observation_space, action_space, metadata["autoreset_mode"],
+        render_mode and render().
         help(concord) describes how the two differ (spaces' classes, reward dtype,
         info["final_obs"], info["episode"]).
 
@@ -108,13 +114,15 @@ def make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasiu
     """
     if gymnasium not in (None, True, False):
         raise ValueError(f"make(): gymnasium must be None, True or False, got {gymnasium!r}")
-    envs = _envs.make(env_id, num_envs, num_threads, seed, batch_size, **env_options)
+    envs = _envs.make(env_id, num_envs, num_threads, seed, batch_size, render_mode, **env_options)
     adapter = _gymnasium_adapter(required=gymnasium is True) if gymnasium is not False else None
     if adapter is None:
         return envs
     make_kwargs = {"num_envs": num_envs, "num_threads": num_threads, "seed": seed}
     if batch_size is not None:
         make_kwargs["batch_size"] = batch_size
+    if render_mode is not None:
+        make_kwargs["render_mode"] = render_mode
     make_kwargs.update(env_options)
     return adapter.GymnasiumVectorEnv(envs, make_kwargs)
 

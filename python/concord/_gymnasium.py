@@ -75,8 +75,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = single_space(envs.single_action_space)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
-        self.render_mode = None
+        self.metadata = dict(envs.metadata, autoreset_mode=AutoresetMode.SAME_STEP)
+        self.render_mode = envs.render_mode
         self.spec = env_spec(envs.env_id, envs.max_episode_steps, envs.reward_threshold, make_kwargs)
 
     # --- Gymnasium's VectorEnv ---------------------------------------------------------------
@@ -91,6 +91,10 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
     def step(self, actions, env_id=None):
         """-> (observations, rewards, terminations, truncations, infos). env_id: async mode only."""
         return self._results(self._envs.step(actions, env_id))
+
+    def render(self):
+        """render_mode "rgb_array": one uint8 [height, width, 3] frame per env, as SyncVectorEnv's."""
+        return self._envs.render()
 
     def close_extras(self, **kwargs):
         self._envs.close()

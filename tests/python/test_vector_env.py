@@ -450,3 +450,51 @@ def test_async_final_observations():
             assert np.all(info["episode"]["l"][mask] > 0)
             ends += int(mask.sum())
     assert ends > 0
+
+
+# --- render() -----------------------------------------------------------------------------------
+
+
+def test_render_draws_each_env_from_its_latest_observation():
+    envs = make("CartPole-v1", num_envs=3, seed=5, render_mode="rgb_array")
+    assert envs.render_mode == "rgb_array"
+    assert envs.metadata["render_modes"] == ["rgb_array"] and envs.metadata["render_fps"] == 50
+    with pytest.raises(RuntimeError, match=r"render\(\): call reset\(\) first"):
+        envs.render()
+    envs.reset(seed=1)
+    for _ in range(5):
+        obs, *_ = envs.step(np.array([1, 0, 1]))
+    frames = envs.render()
+    assert isinstance(frames, tuple) and len(frames) == 3
+    for i, frame in enumerate(frames):
+        assert frame.shape == (400, 600, 3) and frame.dtype == np.uint8
+        # Gymnasium's picture: white, the black 50x30 cart centred at x * 125 + 300, 100 pixels up.
+        cart = int(round(obs[i, 0] * 125 + 300))
+        assert frame[5, 5].tolist() == [255, 255, 255]
+        assert frame[400 - 100 + 10, cart].tolist() == [0, 0, 0]
+        assert frame[400 - 100 + 10, cart + 40].tolist() == [255, 255, 255]
+    assert not np.array_equal(frames[0], frames[1])  # each env its own picture
+
+
+def test_render_in_async_mode_and_minatar():
+    envs = make("MinAtar/Breakout-v1", num_envs=4, batch_size=2, seed=2, render_mode="rgb_array")
+    envs.reset()
+    envs.step(np.zeros(2, np.int64), env_id=np.array([0, 1]))
+    frames = envs.render()
+    assert len(frames) == 4 and frames[0].shape == (320, 320, 3)
+    # Breakout's bricks (its highest channel) fill rows 1-3; rows 1 and 2 are whole after a step.
+    brick = frames[0][1 * 32 + 16, 16]
+    assert brick.tolist() != [0, 0, 0]
+    assert (frames[0][32:96] == brick).all()
+
+
+def test_render_refusals():
+    with pytest.raises(RuntimeError, match=r"render_mode='rgb_array'"):
+        envs = make("CartPole-v1")
+        envs.reset()
+        envs.render()
+    assert make("CartPole-v1").metadata["render_modes"] == []
+    with pytest.raises(ValueError, match=r"render_mode must be None or 'rgb_array', got 'human'"):
+        make("CartPole-v1", render_mode="human")
+    with pytest.raises(ValueError, match=r"MuJoCo/Hopper-v5 cannot be rendered"):
+        make("MuJoCo/Hopper-v5", render_mode="rgb_array")
