@@ -130,6 +130,16 @@ async function showConfig(run) {
   const response = await fetch("/api/config?run=" + encodeURIComponent(run.id), { cache: "no-store" });
   $("config-title").textContent = "Config: " + run.name;
   $("config").textContent = await response.text();
+  // Its newest video (concord eval RUN --video RUN/videos/NAME.mp4), when it has one.
+  const video = await getJson("/api/video?run=" + encodeURIComponent(run.id));
+  const box = $("video");
+  box.textContent = "";
+  if (!video.file) return;
+  const player = document.createElement(video.file.endsWith(".gif") ? "img" : "video");
+  if (player.tagName === "VIDEO") Object.assign(player, { controls: true, autoplay: true, loop: true, muted: true });
+  player.src = video.file;
+  player.title = video.file.split("/").pop();
+  box.appendChild(player);
 }
 
 function updateRowCounts() {
@@ -160,8 +170,11 @@ async function poll() {
   const started = performance.now();
   const runs = [...state.runs.values()].filter((r) => r.shown);
   if (runs.length === 0) return;
-  const query = runs.map((r) => "run=" + encodeURIComponent(r.id) + "&from=" + (r.data.length ? r.data[0].length : 0) +
-                                "&generation=" + Math.max(r.generation, 0)).join("&");
+  // One comma-separated list each for from and generation: cpp-httplib keeps only one of several
+  // equal key=value pairs, so seeds with as many rows would lose their "from".
+  const query = runs.map((r) => "run=" + encodeURIComponent(r.id)).join("&") +
+                "&from=" + runs.map((r) => (r.data.length ? r.data[0].length : 0)).join(",") +
+                "&generation=" + runs.map((r) => Math.max(r.generation, 0)).join(",");
   const reply = await getJson("/api/metrics?" + query);
   let changed = false;
   reply.runs.forEach((r, i) => { if (merge(runs[i], r)) changed = true; });

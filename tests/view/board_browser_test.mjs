@@ -1,6 +1,7 @@
 // `concord board` in a real browser: Debian's Chromium, headless, driven by playwright-core (npm,
 // third_party/npm). While a short `concord train` writes its run, the page must show the run's
-// return curve with more points on a second look; the server must refuse paths out of its run root;
+// return curve with more points on a second look, then the video `concord eval --video` made of it;
+// the server must refuse paths out of its run root;
 // Ctrl-C must stop it within a second with one line. Run by ctest (board_browser):
 //   node tests/view/board_browser_test.mjs --concord build/concord [--screenshot docs/board.png]
 import { spawn } from "node:child_process";
@@ -96,13 +97,23 @@ try {
   check(second > first, `the live run's return curve grows: ${first} then ${second} points`);
   check(await page.locator(".chart").count() >= 3, "charts for return, losses and entropy are drawn");
   check(requests.every((u) => u.startsWith(url)), "the page loads nothing from outside the board");
+  // The run stopped (Ctrl-C keeps its checkpoint) and its agent filmed where the board looks for videos.
+  train.kill("SIGINT");
+  await train.exited;
+  const id = fs.readdirSync(runs)[0];
+  const film = start(["eval", path.join(runs, id), "--video", path.join(runs, id, "videos", "episode.gif")]);
+  check((await film.exited).code === 0, "concord eval --video films the run: " + film.output.trim());
   await page.locator(".run .name").first().click();
   await until("the run's config", 5, () => page.locator("#config").innerText().then((t) => t.includes("[algo")));
   check(true, "clicking a run shows its config.toml");
+  const width = await until("the run's video", 10, () => page.evaluate(() => {
+    const picture = document.querySelector("#video img");
+    return picture && picture.complete ? picture.naturalWidth : 0;
+  }));
+  check(width === 600, `and its newest video, played on the page (${width} pixels wide)`);
   await page.screenshot({ path: screenshot });
   check(fs.statSync(screenshot).size > 10000, "screenshot written to " + screenshot);
 
-  const id = fs.readdirSync(runs)[0];
   for (const bad of ["/files/0/../secret.txt", `/files/0/${id}/../../secret.txt`, "/files/0/%2e%2e/secret.txt",
                      "/files/0/..%2fsecret.txt", "/files/0//etc/passwd", "/files/0/%2fetc%2fpasswd",
                      "/files/1/secret.txt", "/../secret.txt", "/files/0/" + encodeURIComponent(path.join(work, "secret.txt"))]) {
@@ -120,8 +131,6 @@ try {
   check(exit !== null, `Ctrl-C stops the board within a second (${Date.now() - stopped} ms)`);
   const tail = board.output.slice(before.length).trim().split("\n");
   check(tail.length === 1 && tail[0] === "board: stopped", "with one line: " + JSON.stringify(tail));
-  train.kill("SIGINT");
-  await train.exited;
 } catch (error) {
   check(false, String(error && error.stack || error));
 } finally {

@@ -1,5 +1,6 @@
 #include "concord/view/board_server.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -80,6 +81,19 @@ TEST_F(BoardServerTest, ListsRunsAndServesOnlyNewRows) {
   EXPECT_EQ(reply["from"], 0);
   EXPECT_EQ(reply["rows"].size(), 3u);
 
+  // Two runs with as many rows: each keeps its own "from" (cpp-httplib merges a repeated key=value).
+  const fs::path twin = dir_ / "runs" / "CartPole-v1__train__2__t";
+  fs::create_directories(twin);
+  write_bytes(twin / "config.toml", "[run]\nseed = 2\n");
+  write_bytes(twin / "metrics.csv", "step,wall_time,charts/episodic_return\n100,10,\n200,11,20\n300,12,30\n");
+  const json both = json::parse(
+      get("/api/metrics?" + id + "&run=0%2FCartPole-v1__train__2__t&from=3,3&generation=0,0")->body)["runs"];
+  ASSERT_EQ(both.size(), 2u);
+  for (const json& run : both) {
+    EXPECT_EQ(run["from"], 3) << run["id"];
+    EXPECT_EQ(run["rows"].size(), 0u) << run["id"];
+  }
+
   EXPECT_EQ(get("/api/config?" + id)->body, "[run]\nseed = 1\n");
   EXPECT_EQ(get("/api/config?run=0/nope")->status, 404);
   EXPECT_EQ(get("/")->body, "<html>board</html>");
@@ -97,6 +111,27 @@ TEST_F(BoardServerTest, ServesFilesUnderTheRootOnly) {
     EXPECT_EQ(result->status, 404) << path;
     EXPECT_EQ(result->body.find("outside the root"), std::string::npos) << path;
   }
+}
+
+TEST_F(BoardServerTest, NamesTheRunsNewestVideo) {
+  const std::string id = "run=0%2FCartPole-v1__train__1__t";
+  EXPECT_EQ(get("/api/video?" + id)->body, R"({"file":null})");
+  EXPECT_EQ(get("/api/video?run=0/nope")->status, 404);
+  fs::create_directories(run_ / "videos");
+  write_bytes(run_ / "episode.gif", "GIF89a");
+  write_bytes(run_ / "videos" / "later.mp4", "mp4");
+  write_bytes(run_ / "videos" / "notes.txt", "not a video");
+  fs::last_write_time(run_ / "episode.gif", fs::file_time_type::clock::now() - std::chrono::hours(1));
+  const std::string file = json::parse(get("/api/video?" + id)->body)["file"];
+  EXPECT_EQ(file, "/files/0/CartPole-v1__train__1__t/videos/later.mp4");
+  const auto served = get(file);
+  EXPECT_EQ(served->body, "mp4");
+  EXPECT_EQ(served->get_header_value("Content-Type"), "video/mp4");
+  // A link to a video outside the run is not offered.
+  fs::remove(run_ / "videos" / "later.mp4");
+  write_bytes(dir_ / "outside.mp4", "outside the root");
+  fs::create_symlink(dir_ / "outside.mp4", run_ / "videos" / "linked.mp4");
+  EXPECT_EQ(json::parse(get("/api/video?" + id)->body)["file"], "/files/0/CartPole-v1__train__1__t/episode.gif");
 }
 
 TEST_F(BoardServerTest, FileUnderRootRefusesEveryWayOut) {

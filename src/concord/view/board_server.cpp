@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -47,6 +49,43 @@ const char* content_type(const fs::path& path) {
   if (extension == ".gif") return "image/gif";
   if (extension == ".mp4") return "video/mp4";
   return "application/octet-stream";
+}
+
+// The run's newest video (`concord eval RUN --video RUN/videos/NAME.mp4|gif`, or one in the run
+// directory itself) as a '/'-separated path under its run root, or "" for none. Links are not
+// followed, as list_runs does not follow them.
+std::string latest_video(const RunInfo& run) {
+  std::string newest;
+  fs::file_time_type newest_time{};
+  for (const std::string folder : {"", "videos"}) {
+    std::error_code error;
+    const fs::path directory = folder.empty() ? run.directory : run.directory / folder;
+    if (!fs::is_directory(fs::symlink_status(directory, error))) continue;
+    for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
+      const std::string extension = entry.path().extension().string();
+      if ((extension != ".mp4" && extension != ".gif") || !entry.is_regular_file(error) || entry.is_symlink(error)) {
+        continue;
+      }
+      const fs::file_time_type time = entry.last_write_time(error);
+      if (error || (!newest.empty() && time <= newest_time)) continue;
+      newest_time = time;
+      const fs::path inside = folder.empty() ? entry.path().filename() : fs::path(folder) / entry.path().filename();
+      newest = (run.relative == "." ? inside : fs::path(run.relative) / inside).generic_string();
+    }
+  }
+  return newest;
+}
+
+// "1,2,3" as {"1", "2", "3"}; "" as none.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (!text.empty() && start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
 }
 
 void send_file(httplib::Response& response, const fs::path& path) {
@@ -197,6 +236,8 @@ void BoardServer::register_routes() {
 
   server.Get("/api/metrics", [this](const httplib::Request& request, httplib::Response& response) {
     const std::size_t count = request.get_param_value_count("run");
+    const std::vector<std::string> froms = split_list(request.get_param_value("from"));
+    const std::vector<std::string> generations = split_list(request.get_param_value("generation"));
     json out = json::array();
     std::lock_guard<std::mutex> lock(mutex_);
     for (std::size_t i = 0; i < count; ++i) {
@@ -211,10 +252,8 @@ void BoardServer::register_routes() {
       std::size_t from = 0;
       uint64_t generation = ~uint64_t{0};
       try {
-        if (i < request.get_param_value_count("from")) from = std::stoull(request.get_param_value("from", i));
-        if (i < request.get_param_value_count("generation")) {
-          generation = std::stoull(request.get_param_value("generation", i));
-        }
+        if (i < froms.size()) from = std::stoull(froms[i]);
+        if (i < generations.size()) generation = std::stoull(generations[i]);
       } catch (const std::exception&) {
         from = 0;
       }
@@ -246,6 +285,17 @@ void BoardServer::register_routes() {
     Run* run = find_locked(request.get_param_value("run"));
     if (run == nullptr) return not_found(response, "no such run");
     send_file(response, run->info.directory / "config.toml");
+  });
+
+  server.Get("/api/video", [this](const httplib::Request& request, httplib::Response& response) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Run* run = find_locked(request.get_param_value("run"));
+    if (run == nullptr) return not_found(response, "no such run");
+    const std::string video = latest_video(run->info);
+    response.set_content(
+        json{{"file", video.empty() ? json(nullptr) : json("/files/" + std::to_string(run->info.root) + "/" + video)}}
+            .dump(),
+        "application/json");
   });
 
   // /files/<root>/<path>: the path is checked by file_under_root, never joined unchecked.

@@ -30,11 +30,15 @@ struct BoardAssets {
 //
 //   GET /                       the page, its script and style; /uplot/...: uPlot's files
 //   GET /api/runs               {"runs": [{id, name, root, group, columns, rows}], "groups": [...]}
-//   GET /api/metrics?run=ID&from=N&generation=G (repeatable, in that order)
+//   GET /api/metrics?run=ID1&run=ID2...&from=N1,N2...&generation=G1,G2...
 //                               {"runs": [{id, generation, from, columns, rows: [[step, wall, ...]]}]}:
-//                               the rows from N on, or all of them when G is not the table's
-//                               generation (the file was rewritten); empty cells are null
+//                               run i's rows from Ni on, or all of them when Gi is not the table's
+//                               generation (the file was rewritten); empty cells are null. The
+//                               numbers are lists, not repeated keys: cpp-httplib drops a repeated
+//                               key=value pair, so two runs' equal "from=N" would become one.
 //   GET /api/config?run=ID      the run's config.toml
+//   GET /api/video?run=ID       {"file": "/files/ROOT/PATH"} of the run's newest video (*.mp4 or
+//                               *.gif in the run directory or its videos/), or {"file": null}
 //   GET /files/ROOT/PATH        a file under run root number ROOT (served_file.h's checks)
 //
 // A run is re-read only when its file grew (view::MetricsTable), so polling a live run is cheap.
