@@ -199,7 +199,7 @@ fi
 # tiny). x is the thread, rank, worker or agent count of a point on a curve.
 if [ "$dry" = 1 ]; then
   # One point per curve (x = 2): every process start costs about a second of CPU here.
-  xs=(2); ppo_xs=(2); top=2; roll_envs=64; roll_steps=(20000 10000); ppo_steps=1024
+  xs=(2); ppo_xs=(2); top=2; roll_envs=(64 64 16); roll_steps=(20000 10000 2000); ppo_steps=1024
   ppo_extra=(--set algo.ppo.num_steps=32)
   ml=(--max-ranks 1 --updates 1 --num-steps 16 --timeout 60)
   ap=(--actors 1 --envs-per-actor 2 --num-steps 16 --updates 1 --timeout 60)
@@ -209,7 +209,9 @@ if [ "$dry" = 1 ]; then
   tests_filter=(--gtest_filter='*Cuda*' --gtest_filter='*Nccl*' --gtest_filter='CheckpointTest.RoundTripsMetadataAndTensorsExactly'
     --gtest_filter='ApexProcesses.EveryActorsStepsReachTheLearnerInOrderAndParametersReachTheActors')
 else
-  xs=(1 2 4 8 16); ppo_xs=(1 16 2 4 8); top=16; roll_envs=4096; roll_steps=(40000000 16000000); ppo_steps=20480; ppo_extra=()
+  # MuJoCo: 64 envs (each mjData holds MuJoCo 2.2's 10 MB arena), HalfCheetah about 25k steps/s a core.
+  xs=(1 2 4 8 16); ppo_xs=(1 16 2 4 8); top=16; roll_envs=(4096 4096 64); roll_steps=(40000000 16000000 200000)
+  ppo_steps=20480; ppo_extra=()
   ml=(--max-ranks 16 --updates 10 --timeout 60)
   ap=(--actors 1 2 4 8 16 --envs-per-actor 8 --updates 3 --timeout 60)
   dp=(--workers 1,2,4,8,16 --batch 256 --steps 4 --warmup 1 --allreduce-repeats 3 --extrapolate-to 16 --timeout 60)
@@ -258,11 +260,12 @@ fi
 
 # 2a. CPU scaling, each a curve over xs (taskset: x cores for x threads): env stepping.
 if wanted env; then
-  for e in 0 1; do
-    env_id=$([ "$e" = 0 ] && echo CartPole-v1 || echo MinAtar/Breakout-v1)
+  roll_ids=(CartPole-v1 MinAtar/Breakout-v1 MuJoCo/HalfCheetah-v5)
+  for e in 0 1 2; do
+    env_id=${roll_ids[e]}
     for x in "${xs[@]}"; do
-      run rollout env "env_${env_id//\//-}_x$x" "$env_id, $roll_envs envs" "$x" 60 -- $(pin "$x") "$concord" rollout \
-        --env "$env_id" --num-envs "$roll_envs" --threads "$x" --steps $((roll_steps[e] * x)) --seed 1 \
+      run rollout env "env_${env_id//\//-}_x$x" "$env_id, ${roll_envs[e]} envs" "$x" 60 -- $(pin "$x") "$concord" rollout \
+        --env "$env_id" --num-envs "${roll_envs[e]}" --threads "$x" --steps $((roll_steps[e] * x)) --seed 1 \
         --progress off --run-root "$work/runs"
     done
   done
