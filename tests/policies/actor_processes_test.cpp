@@ -3,6 +3,7 @@
 #include "concord/policies/actor_processes.h"
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
@@ -124,6 +125,16 @@ TEST(ActorProcessesLearning, AsynchronousActorsLagOneUpdateAndStillLearn) {
     return outcome.eval_mean;
   };
   EXPECT_TRUE(test::learns(train, test::LearningBar{100.0}));
+}
+
+// An agent with memory: each actor rank keeps its envs' states, and every segment carries its
+// episode starts and the state each env began it with to the learner, which re-runs them.
+TEST(ActorProcesses, RecurrentSegmentsCarryTheirStartStatesToTheLearner) {
+  const LearnerOutcome outcome = run(3, 4'096, fast_ppo_config({"algo.recurrent=\"lstm\"", "algo.recurrent_size=8"}));
+  for (const std::string& error : outcome.errors) EXPECT_EQ(error, "");
+  EXPECT_EQ(outcome.state.global_step, 4'096);
+  EXPECT_EQ(outcome.state.updates, 8);
+  EXPECT_TRUE(std::isfinite(outcome.last_metrics.at("losses/value_loss")));
 }
 
 TEST(ActorProcesses, ParametersEveryKUpdatesGrowTheLag) {

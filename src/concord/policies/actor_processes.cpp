@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -21,11 +23,31 @@ namespace {
 
 constexpr size_t kFields = algos::Rollout::kFields;
 
+// The names of a recurrent network's state, in the order they travel; none without memory.
+std::vector<std::string> state_names(algos::OnPolicyLearner& learner) {
+  std::vector<std::string> names;
+  if (!learner.acts_with_memory()) return names;
+  for (const auto& entry : learner.model()->initial_state(1)) names.push_back(entry.first);
+  return names;
+}
+
 // The rollout's fields in the order they travel: owned copies, since the collector reuses its
-// buffers for the next rollout while these are sent.
-std::vector<torch::Tensor> segment_of(const algos::Rollout& rollout) {
+// buffers for the next rollout while these are sent. With memory, the episode starts and the
+// state each env's sequence began from follow (the initial state, zeros, before the first act).
+std::vector<torch::Tensor> segment_of(const algos::Rollout& rollout, nn::ActorCritic& model,
+                                      const std::vector<std::string>& state) {
   std::vector<torch::Tensor> fields;
   for (const torch::Tensor* field : rollout.fields()) fields.push_back(field->to(torch::kCPU).contiguous().clone());
+  if (state.empty()) return fields;
+  fields.push_back(rollout.episode_starts.to(torch::kCPU).contiguous().clone());
+  const algos::TensorMap initial = model->initial_state(rollout.num_envs());
+  for (const std::string& name : state) {
+    const auto found = rollout.initial_state.find(name);
+    fields.push_back((found != rollout.initial_state.end() ? found->second : initial.at(name))
+                         .to(torch::kCPU, torch::kFloat32)
+                         .contiguous()
+                         .clone());
+  }
   return fields;
 }
 
@@ -92,7 +114,9 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
         spdlog::warn("actor rank {} failed and was dropped ({} actor(s) left): {}", rank, left, reason);
       }};
   runtime::ActorRanks actors(communicator_, failures);
-  actors.receive_descriptions(static_cast<int64_t>(kFields), "rollout", false);
+  const std::vector<std::string> state_fields = state_names(learner_);
+  const size_t memory_fields = state_fields.empty() ? 0 : 1 + state_fields.size();
+  actors.receive_descriptions(static_cast<int64_t>(kFields + memory_fields), "rollout", false);
   std::vector<runtime::Segment> segments(static_cast<size_t>(actors.size()));
   std::vector<algos::Rollout> rollouts(segments.size());  // the segments' fields, as rollouts
   // The parameters each actor's next rollout is collected with, by the update they are from: an
@@ -117,6 +141,13 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       if (!actors.receive_segment(a, segment, deadline, "sent no rollout")) continue;
       const auto fields = rollouts[static_cast<size_t>(a)].fields();
       for (size_t field = 0; field < kFields; ++field) *fields[field] = segment.fields[field];
+      if (!state_fields.empty()) {
+        algos::Rollout& rollout = rollouts[static_cast<size_t>(a)];
+        rollout.episode_starts = segment.fields[kFields];
+        for (size_t i = 0; i < state_fields.size(); ++i) {
+          rollout.initial_state[state_fields[i]] = segment.fields[kFields + 1 + i];
+        }
+      }
       parts.push_back(&rollouts[static_cast<size_t>(a)]);
       const size_t i = static_cast<size_t>(a);
       lag_sum += static_cast<double>(state.updates - (config_.synchronous ? sent[i] : sent_before[i]));
@@ -167,9 +198,10 @@ void ActorProcessesPolicy::act() {
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };
+  const std::vector<std::string> state = state_names(learner_);
   const auto collect = [&] {
     finished.clear();
-    return segment_of(collector.collect(model, on_episode));
+    return segment_of(collector.collect(model, on_episode), model, state);
   };
   // Control k; false when it says stop. Parameters that follow it act from now on.
   const auto receive_control = [&] { return learner.receive(acting_parameters(learner_)).go_on; };

@@ -115,7 +115,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth,
                                        Memory::kCarried, "one learner per process"));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
-                                         Memory::kNone, "actor processes, one learner"));
+                                         Memory::kCarried, "actor processes, one learner"));
   registry.add("apex",
                policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, Memory::kNone, "Ape-X"));
   registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth, Memory::kCarried,
@@ -174,11 +174,13 @@ bool carries_memory(const PolicyEntry& entry, bool on_policy) {
   return entry.memory == Memory::kCarried || (entry.memory == Memory::kOnPolicyCarried && on_policy);
 }
 
-// The policies that carry the memory of a learner of this family, for a refusal.
+// The policies that drive a learner of this family and carry its memory, for a refusal.
 std::string policies_with_memory(bool on_policy) {
   std::string able;
   for (const auto& [other, candidate] : policies().entries()) {
-    if (carries_memory(candidate, on_policy)) able += (able.empty() ? "" : ", ") + other;
+    const bool drives = candidate.families == Families::kBoth ||
+                        candidate.families == (on_policy ? Families::kOnPolicy : Families::kOffPolicy);
+    if (drives && carries_memory(candidate, on_policy)) able += (able.empty() ? "" : ", ") + other;
   }
   return able;
 }
