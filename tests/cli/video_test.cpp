@@ -54,8 +54,11 @@ RgbFrame draw(const std::string& env_id, const std::vector<float>& observation) 
   return frame;
 }
 
-// Frames in a video file, decoded by libavformat and libavcodec.
-int decoded_frames(const std::filesystem::path& file, int* width, int* height) {
+void copy_rgb(const AVFrame& frame, RgbFrame& out);
+
+// Frames in a video file, decoded by libavformat and libavcodec; `first` gets the first frame's
+// pixels where the decoder gives palette indices or 32-bit colour (GIF).
+int decoded_frames(const std::filesystem::path& file, int* width, int* height, RgbFrame* first = nullptr) {
   AVFormatContext* format = nullptr;
   if (avformat_open_input(&format, file.c_str(), nullptr, nullptr) < 0) return -1;
   avformat_find_stream_info(format, nullptr);
@@ -70,7 +73,9 @@ int decoded_frames(const std::filesystem::path& file, int* width, int* height) {
   AVFrame* frame = av_frame_alloc();
   int frames = 0;
   const auto drain = [&] {
-    while (avcodec_receive_frame(codec, frame) == 0) ++frames;
+    while (avcodec_receive_frame(codec, frame) == 0) {
+      if (frames++ == 0 && first != nullptr) copy_rgb(*frame, *first);
+    }
   };
   while (av_read_frame(format, packet) >= 0) {
     if (packet->stream_index == stream && avcodec_send_packet(codec, packet) == 0) drain();
@@ -83,6 +88,26 @@ int decoded_frames(const std::filesystem::path& file, int* width, int* height) {
   avcodec_free_context(&codec);
   avformat_close_input(&format);
   return frames;
+}
+
+void copy_rgb(const AVFrame& frame, RgbFrame& out) {
+  out = RgbFrame{frame.width, frame.height, std::vector<uint8_t>(static_cast<size_t>(frame.width) * frame.height * 3)};
+  for (int y = 0; y < frame.height; ++y) {
+    for (int x = 0; x < frame.width; ++x) {
+      uint32_t colour = 0;  // 0xAARRGGBB
+      if (frame.format == AV_PIX_FMT_PAL8) {
+        colour = reinterpret_cast<const uint32_t*>(frame.data[1])[frame.data[0][y * frame.linesize[0] + x]];
+      } else if (frame.format == AV_PIX_FMT_BGRA) {
+        colour = *reinterpret_cast<const uint32_t*>(frame.data[0] + y * frame.linesize[0] + 4 * x);
+      } else {
+        return;
+      }
+      uint8_t* p = out.pixels.data() + (static_cast<size_t>(y) * frame.width + x) * 3;
+      p[0] = static_cast<uint8_t>(colour >> 16);
+      p[1] = static_cast<uint8_t>(colour >> 8);
+      p[2] = static_cast<uint8_t>(colour);
+    }
+  }
 }
 
 TEST(Rendering, CartPoleAsGymnasiumDrawsIt) {
@@ -116,6 +141,7 @@ TEST(Rendering, EveryClassicControlFamilyDraws) {
   EXPECT_NE(concord::envs::make_observation_renderer(concord::envs::make_env("MountainCarContinuous-v0")->spec()),
             nullptr);
   EXPECT_EQ(concord::envs::make_observation_renderer(concord::envs::make_env("DeepSea5-v0")->spec()), nullptr);
+  EXPECT_EQ(concord::envs::make_observation_renderer(concord::envs::make_env("MuJoCo/Hopper-v5")->spec()), nullptr);
 }
 
 TEST(Rendering, MinAtarCellsInTheirChannelsColours) {
@@ -162,6 +188,21 @@ TEST(VideoWriter, Mp4AndGifHoldEveryFrame) {
   EXPECT_THROW(concord::cli::VideoWriter(dir / "clip.avi", 64, 48, 25), std::runtime_error);
 }
 
+TEST(VideoWriter, GifKeepsThePicturesOwnColours) {
+  const RgbFrame cartpole = draw("CartPole-v1", {0.0f, 0.0f, 0.0f, 0.0f});
+  const auto file = fresh_dir("gif") / "cartpole.gif";
+  concord::cli::VideoWriter writer(file, cartpole.width, cartpole.height, 50);
+  writer.add(cartpole);
+  writer.finish();
+  int width = 0, height = 0;
+  RgbFrame decoded;
+  ASSERT_EQ(decoded_frames(file, &width, &height, &decoded), 1);
+  ASSERT_EQ(decoded.width, 600) << "the decoder gave neither palette indices nor 32-bit colour";
+  for (const auto& [x, y] : std::vector<std::pair<int, int>>{{300, 250}, {300, 293}, {280, 290}, {100, 300}, {5, 5}}) {
+    EXPECT_EQ(at(decoded, x, y), at(cartpole, x, y)) << x << "," << y;
+  }
+}
+
 TEST(EvalVideo, FilmsOneEpisodeOfATrainedAgent) {
   const auto root = fresh_dir("eval");
   const concord::test::CommandResult train =
@@ -169,13 +210,14 @@ TEST(EvalVideo, FilmsOneEpisodeOfATrainedAgent) {
   ASSERT_EQ(train.exit_code, 0) << train.output;
   const std::filesystem::path run_dir = concord::test::run_directories(root).at(0);
   const concord::test::CommandResult eval =
-      concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.mp4").string());
+      concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "videos" / "episode.mp4").string());
   ASSERT_EQ(eval.exit_code, 0) << eval.output;
   int width = 0, height = 0;
-  const int frames = decoded_frames(root / "episode.mp4", &width, &height);
-  EXPECT_THAT(eval.output, HasSubstr("video " + (root / "episode.mp4").string() + ": " + std::to_string(frames) +
-                                     " frames of one episode"));
-  EXPECT_GE(frames, 9);  // CartPole falls after 8 steps at the soonest; one frame a step and the first
+  const int frames = decoded_frames(root / "videos" / "episode.mp4", &width, &height);
+  EXPECT_THAT(eval.output, HasSubstr("video " + (root / "videos" / "episode.mp4").string() + ": " +
+                                     std::to_string(frames) + " frames of one episode"));
+  EXPECT_GE(frames, 9);  // and videos/ was made for it  // CartPole falls after 8 steps at the soonest; one frame a
+                         // step and the first
   EXPECT_EQ(width, 600);
   const concord::test::CommandResult wrong =
       concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.avi").string());

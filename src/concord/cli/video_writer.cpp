@@ -1,8 +1,14 @@
 #include "concord/cli/video_writer.h"
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -24,6 +30,70 @@ std::string av_error(int code) {
   return text;
 }
 
+// A GIF's 256 colours: the first frame's 40 most frequent (an env's picture is a few flat
+// colours and their anti-aliased edges, drawn exactly) and a 6x6x6 colour cube for what appears
+// later (a MinAtar object not yet on the first frame), with a table from 15-bit colour to the
+// nearest of them. libswscale's fixed 3-3-2 palette turned CartPole's brown pole and grey track
+// yellow.
+class GifPalette {
+ public:
+  explicit GifPalette(const envs::RgbFrame& frame) {
+    std::unordered_map<uint32_t, int> counts;
+    for (size_t i = 0; i + 2 < frame.pixels.size(); i += 3) {
+      ++counts[(uint32_t{frame.pixels[i]} << 16) | (uint32_t{frame.pixels[i + 1]} << 8) | frame.pixels[i + 2]];
+    }
+    std::vector<std::pair<int, uint32_t>> ranked;
+    for (const auto& [colour, count] : counts) ranked.emplace_back(count, colour);
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a > b; });
+    size_t used = 0;
+    for (; used < ranked.size() && used < kFromFrame; ++used) colours_[used] = 0xFF000000u | ranked[used].second;
+    for (uint32_t r = 0; r < 6; ++r) {
+      for (uint32_t g = 0; g < 6; ++g) {
+        for (uint32_t b = 0; b < 6; ++b) colours_[used++] = 0xFF000000u | (r * 51 << 16) | (g * 51 << 8) | (b * 51);
+      }
+    }
+    for (uint32_t bin = 0; bin < nearest_.size(); ++bin) {
+      const int r = static_cast<int>((bin >> 10) << 3) + 4, g = static_cast<int>(((bin >> 5) & 31) << 3) + 4,
+                b = static_cast<int>((bin & 31) << 3) + 4;
+      int best = 0, best_distance = 1 << 30;
+      for (size_t c = 0; c < used; ++c) {
+        const int dr = r - static_cast<int>((colours_[c] >> 16) & 255),
+                  dg = g - static_cast<int>((colours_[c] >> 8) & 255), db = b - static_cast<int>(colours_[c] & 255);
+        const int distance = dr * dr + dg * dg + db * db;
+        if (distance < best_distance) {
+          best_distance = distance;
+          best = static_cast<int>(c);
+        }
+      }
+      nearest_[bin] = static_cast<uint8_t>(best);
+    }
+    // The first frame's colours map to themselves, whatever their bin's centre is nearest to.
+    for (size_t c = std::min(ranked.size(), kFromFrame); c-- > 0;) {
+      nearest_[bin_of(colours_[c])] = static_cast<uint8_t>(c);
+    }
+  }
+
+  // Writes `frame` as palette indices into `indices` (rows `stride` bytes apart) and the palette.
+  void convert(const envs::RgbFrame& frame, uint8_t* indices, int stride, uint8_t* palette) const {
+    for (int y = 0; y < frame.height; ++y) {
+      const uint8_t* in = frame.pixels.data() + static_cast<size_t>(y) * frame.width * 3;
+      uint8_t* out = indices + static_cast<ptrdiff_t>(y) * stride;
+      for (int x = 0; x < frame.width; ++x, in += 3) {
+        out[x] = nearest_[((in[0] >> 3) << 10) | ((in[1] >> 3) << 5) | (in[2] >> 3)];
+      }
+    }
+    std::copy(colours_.begin(), colours_.end(), reinterpret_cast<uint32_t*>(palette));
+  }
+
+ private:
+  static uint32_t bin_of(uint32_t colour) {
+    return (((colour >> 19) & 31) << 10) | (((colour >> 11) & 31) << 5) | ((colour >> 3) & 31);
+  }
+  static constexpr size_t kFromFrame = 256 - 216;
+  std::array<uint32_t, 256> colours_{};
+  std::array<uint8_t, 1 << 15> nearest_{};
+};
+
 }  // namespace
 
 struct VideoWriter::State {
@@ -38,7 +108,8 @@ struct VideoWriter::State {
   AVStream* stream = nullptr;
   AVFrame* picture = nullptr;
   AVPacket* packet = nullptr;
-  SwsContext* scaler = nullptr;
+  SwsContext* scaler = nullptr;         // RGB to the MP4 encoder's YUV
+  std::unique_ptr<GifPalette> palette;  // RGB to a GIF's indexed colours
 
   [[noreturn]] void fail(const std::string& what, int code) const {
     throw std::runtime_error("video '" + file.string() + "': " + what + (code < 0 ? ": " + av_error(code) : ""));
@@ -92,6 +163,12 @@ VideoWriter::VideoWriter(const std::filesystem::path& file, int width, int heigh
   // libx264 prints its settings and statistics at FFmpeg's default level; errors still come through.
   av_log_set_level(AV_LOG_ERROR);
   const bool gif = is_gif(file);
+  // A new folder is made, so that `--video RUN/videos/NAME.mp4` (where the board finds it) just works.
+  if (file.has_parent_path()) {
+    std::error_code error;
+    std::filesystem::create_directories(file.parent_path(), error);
+    if (error) s.fail("cannot make its folder: " + error.message(), 0);
+  }
   s.temporary = file;
   s.temporary += ".partial";
   s.check(avformat_alloc_output_context2(&s.format, nullptr, gif ? "gif" : "mp4", s.temporary.c_str()),
@@ -104,7 +181,7 @@ VideoWriter::VideoWriter(const std::filesystem::path& file, int width, int heigh
   s.codec->height = height;
   s.codec->time_base = AVRational{1, frames_per_second};
   s.codec->framerate = AVRational{frames_per_second, 1};
-  s.codec->pix_fmt = gif ? AV_PIX_FMT_RGB8 : AV_PIX_FMT_YUV420P;
+  s.codec->pix_fmt = gif ? AV_PIX_FMT_PAL8 : AV_PIX_FMT_YUV420P;
   s.codec->gop_size = 2 * frames_per_second;
   if (encoder->id == AV_CODEC_ID_H264) {
     av_opt_set(s.codec->priv_data, "preset", "ultrafast", 0);
@@ -124,6 +201,7 @@ VideoWriter::VideoWriter(const std::filesystem::path& file, int width, int heigh
   s.picture->width = width;
   s.picture->height = height;
   s.check(av_frame_get_buffer(s.picture, 0), "a frame buffer");
+  if (gif) return;
   s.scaler = sws_getContext(width, height, AV_PIX_FMT_RGB24, width, height, s.codec->pix_fmt, SWS_POINT, nullptr,
                             nullptr, nullptr);
   if (s.scaler == nullptr) s.fail("no colour conversion to the encoder's pixels", 0);
@@ -137,7 +215,12 @@ void VideoWriter::add(const envs::RgbFrame& frame) {
   s.check(av_frame_make_writable(s.picture), "a frame buffer");
   const uint8_t* source[1] = {frame.pixels.data()};
   const int source_stride[1] = {3 * frame.width};
-  sws_scale(s.scaler, source, source_stride, 0, s.height, s.picture->data, s.picture->linesize);
+  if (s.scaler != nullptr) {
+    sws_scale(s.scaler, source, source_stride, 0, s.height, s.picture->data, s.picture->linesize);
+  } else {
+    if (!s.palette) s.palette = std::make_unique<GifPalette>(frame);
+    s.palette->convert(frame, s.picture->data[0], s.picture->linesize[0], s.picture->data[1]);
+  }
   s.picture->pts = s.frames++;
   s.encode(s.picture);
 }

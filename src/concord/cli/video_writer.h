@@ -8,8 +8,9 @@
 namespace concord::cli {
 
 // Writes RGB frames as a video through FFmpeg's libraries: H.264 (libx264, preset ultrafast) in
-// MP4 for a .mp4 file, GIF (colours reduced to 3-3-2 RGB by libswscale) for a .gif one. The file
-// appears once finish() has written it whole (a temporary beside it is renamed). Throws
+// MP4 for a .mp4 file, GIF (256 colours chosen from the first frame) for a .gif one. The file
+// appears once finish() has written it whole (a temporary beside it is renamed); missing folders
+// on its path are made. Throws
 // std::runtime_error naming the file and FFmpeg's reason.
 class VideoWriter {
  public:
