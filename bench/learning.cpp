@@ -214,6 +214,7 @@ int run(const Options& options) {
   for (const std::string& file : options.configs) {
     Config config(concord::cli::concord_schema());
     config.merge_file(file);
+    for (const std::string& assignment : options.overrides) config.apply_override(assignment);
     ConfigResult result;
     result.file = file;
     result.env_id = config.get_string("env.id");
