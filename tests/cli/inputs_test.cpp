@@ -21,6 +21,7 @@
 #include "concord/cli/config_bounds.h"
 #include "concord/cli/config_presets.h"
 #include "concord/cli/run_config.h"
+#include "concord/core/did_you_mean.h"
 #include "concord/core/run_dir_lock.h"
 
 #include "cli/concord_process.h"
@@ -300,6 +301,26 @@ TEST(Inputs, ARankJoiningSomethingThatIsNotAStoreEndsInOneLine) {
                                                      ": a process there accepted the connection but did not answer"));
   }
   EXPECT_TRUE(std::filesystem::is_empty(root));
+}
+
+// Issue 70, item 11: the smaller inputs. An empty run root is refused (it used to mean ./runs
+// silently); a name with a control character or of megabytes is refused by length and position,
+// not echoed whole; "did you mean" skips names too far apart in length to be a typo.
+TEST(Inputs, EmptyRootsAndNamesWithControlCharactersOrOfMegabytesAreRefused) {
+  const auto root = fresh_dir("small_items");
+  const CommandResult empty_flag = run_concord("train --run-root ''");
+  EXPECT_EQ(empty_flag.exit_code, 2) << empty_flag.output;
+  EXPECT_THAT(empty_flag.output, ::testing::HasSubstr("--run-root: expects a directory, got ''"));
+  EXPECT_EQ(refusal({"run.root=\"\""}), "run.root is empty: name the directory runs go under (default runs)");
+  EXPECT_EQ(refusal({"env.id=\"CartPole\\nv1\""}), "env.id holds a control character (0x0a at byte 8)");
+  const auto big = root / "big.toml";
+  std::ofstream(big) << "[env]\nid = \"" << std::string(5'000'000, 'x') << "\"\n";
+  const CommandResult huge = run_concord("train --config " + big.string() + " --run-root " + root.string());
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_EQ(huge.output, "concord: error: env.id is 5000000 bytes long (at most 4096)\n");
+  EXPECT_TRUE(concord::core::similar_names(std::string(1'000'000, 'x'), {"CartPole-v1"}).empty());
+  EXPECT_EQ(concord::core::similar_names("CartPole-v9", {"CartPole-v1"}), std::vector<std::string>{"CartPole-v1"});
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root), {}), 1);  // big.toml alone
 }
 
 // Issue 70, item 9: a signal in the program's first instants ends it with one line and status

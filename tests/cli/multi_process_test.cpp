@@ -175,6 +175,8 @@ TEST(MultiProcess, ResumeContinuesFromTheGlobalStep) {
   ASSERT_EQ(rank1.exit_code, 0) << rank1.output;
   EXPECT_THAT(rank0.output, HasSubstr("resumed at step 2048"));
   EXPECT_THAT(rank0.output, HasSubstr("4,096"));
+  // A rank that counts steps names the step it ended at (one that counts none says only "done").
+  EXPECT_THAT(rank1.output, HasSubstr("rank 1 done at step 4096"));
 }
 
 TEST(MultiProcess, APeerThatNeverJoinsIsNamed) {

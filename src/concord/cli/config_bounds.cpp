@@ -16,6 +16,7 @@ constexpr double kSteps = 1125899906842624.0;  // 2^50, as --total-timesteps
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 constexpr double kLongestSeconds = 1e6;  // 11.6 days: any longer wait is a typo
 constexpr const char* kOversubscribe = "run.allow_oversubscribe";
+constexpr size_t kLongestText = 4096;  // PATH_MAX: the longest path a string key holds
 
 // A number as a user would write it: whole numbers without a fraction.
 std::string number(double value) {
@@ -132,6 +133,22 @@ std::vector<std::string> config_bound_problems(const core::Config& config) {
         problems.push_back(
             with_note(key + "=" + std::to_string(*whole) + " is too large (at most " + limit + ")", note));
       }
+    } else if (const auto* text = std::get_if<std::string>(&value)) {
+      // A name or a path: a pasted file or a stray newline would reach messages and directory names.
+      if (text->size() > kLongestText) {
+        problems.push_back(key + " is " + std::to_string(text->size()) + " bytes long (at most " +
+                           std::to_string(kLongestText) + ")");
+        continue;
+      }
+      const auto control = std::find_if(text->begin(), text->end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+      });
+      if (control != text->end()) {
+        char code[8];
+        std::snprintf(code, sizeof(code), "0x%02x", static_cast<unsigned char>(*control));
+        problems.push_back(key + " holds a control character (" + code + " at byte " +
+                           std::to_string(control - text->begin()) + ")");
+      }
     } else if (const auto* real = std::get_if<double>(&value)) {
       const bool may_be_nan =
           std::holds_alternative<double>(entry.default_value) && std::isnan(std::get<double>(entry.default_value));
@@ -151,6 +168,10 @@ std::vector<std::string> config_bound_problems(const core::Config& config) {
             key + "=" + number(*real) + " is too large (at most " + number(bound->highest) + ")", bound->note));
       }
     }
+  }
+  // An empty run.root would put runs in the working directory's ./runs... or wherever "" leads.
+  if (config.schema().contains("run.root") && config.get_string("run.root").empty()) {
+    problems.push_back("run.root is empty: name the directory runs go under (default runs)");
   }
   // Relations between keys.
   const int64_t num_envs = config.get_int("env.num_envs");

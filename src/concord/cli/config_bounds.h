@@ -16,6 +16,7 @@ namespace concord::cli {
 //     times std::thread::hardware_concurrency(), unless run.allow_oversubscribe is true;
 //   - a float key is finite (nan only where its default is nan, "the task's own"), a timeout
 //     (*timeout_seconds) lies in (0, 10^6] and any other *_seconds key in [0, 10^6];
+//   - a string key (a name, a path) is at most 4096 bytes, without control characters;
 //   - relations: env.num_threads <= env.num_envs, and the chosen algorithm's num_minibatches at
 //     most the samples of its rollout (num_steps x env.num_envs) they divide.
 // Components still check what only they know (a batch size against a buffer, say).

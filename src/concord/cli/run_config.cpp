@@ -177,7 +177,10 @@ void add_run_flags(CLI::App& command, RunFlags& flags) {
       ->transform(count_between(1, int64_t{1} << 20));
   command.add_option("--threads", flags.num_threads, "Environment threads (env.num_threads)")
       ->transform(count_between(1, int64_t{1} << 20));
-  command.add_option("--run-root", flags.run_root, "Directory for run directories (run.root)");
+  command.add_option("--run-root", flags.run_root, "Directory for run directories (run.root)")
+      ->check(CLI::Validator(
+          [](std::string& text) { return text.empty() ? std::string("expects a directory, got ''") : std::string(); },
+          "DIR"));
   command.add_option("--progress", flags.progress, "auto, bar, plain or off (run.progress)")
       ->check(CLI::IsMember({"auto", "bar", "plain", "off"}));
 }

@@ -59,6 +59,7 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
   spdlog::info("rank {} of {}: training {} on {}", training.rank(), training.world_size(), training.algo(),
                training.env_spec().id);
   TrainingOutcome outcome{{}, training.algo(), training.env_spec().id, state, 0.0, 0, {}};
+  const int64_t start_step = state.global_step;
   core::Stopwatch clock;
   {
     // These ranks stop when rank 0 does, at an update, whether or not they have made one.
@@ -69,8 +70,9 @@ TrainingOutcome train_secondary_rank(TrainingRun& training, policies::TrainingSt
     training.train(state, callbacks);
     outcome.stop_signal = signals.signal();
   }
-  // An actor rank keeps no step count of its own: rank 0 counts the steps it sends.
-  if (state.global_step > 0) {
+  // An actor rank keeps no step count of its own (rank 0 counts the steps it sends): its state
+  // still holds the step a resume started at.
+  if (state.global_step > start_step) {
     spdlog::info("rank {} done at step {}", training.rank(), state.global_step);
   } else {
     spdlog::info("rank {} done", training.rank());

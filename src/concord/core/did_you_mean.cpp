@@ -39,6 +39,10 @@ std::vector<std::string> similar_names(const std::string& word, const std::vecto
   std::vector<std::pair<size_t, std::string>> close;
   for (const std::string& name : names) {
     if (name == word) continue;
+    // The distance is at least the difference in length: a pasted megabyte is no typo of any name,
+    // and its table of distances would take seconds and gigabytes to fill.
+    const size_t longer = std::max(typed.size(), name.size());
+    if (longer - std::min(typed.size(), name.size()) > allowed) continue;
     const size_t distance = edit_distance(typed, folded(name));
     if (distance <= allowed) close.emplace_back(distance, name);
   }
