@@ -1,6 +1,7 @@
 // Issue 70's probe as tests: every input bounded, every fault named. One writer per run directory;
 // the bounds of every count, timeout and coefficient a user can type (docs/inputs.md).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,6 +322,20 @@ TEST(Inputs, EmptyRootsAndNamesWithControlCharactersOrOfMegabytesAreRefused) {
   EXPECT_TRUE(concord::core::similar_names(std::string(1'000'000, 'x'), {"CartPole-v1"}).empty());
   EXPECT_EQ(concord::core::similar_names("CartPole-v9", {"CartPole-v1"}), std::vector<std::string>{"CartPole-v1"});
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root), {}), 1);  // big.toml alone
+}
+
+// Issue 70, item 10: a FIFO given to `concord eval` is refused (opening it would wait for a writer
+// forever), as it is given to --config.
+TEST(Inputs, AFifoIsNoCheckpoint) {
+  const auto fifo = fresh_dir("fifo") / "checkpoint.ckpt";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const CommandResult eval = run_concord("eval " + fifo.string());
+  EXPECT_EQ(eval.exit_code, 1);
+  EXPECT_EQ(eval.output,
+            "concord: error: checkpoint '" + fifo.string() + "': is not a regular file (a FIFO, socket or device)\n");
+  const CommandResult directory = run_concord("eval " + fifo.parent_path().string());
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_THAT(directory.output, ::testing::HasSubstr("is not a regular file"));
 }
 
 // Issue 70, item 9: a signal in the program's first instants ends it with one line and status

@@ -81,6 +81,10 @@ class CheckpointFile {
     if (status.type() == std::filesystem::file_type::directory) {
       fail(Kind::kUnreadable, "is a directory");
     }
+    // Opening a FIFO (or a device) would wait for a writer forever, and it has no size to check.
+    if (status.type() != std::filesystem::file_type::regular) {
+      fail(Kind::kUnreadable, "is not a regular file (a FIFO, socket or device)");
+    }
     in_.open(path, std::ios::binary);
     if (!in_) {
       fail(Kind::kUnreadable, std::strerror(errno));
