@@ -307,7 +307,13 @@ class DqnActorReplica final : public ActorReplica {
       : network_(std::dynamic_pointer_cast<nn::QNetworkImpl>(online->clone())),
         parameters_(*network_),
         actor_(network_, config),
-        gives_priority_inputs_(config.prioritized) {}
+        // A recurrent network's Q needs each step's state: its sequences enter at the maximum.
+        gives_priority_inputs_(config.prioritized && !network_->recurrent()) {
+    if (network_->recurrent()) {
+      for (const auto& entry : network_->initial_state(1))
+        state_fields_.push_back(kTransitionStatePrefix + entry.first);
+    }
+  }
 
   ActorOutput act(const ActorInput& input, const ActingContext& context) override { return actor_.act(input, context); }
   Metrics exploration(const ActingContext& context) const override { return actor_.exploration(context); }
@@ -328,6 +334,8 @@ class DqnActorReplica final : public ActorReplica {
     if (!gives_priority_inputs_) return {};
     return {transition::kActingQ, transition::kActingNextValue};
   }
+  std::vector<std::string> state_fields() const override { return state_fields_; }
+
   TensorMap priority_inputs(const TensorMap& transitions) override {
     if (!gives_priority_inputs_) return {};
     c10::NoGradGuard no_grad;
@@ -347,6 +355,7 @@ class DqnActorReplica final : public ActorReplica {
   nn::FlatParameters parameters_;
   EpsilonGreedyActor actor_;
   bool gives_priority_inputs_;
+  std::vector<std::string> state_fields_;
 };
 
 }  // namespace
@@ -371,11 +380,7 @@ Dqn::Dqn(DqnConfig config, torch::Device device)
   target_parameters_.values().detach().copy_(parameters_.values().detach());
 }
 
-std::unique_ptr<ActorReplica> Dqn::make_actor_replica() {
-  // A replica acts without the policy's per-env state; R2D2's actors are not built.
-  if (sequences_) return nullptr;
-  return std::make_unique<DqnActorReplica>(online_, config_);
-}
+std::unique_ptr<ActorReplica> Dqn::make_actor_replica() { return std::make_unique<DqnActorReplica>(online_, config_); }
 
 Dqn::Dqn(Dqn& primary, double final_epsilon)
     : config_(primary.config_),

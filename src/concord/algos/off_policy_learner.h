@@ -34,6 +34,10 @@ class ActorReplica : public Actor {
   // For N transitions this replica acted in (experience.h's fields, each [N, ...]): one [N]
   // float CPU tensor per name of priority_input_fields(), to travel with them to observe().
   virtual TensorMap priority_inputs(const TensorMap& /*transitions*/) { return {}; }
+  // For an actor with memory: the fields of a collected step that carry the state it acted from
+  // (sequence_replay.h's "state/<name>"), which must travel with each step to the learner, in a
+  // fixed order; none by default.
+  virtual std::vector<std::string> state_fields() const { return {}; }
 };
 
 // The off-policy family (DQN, SAC): transitions go into the learner's replay as they happen, and

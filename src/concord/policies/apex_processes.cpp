@@ -29,6 +29,8 @@ std::vector<std::string> segment_fields(const algos::ActorReplica& replica) {
   std::vector<std::string> fields = {algos::transition::kObservations, algos::transition::kActions,
                                      algos::transition::kRewards,      algos::transition::kTerminated,
                                      algos::transition::kTruncated,    algos::transition::kNextObservations};
+  // An actor with memory sends the state each step was acted from (R2D2's sequences need it).
+  for (const std::string& name : replica.state_fields()) fields.push_back(name);
   for (const std::string& name : replica.priority_input_fields()) fields.push_back(name);
   return fields;
 }

@@ -116,8 +116,8 @@ core::Registry<PolicyEntry> make_registry() {
                                        Memory::kCarried, "one learner per process"));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
                                          Memory::kCarried, "actor processes, one learner"));
-  registry.add("apex",
-               policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, Memory::kNone, "Ape-X"));
+  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, Memory::kCarried,
+                              "Ape-X"));
   registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth, Memory::kCarried,
                                  "SEED RL: env ranks, one acting and learning rank"));
   return registry;
