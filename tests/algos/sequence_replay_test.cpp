@@ -188,7 +188,11 @@ TEST(R2d2, BadSequenceSettingsAreRefusedNamingTheKey) {
   torch::manual_seed(0);
   Dqn dqn(recurrent_config());
   EXPECT_THROW(dqn.make_shared_replica(), std::invalid_argument);
-  EXPECT_EQ(dqn.make_actor_replica(), nullptr);
+  // Ape-X's actors: a replica carries the state, and says which fields of a step hold it.
+  const std::unique_ptr<ActorReplica> replica = dqn.make_actor_replica();
+  ASSERT_NE(replica, nullptr);
+  EXPECT_EQ(replica->state_fields(), (std::vector<std::string>{"state/c", "state/h"}));
+  EXPECT_TRUE(replica->priority_input_fields().empty());
 }
 
 }  // namespace
