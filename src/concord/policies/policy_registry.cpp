@@ -111,7 +111,7 @@ core::Registry<PolicyEntry> make_registry() {
                policy(make_central_inference_policy, Placement::kThreads, Families::kBoth, Memory::kOnPolicyCarried,
                       "GA3C; SEED RL on threads for off-policy learners"));
   registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth,
-                                       Memory::kOnPolicyCarried, "collect while learning"));
+                                       Memory::kCarried, "collect while learning"));
   registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth,
                                        Memory::kCarried, "one learner per process"));
   registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
