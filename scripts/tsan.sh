@@ -17,7 +17,8 @@ fi
 # thread ranks (comm::ThreadGroup) and the watchdog that aborts their waits, the replay's writers.
 targets=(policies_learn_test central_inference_test apex_test single_test vector_env_test worker_pool_test
   async_learner_test runtime_test thread_faults_test central_inference_replay_test seed_rl_test actor_processes_test
-  apex_processes_test experience_link_test thread_group_test watchdog_test replay_test gan_test)
+  apex_processes_test experience_link_test thread_group_test watchdog_test replay_test gan_test
+  recurrent_policies_test)
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1 report_signal_unsafe=0"
 for test in "${targets[@]}"; do
