@@ -571,7 +571,7 @@ TEST(Train, SacTrainsAndOffPolicyMisfitsAreRefusedInOneLine) {
       {"train --config " + sac + " --env CartPole-v1", "continuous"},
       {"train --config " + dqn + " --set explore.bonus=simhash",
        "explore.bonus adds to the rewards of on-policy rollouts"},
-      {"train --config " + dqn + " --set log.interval_steps=-1", "log.interval_steps must be >= 0"},
+      {"train --config " + dqn + " --set log.interval_steps=-1", "log.interval_steps must be at least 0, got -1"},
   };
   for (const auto& misfit : misfits) {
     const CommandResult result = run_concord(misfit.arguments + " --total-timesteps 100 --progress off --run-root " +
