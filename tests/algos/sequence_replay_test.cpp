@@ -162,6 +162,49 @@ TEST(R2d2, ActsFromEachEnvsStateAndLearnsFromSequences) {
   EXPECT_EQ(dqn.updates(), 201);
 }
 
+// The targets exactly: with every LSTM weight 0 the core outputs 0, so Q(o, a) is the head's bias
+// b_a for every observation and state. One episode of two steps (r = 1, 2; a = 0, 1), burn-in 1,
+// two learned steps, n_step 2, gamma 0.5, one sequence per batch:
+//   terminated at step 1:  y_0 = 1 + 0.5 * 2 = 2, y_1 = 2 (no bootstrap)
+//   truncated at step 1:   y_0 = 2 + 0.5^2 * Q_target(o_2, argmax Q_online) = 2 + 0.25 b_1, y_1 = 2 + 0.5 b_1
+// and the loss is the mean over the two learned steps of (b_{a_t} - y_t)^2.
+TEST(R2d2, TargetsAreNStepDoubleQWithinTheEpisodeExactly) {
+  for (const bool terminated : {true, false}) {
+    torch::manual_seed(4);
+    DqnConfig config = recurrent_config();
+    config.batch_size = 1;
+    config.sequence_length = 2;
+    config.burn_in = 1;
+    config.n_step = 2;
+    config.gamma = 0.5;
+    config.prioritized = false;
+    Dqn dqn(config);
+    for (nn::QNetwork network : {dqn.online_network(), dqn.target_network()}) {
+      torch::NoGradGuard no_grad;
+      for (auto& parameter : network->named_parameters()) {
+        if (parameter.key().rfind("core.", 0) == 0 || parameter.key() == "head.weight") parameter.value().zero_();
+        if (parameter.key() == "head.bias") parameter.value().copy_(at::tensor({0.5f, 1.5f}));
+      }
+    }
+    for (int j = 0; j < 2; ++j) {
+      TensorMap s = step(j, j == 0 ? 1.0f : 9.0f, /*terminated=*/j == 1 && terminated,
+                         /*truncated=*/j == 1 && !terminated);
+      s[transition::kRewards] = at::tensor({static_cast<float>(j + 1)});
+      s.erase(std::string(kTransitionStatePrefix) + "h");
+      s[std::string(kTransitionStatePrefix) + "h"] = at::zeros({1, 4});
+      s[std::string(kTransitionStatePrefix) + "c"] = at::zeros({1, 4});
+      dqn.observe(s);
+    }
+    const double b1 = 1.5;
+    const double y0 = terminated ? 2.0 : 2.0 + 0.25 * b1;
+    const double y1 = terminated ? 2.0 : 2.0 + 0.5 * b1;
+    const double expected = ((0.5 - y0) * (0.5 - y0) + (1.5 - y1) * (1.5 - y1)) / 2.0;
+    const Metrics metrics = dqn.update(1, 0.0);
+    EXPECT_NEAR(metrics.at("losses/td_loss"), expected, 1e-6) << (terminated ? "terminated" : "truncated");
+    EXPECT_NEAR(metrics.at("losses/q_values"), 1.0, 1e-6);
+  }
+}
+
 TEST(R2d2, BadSequenceSettingsAreRefusedNamingTheKey) {
   DqnConfig config = recurrent_config();
   config.burn_in = 4;  // longer than the 3 learned steps
