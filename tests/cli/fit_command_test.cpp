@@ -100,6 +100,7 @@ TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
   std::ifstream out_file(root / "out.txt");
   const std::string output((std::istreambuf_iterator<char>(out_file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(status, "exit 143\n") << output;
+  EXPECT_NE(output.find("stopping: evaluating this step and saving a checkpoint"), std::string::npos) << output;
   EXPECT_NE(output.find("stopped by signal at steps"), std::string::npos) << output;
   int runs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(root)) {
@@ -110,7 +111,6 @@ TEST(FitCommandTest, SigtermStopsTheFitWithACheckpoint) {
         core::read_checkpoint_header(entry.path() / "checkpoint.ckpt").at("metadata").at("steps").get<int64_t>();
     EXPECT_GT(steps, 0);
     EXPECT_LT(steps, 1000000);
-    EXPECT_EQ(steps % 20, 0) << "an evaluation step";
   }
   EXPECT_EQ(runs, 1);
 }

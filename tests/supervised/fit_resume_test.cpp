@@ -128,6 +128,29 @@ INSTANTIATE_TEST_SUITE_P(
                    3}),
     [](const ::testing::TestParamInfo<ResumeCase>& test_case) { return test_case.param.name; });
 
+// A stop asked between evaluations (Ctrl-C during a ResNet-20 fit, whose evaluations are a
+// minute apart) ends the fit at the next stop poll, which is every step before the first
+// evaluation: exactly the step asked, checkpointed there, and the resumed fit ends bit for bit
+// where the uninterrupted one does.
+TEST(FitResumeTest, AStopBetweenEvaluationsEndsAtThatStepAndResumes) {
+  torch::set_num_threads(1);
+  const core::Config config = resume_config(ResumeCase{"", {"fit.steps=12", "fit.eval_interval=1000"}, 0});
+  const core::Checkpoint uninterrupted = fit_to_end(config, 0, nullptr);
+  std::optional<core::Checkpoint> stopped;
+  int64_t last_step = 0;
+  FitCallbacks callbacks;
+  callbacks.on_step = [&](int64_t step) { last_step = step; };
+  callbacks.should_stop = [&] { return last_step >= 5; };
+  callbacks.on_checkpoint = [&](int64_t, const core::Checkpoint& state) { stopped = state; };
+  const FitResult result = fit_with_threads(fit_config_from(config), config, tiny_mnist(), callbacks, nullptr);
+  EXPECT_EQ(last_step, 5);
+  EXPECT_EQ(result.final.step, 5);  // that step is evaluated
+  ASSERT_TRUE(stopped.has_value());
+  ASSERT_EQ(stopped->metadata.at("ranks").at(0).at("loop").at("step"), 5);
+  const core::Checkpoint resumed = fit_to_end(config, 0, &*stopped);
+  EXPECT_TRUE(torch::equal(resumed.tensors.at("parameters"), uninterrupted.tensors.at("parameters")));
+}
+
 // A checkpoint of 2 replicas does not resume 3, and one from before fits could resume (rank 0's
 // parameters alone) is refused rather than half restored.
 TEST(FitResumeTest, RefusesACheckpointOfAnotherWorldOrWithoutReplicaStates) {

@@ -178,12 +178,20 @@ void run_fit(const FitFlags& flags) {
     save_fit_checkpoint(*run, state, {{steps_name, step}, {"model", fit.model}, {"strategy", fit.strategy}});
   };
 
-  // SIGINT/SIGTERM end the fit at its next evaluation step, checkpointed, as they end `concord train`.
+  // SIGINT/SIGTERM end the fit within about a quarter second of steps (FitCallbacks::should_stop),
+  // that step evaluated and checkpointed, as they end `concord train`; a line says so at once,
+  // since evaluating a large model takes a few seconds more.
   std::optional<supervised::FitResult> fitted;
   int stop_signal = 0;
   {
     SignalStop signals;
-    callbacks.should_stop = [&signals] { return signals.requested(); };
+    bool announced = false;
+    callbacks.should_stop = [&signals, &announced] {
+      if (!signals.requested()) return false;
+      if (!announced) spdlog::warn("stopping: evaluating this step and saving a checkpoint");
+      announced = true;
+      return true;
+    };
     const core::Checkpoint* resume_from = resume.state ? &*resume.state : nullptr;
     try {
       fitted.emplace(communicator

@@ -44,9 +44,10 @@ struct FitCallbacks {
   // `state` is every rank's (replica_state.h) beside rank 0's "parameters" and the averaged
   // "running_statistics" (if any): what a resumed fit continues from.
   std::function<void(int64_t step, const core::Checkpoint& state)> on_checkpoint;
-  // Polled by rank 0 at every evaluation step; true makes that step the last one, checkpointed
-  // (a signal asking the fit to stop). Only evaluation steps broadcast rank 0's decision, so the
-  // stop waits for the next one: at most fit.eval_interval steps.
+  // Polled by rank 0 at every evaluation step and between them about every 0.25 s of steps (a
+  // count rank 0 measures and broadcasts with each evaluation's decision; every step until the
+  // first); true makes that step the last one, evaluated and checkpointed (a signal asking the
+  // fit to stop).
   std::function<bool()> should_stop;
 };
 
@@ -101,6 +102,9 @@ class FitMonitor {
   double loss_sum_ = 0.0;
   int64_t loss_count_ = 0;
   int64_t last_checkpoint_ = 0;
+  int64_t poll_every_ = 1;  // steps between stop polls (collective), from rank 0's last decision
+  double seconds_at_evaluation_ = 0.0;
+  int64_t step_at_evaluation_ = 0;
   int64_t batch_size_ = 0;
   double learning_rate_ = 0.0;
   double top_eigenvalue_ = 0.0;
