@@ -15,6 +15,7 @@
 namespace {
 
 using concord::cli::never_left_start;
+using concord::cli::presets_not_given;
 using concord::cli::ReturnTrack;
 using concord::cli::SummaryLine;
 using concord::cli::training_verdict;
@@ -125,6 +126,15 @@ TEST(TrainingVerdict, ReturnThatNeverLeftTheStartSuggestsPresets) {
             "the mean return never left the untrained policy's level (first -200.0, best -199.7), so the agent "
             "learned nothing visible: train for more steps (--total-timesteps) or start from a shipped preset for "
             "this env (--config ppo_mountain_car)");
+}
+
+TEST(TrainingVerdict, DoesNotSuggestThePresetTheRunWasGiven) {
+  const std::vector<std::string> cartpole{"a2c_cartpole", "dqn_apex_cartpole", "dqn_cartpole", "ppo_cartpole"};
+  EXPECT_EQ(presets_not_given(cartpole, {"dqn_apex_cartpole"}),
+            (std::vector<std::string>{"a2c_cartpole", "dqn_cartpole", "ppo_cartpole"}));
+  EXPECT_EQ(presets_not_given(cartpole, {"/x/configs/ppo_cartpole.toml", "mine.toml"}),
+            (std::vector<std::string>{"a2c_cartpole", "dqn_apex_cartpole", "dqn_cartpole"}));
+  EXPECT_EQ(presets_not_given(cartpole, {}), cartpole);
 }
 
 TEST(TrainingVerdict, NeverLeftStartMargins) {

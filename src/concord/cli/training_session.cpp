@@ -173,7 +173,7 @@ std::vector<std::string> presets_for(const std::string& env_id) {
 
 // The facts the verdict judges: what the run did, and what a user changes to get updates sooner.
 VerdictFacts verdict_facts(TrainingRun& training, const core::Config& config, const policies::TrainingState& end,
-                           ReturnTrack returns) {
+                           ReturnTrack returns, const std::vector<std::string>& config_files) {
   VerdictFacts facts;
   facts.steps = end.global_step;
   facts.updates = end.updates;
@@ -191,7 +191,7 @@ VerdictFacts verdict_facts(TrainingRun& training, const core::Config& config, co
                             std::to_string(num_envs) + " = " + core::format_count(num_steps * num_envs) + " env steps";
     facts.sooner_settings = prefix + "num_steps";
   }
-  facts.presets = presets_for(training.env_spec().id);
+  facts.presets = presets_not_given(presets_for(training.env_spec().id), config_files);
   return facts;
 }
 
@@ -344,7 +344,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   outcome.state = state;
   outcome.wall_seconds = clock.elapsed_seconds();
   returns.finish();
-  outcome.verdict = training_verdict(verdict_facts(training, run.config, state, std::move(returns)));
+  outcome.verdict =
+      training_verdict(verdict_facts(training, run.config, state, std::move(returns), flags.run.config_files));
   return outcome;
 }
 

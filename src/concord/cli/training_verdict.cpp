@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "concord/core/progress_bar.h"
 
@@ -105,6 +106,18 @@ std::vector<SummaryLine> training_verdict(const VerdictFacts& facts) {
                                     "), so the agent learned nothing visible: " + change});
   }
   return lines;
+}
+
+std::vector<std::string> presets_not_given(const std::vector<std::string>& presets,
+                                           const std::vector<std::string>& config_files) {
+  std::vector<std::string> left;
+  for (const std::string& preset : presets) {
+    const bool given = std::any_of(config_files.begin(), config_files.end(), [&](const std::string& file) {
+      return std::filesystem::path(file).stem().string() == preset;
+    });
+    if (!given) left.push_back(preset);
+  }
+  return left;
 }
 
 }  // namespace concord::cli

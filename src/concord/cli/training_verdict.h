@@ -71,6 +71,11 @@ std::vector<SummaryLine> training_verdict(const VerdictFacts& facts);
 // reward being 1).
 bool never_left_start(double first, double best, std::optional<double> threshold);
 
+// `presets` less those the run was given (--config dqn_apex_cartpole or configs/dqn_apex_cartpole.toml):
+// a warning should not suggest starting from the preset that just learned nothing.
+std::vector<std::string> presets_not_given(const std::vector<std::string>& presets,
+                                           const std::vector<std::string>& config_files);
+
 // "1 update", "2 updates": `count` and the noun, plural unless count is 1 (count formatted
 // with thousands separators).
 std::string counted(int64_t count, const std::string& singular, const std::string& plural);
