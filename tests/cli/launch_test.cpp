@@ -302,6 +302,24 @@ TEST(Launch, FailingRankIsNamedAndTheOthersStopped) {
   EXPECT_THAT(result.output, HasSubstr("was killed by signal 15 (SIGTERM)"));  // ranks 0 and 1
 }
 
+// Issue 70, item 8: a rank that is stopped (here by itself) while another fails is named beside
+// the failure, for its peers' timeouts are what a stalled rank looks like from outside. Rank 0
+// waits until rank 1 is stopped before failing, so the order cannot change under load.
+TEST(Launch, AStoppedRankIsNamedBesideTheFailure) {
+  const std::string pid_file = (fresh_dir("stopped") / "rank1.pid").string();
+  // Rank 1 writes its pid and stops itself; rank 0 fails once /proc says rank 1 is stopped (T).
+  const CommandResult result = launch_script(
+      "-n 2 --grace-seconds 1", "if [ $RANK = 1 ]; then echo $$ > " + pid_file +
+                                    "; kill -STOP $$; exec sleep 60; fi; i=0; until [ -s " + pid_file +
+                                    " ] && [ \"$(cut -d\" \" -f3 /proc/$(cat " + pid_file +
+                                    ")/stat)\" = T ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; exit 1");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("concord: error: rank 0 (pid "));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("exited with status 1 \\(rank 1 \\(pid [0-9]+\\) is stopped, by "
+                                                      "SIGSTOP or a debugger"))
+      << result.output;
+}
+
 TEST(Launch, KilledRankIsNamedWithItsSignal) {
   const CommandResult result = launch_script("-n 2", "if [ $RANK = 1 ]; then kill -9 $$; fi; exec sleep 60");
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -363,7 +364,7 @@ class Supervisor {
       } else if (phase_ == Phase::kRunning && options_.tolerates_failure && options_.tolerates_failure(index)) {
         spdlog::warn("{} {}; the run goes on without it", child.label(), describe_wait_status(status));
       } else if (phase_ == Phase::kRunning) {
-        const std::string cause = child.label() + " " + describe_wait_status(status);
+        const std::string cause = child.label() + " " + describe_wait_status(status) + stopped_peers(index);
         spdlog::error("{}; stopping the other ranks", cause);
         begin_stop(cause, SIGTERM);
       } else if (received_signal_ != 0 && stopped_as_asked(status)) {
@@ -375,6 +376,28 @@ class Supervisor {
         }
       }
     }
+  }
+
+  // The ranks other than `failed` that are stopped (SIGSTOP, a debugger) as " (rank R (pid P) is
+  // stopped ...)", or "": a rank whose peers time out waiting for it is the likelier cause than the
+  // peer that noticed first, and it would otherwise never be named.
+  std::string stopped_peers(std::size_t failed) const {
+    std::string stopped;
+    for (std::size_t index = 0; index < children_.size(); ++index) {
+      const Child& other = children_[index];
+      if (index == failed || !other.running) continue;
+      std::ifstream stat("/proc/" + std::to_string(other.pid) + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      // "pid (comm) S ...": the state follows the last ')' (a command name may hold one).
+      const std::size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size()) continue;
+      const char state = line[paren + 2];
+      if (state == 'T' || state == 't') stopped += (stopped.empty() ? "" : ", ") + other.label();
+    }
+    if (stopped.empty()) return "";
+    return " (" + stopped + (stopped.find(',') == std::string::npos ? " is" : " are") +
+           " stopped, by SIGSTOP or a debugger: the likelier cause, if the failure was a wait for a peer)";
   }
 
   // A child that handles the forwarded signal by finishing its work and exiting with 128 + its
