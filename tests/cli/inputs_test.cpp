@@ -266,6 +266,11 @@ TEST(Inputs, EveryNumberKeyIsBoundedAndItsRefusalNamesIt) {
   EXPECT_THAT(refusal({"policy.hogwild.workers=" + above}),
               ::testing::HasSubstr("set run.allow_oversubscribe=true to start more"));
   EXPECT_EQ(refusal({"policy.hogwild.workers=" + above, "run.allow_oversubscribe=true"}), "");
+  // A resumed run keeps the threads it started with (its config may not change): only an int bounds them.
+  concord::core::Config resumed = concord::cli::resolve_config({{}, {}, "", -1, 0, 0, "", ""});
+  resumed.apply_override("policy.hogwild.workers=" + above);
+  EXPECT_NO_THROW(concord::cli::check_config_bounds(resumed, /*machine_limits=*/false));
+  EXPECT_THROW(concord::cli::check_config_bounds(resumed), concord::core::ConfigError);
   // Waits: above 0, and short of what would overflow the clock.
   EXPECT_EQ(refusal({"comm.timeout_seconds=0"}), "comm.timeout_seconds must be above 0, got 0");
   EXPECT_EQ(refusal({"comm.timeout_seconds=1e300"}), "comm.timeout_seconds=1e+300 is too large (at most 1000000)");

@@ -102,9 +102,10 @@ int thread_limit() {
   return kThreadsPerHardwareThread * static_cast<int>(hardware);
 }
 
-std::vector<std::string> config_bound_problems(const core::Config& config) {
+std::vector<std::string> config_bound_problems(const core::Config& config, bool machine_limits) {
   std::vector<std::string> problems;
-  const bool oversubscribe = config.schema().contains(kOversubscribe) && config.get_bool(kOversubscribe);
+  const bool oversubscribe =
+      !machine_limits || (config.schema().contains(kOversubscribe) && config.get_bool(kOversubscribe));
   for (const auto& [key, entry] : config.schema().entries()) {
     const core::ConfigValue& value = config.get(key);
     const ConfigBound* bound = bound_for(key);
@@ -192,8 +193,8 @@ std::vector<std::string> config_bound_problems(const core::Config& config) {
   return problems;
 }
 
-void check_config_bounds(const core::Config& config) {
-  const std::vector<std::string> problems = config_bound_problems(config);
+void check_config_bounds(const core::Config& config, bool machine_limits) {
+  const std::vector<std::string> problems = config_bound_problems(config, machine_limits);
   if (problems.empty()) return;
   std::string line;
   for (const std::string& problem : problems) line += (line.empty() ? "" : "; ") + problem;

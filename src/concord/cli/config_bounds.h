@@ -40,10 +40,12 @@ const std::vector<ConfigBound>& config_bounds();
 int thread_limit();
 
 // One problem per key outside its bound, each naming the key, the value and the bound
-// ("policy.hogwild.workers=100000 is too large (at most 16: ...)"); empty if none.
-std::vector<std::string> config_bound_problems(const core::Config& config);
+// ("policy.hogwild.workers=100000 is too large (at most 16: ...)"); empty if none. Without
+// `machine_limits` thread counts are bounded by an int only: a resumed run keeps the threads it
+// was started with on another machine, for its config may not change.
+std::vector<std::string> config_bound_problems(const core::Config& config, bool machine_limits = true);
 
 // Throws core::ConfigError with every problem of config_bound_problems in one line.
-void check_config_bounds(const core::Config& config);
+void check_config_bounds(const core::Config& config, bool machine_limits = true);
 
 }  // namespace concord::cli

@@ -42,7 +42,7 @@ core::Config training_config(const TrainFlags& flags) {
   core::Config config = resumed_run_config(flags.resume);
   if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
   if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
-  check_config_bounds(config);
+  check_config_bounds(config, /*machine_limits=*/false);
   return config;
 }
 
