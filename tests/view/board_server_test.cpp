@@ -94,6 +94,13 @@ TEST_F(BoardServerTest, ListsRunsAndServesOnlyNewRows) {
     EXPECT_EQ(run["rows"].size(), 0u) << run["id"];
   }
 
+  // Sent as is to a browser that accepts compression (Brotli took 18 s for 8 MB of rows).
+  httplib::Client client("127.0.0.1", port_);
+  const auto compressible = client.Get(("/api/metrics?" + id).c_str(), {{"Accept-Encoding", "gzip, deflate, br"}});
+  ASSERT_TRUE(compressible);
+  EXPECT_EQ(compressible->get_header_value("Content-Encoding"), "");
+  EXPECT_EQ(json::parse(compressible->body)["runs"][0]["rows"].size(), 3u);
+
   EXPECT_EQ(get("/api/config?" + id)->body, "[run]\nseed = 1\n");
   EXPECT_EQ(get("/api/config?run=0/nope")->status, 404);
   EXPECT_EQ(get("/")->body, "<html>board</html>");

@@ -24,6 +24,12 @@ using nlohmann::json;
 
 namespace {
 
+// Debian's cpp-httplib compresses application/json (exactly that type) with Brotli at its
+// slowest quality when the browser accepts it: 18 s for the 8 MB of 20 runs of 1M steps, against
+// 0.13 s sent as is. On loopback nothing is gained by compressing, and the charset parameter
+// keeps httplib from it.
+constexpr const char* kJson = "application/json; charset=utf-8";
+
 fs::path program_directory() {
   std::error_code error;
   const fs::path exe = fs::read_symlink("/proc/self/exe", error);
@@ -42,7 +48,7 @@ const char* content_type(const fs::path& path) {
   if (extension == ".html") return "text/html; charset=utf-8";
   if (extension == ".js" || extension == ".mjs") return "text/javascript; charset=utf-8";
   if (extension == ".css") return "text/css; charset=utf-8";
-  if (extension == ".json") return "application/json";
+  if (extension == ".json") return kJson;
   if (extension == ".csv" || extension == ".txt" || extension == ".toml") return "text/plain; charset=utf-8";
   if (extension == ".png") return "image/png";
   if (extension == ".svg") return "image/svg+xml";
@@ -95,7 +101,7 @@ void send_file(httplib::Response& response, const fs::path& path) {
 
 void not_found(httplib::Response& response, const std::string& what) {
   response.status = 404;
-  response.set_content(json{{"error", what}}.dump(), "application/json");
+  response.set_content(json{{"error", what}}.dump(), kJson);
 }
 
 }  // namespace
@@ -134,6 +140,9 @@ BoardServer::BoardServer(std::vector<fs::path> roots, BoardAssets assets)
   // A poll every second keeps a connection busy; a short keep-alive lets stop() end workers soon.
   server_->set_keep_alive_timeout(1);
   server_->set_read_timeout(1);
+  // A reply's header and body go out as separate writes: with Nagle's algorithm the body waited
+  // for the delayed ACK of the header, 40 ms a request.
+  server_->set_tcp_nodelay(true);
   register_routes();
 }
 
@@ -231,7 +240,7 @@ void BoardServer::register_routes() {
                       {"rows", run.table->rows()},
                       {"generation", run.table->generation()}});
     }
-    response.set_content(json{{"runs", runs}, {"groups", groups}}.dump(), "application/json");
+    response.set_content(json{{"runs", runs}, {"groups", groups}}.dump(), kJson);
   });
 
   server.Get("/api/metrics", [this](const httplib::Request& request, httplib::Response& response) {
@@ -277,7 +286,7 @@ void BoardServer::register_routes() {
                      {"columns", table.columns()},
                      {"rows", std::move(rows)}});
     }
-    response.set_content(json{{"runs", out}}.dump(), "application/json");
+    response.set_content(json{{"runs", out}}.dump(), kJson);
   });
 
   server.Get("/api/config", [this](const httplib::Request& request, httplib::Response& response) {
@@ -295,7 +304,7 @@ void BoardServer::register_routes() {
     response.set_content(
         json{{"file", video.empty() ? json(nullptr) : json("/files/" + std::to_string(run->info.root) + "/" + video)}}
             .dump(),
-        "application/json");
+        kJson);
   });
 
   // /files/<root>/<path>: the path is checked by file_under_root, never joined unchecked.
@@ -321,7 +330,7 @@ void BoardServer::register_routes() {
     } catch (...) {
     }
     response.status = 500;
-    response.set_content(json{{"error", what}}.dump(), "application/json");
+    response.set_content(json{{"error", what}}.dump(), kJson);
   });
 }
 
