@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "concord/policies/policy_registry.h"
+#include "policies/learning_runs.h"
 #include "policies/policy_fakes.h"
 
 namespace concord::policies {
@@ -119,6 +121,13 @@ TEST(SinglePolicy, RefusesAsynchronousEnvironments) {
   envs::VectorEnv env(config, registry);
   RecordingLearner learner(5);
   EXPECT_THROW(SinglePolicy(env, learner, torch::kCPU), std::invalid_argument);
+  // sync_vector runs single's loop on threads, and refuses them in its own name.
+  try {
+    make_policy("sync_vector", PolicyContext{testing::config_with({}), config, learner, torch::kCPU});
+    ADD_FAILURE() << "sync_vector accepted env.batch_size = 2";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_THAT(error.what(), ::testing::StartsWith("policy 'sync_vector' steps all environments together"));
+  }
 }
 
 }  // namespace
