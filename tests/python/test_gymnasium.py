@@ -138,7 +138,7 @@ def test_a_gymnasium_too_old_is_named_in_a_warning(tmp_path):
 def test_help_documents_make():
     text = pydoc.render_doc(concord.make, renderer=pydoc.plaintext)
     assert "PyCapsule" not in text
-    assert "make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasium=None, **env_options)" in text
+    assert "make(env_id, num_envs=1, num_threads=1, seed=0, batch_size=None, *, gymnasium=None, render_mode=None, **env_options)" in text
     for word in ("num_threads:", "batch_size:", "gymnasium:", "Returns:", "gymnasium.vector.VectorEnv", "Raises:"):
         assert word in text
     assert "Gymnasium: where Gymnasium 1.1 or later is importable" in concord.__doc__
@@ -185,6 +185,15 @@ def test_gymnasium_keyword(gym):
     assert isinstance(concord.make("CartPole-v1", gymnasium=True), gym.vector.VectorEnv)
     native = concord.make("CartPole-v1", gymnasium=False)
     assert type(native) is concord.VectorEnv and isinstance(native.single_action_space, concord.Discrete)
+
+
+def test_render_as_sync_vector_envs(gym):
+    envs = concord.make("CartPole-v1", num_envs=2, render_mode="rgb_array")
+    assert isinstance(envs, gym.vector.VectorEnv)
+    assert envs.render_mode == "rgb_array" and envs.metadata["render_fps"] == 50
+    envs.reset(seed=0)
+    frames = envs.render()
+    assert len(frames) == 2 and frames[0].shape == (400, 600, 3) and frames[0].dtype == np.uint8
 
 
 @pytest.mark.parametrize("same_step", [False, True])
