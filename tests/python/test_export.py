@@ -88,3 +88,18 @@ def test_not_an_export_is_refused(tmp_path):
     torch.save({"weights": torch.zeros(2)}, path)
     with pytest.raises(ValueError, match="not a file of `concord export`"):
         concord.export.torch_module(path)
+
+
+@needs_cli
+def test_a_network_with_memory_is_refused_in_one_line(tmp_path):
+    root = tmp_path / "runs"
+    run_cli("train", "--progress", "off", "--run-root", str(root), "--config", "ppo_lstm_cartpole_novel",
+            "--total-timesteps", "256")
+    (run_dir,) = list(root.iterdir())
+    result = subprocess.run([CONCORD_EXECUTABLE, "export", str(run_dir), "-o", str(tmp_path / "policy.pt")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    message = result.stderr.strip()
+    assert "\n" not in message, message
+    assert 'has a network with memory (algo.recurrent = "lstm")' in message and "act_with_state" in message
+    assert not (tmp_path / "policy.pt").exists()
