@@ -46,7 +46,7 @@ TEST(FirstHour, AlgorithmValueErrorNamesTheKeyWritten) {
   const auto root = fresh_dir("num_steps");
   const CommandResult result = run_concord("train --set algo.ppo.num_steps=-5 --run-root " + root.string());
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.output, "concord: error: algo.ppo.num_steps=-5 must be >= 1\n");
+  EXPECT_EQ(result.output, "concord: error: algo.ppo.num_steps must be at least 1, got -5\n");
 }
 
 TEST(FirstHour, WithConfigKeysPrefixesEachKnownField) {

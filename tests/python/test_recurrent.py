@@ -46,7 +46,7 @@ def test_the_stateless_act_and_a_bad_state_are_refused(policy):
         policy.act_with_state(obs, state, episode_start=np.ones(5))
 
 
-def test_an_r2d2_agent_acts_with_its_lstm_state(tmp_path):
+def test_an_r2d2_agent_acts_with_its_recurrent_state(tmp_path):
     config = str(ROOT / "configs" / "r2d2_cartpole_novel.toml")
     run = concord.train(config=config, total_timesteps=256, seed=2, progress=False, run_root=tmp_path,
                         overrides={"run.log_level": "warn", "algo.dqn.learning_starts": 64})
@@ -54,6 +54,7 @@ def test_an_r2d2_agent_acts_with_its_lstm_state(tmp_path):
     obs = np.zeros((2, 4), dtype=np.float32)
     actions, state = policy.act_with_state(obs)
     assert actions.shape == (2,)
-    assert sorted(state) == ["c", "h"] and state["h"].shape == (2, 64)
+    # The preset's core is a GRU of 64 cells: its state is h alone.
+    assert sorted(state) == ["h"] and state["h"].shape == (2, 64)
     _, again = policy.act_with_state(obs, state)
     assert not np.array_equal(again["h"], state["h"])
