@@ -86,8 +86,8 @@ void SequenceReplay::add(const TensorMap& step, int stream) {
     std::vector<int64_t> expected{batch};
     expected.insert(expected.end(), shape.begin(), shape.end());
     if (state.sizes() != at::IntArrayRef(expected)) {
-      throw std::invalid_argument(owner + ": state '" + name + "' has shape " + std::to_string(state.dim()) +
-                                  "-d, not one row of the network's state per env");
+      throw std::invalid_argument(owner + ": state '" + name +
+                                  "' must hold one row of the network's state per env of the step");
     }
     states[name] = std::move(state);
   }
