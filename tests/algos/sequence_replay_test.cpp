@@ -162,46 +162,75 @@ TEST(R2d2, ActsFromEachEnvsStateAndLearnsFromSequences) {
   EXPECT_EQ(dqn.updates(), 201);
 }
 
+// R2D2's h and its inverse, against values worked out by hand: h(3) = sqrt(4) - 1 + 0.003 = 1.003,
+// h(-8) = -(3 - 1) - 0.008 = -2.008, h(0) = 0; h^-1 undoes h over a wide range.
+TEST(R2d2, ValueRescalingIsTheHOfThePaperAndItsInverse) {
+  const at::Tensor x = at::tensor({3.0, -8.0, 0.0}, at::kDouble);
+  const std::vector<float> h = floats(value_rescale(x));
+  EXPECT_NEAR(h[0], 1.003, 1e-6);
+  EXPECT_NEAR(h[1], -2.008, 1e-6);
+  EXPECT_EQ(h[2], 0.0f);
+  const at::Tensor wide = at::tensor({-1000.0, -37.5, -1.0, -0.01, 0.0, 0.2, 1.0, 9.0, 100.0, 5000.0}, at::kDouble);
+  EXPECT_TRUE(torch::allclose(value_unrescale(value_rescale(wide)), wide, 1e-9, 1e-9));
+  EXPECT_TRUE(torch::allclose(value_rescale(value_unrescale(wide)), wide, 1e-9, 1e-9));
+}
+
 // The targets exactly: with every LSTM weight 0 the core outputs 0, so Q(o, a) is the head's bias
 // b_a for every observation and state. One episode of two steps (r = 1, 2; a = 0, 1), burn-in 1,
 // two learned steps, n_step 2, gamma 0.5, one sequence per batch:
 //   terminated at step 1:  y_0 = 1 + 0.5 * 2 = 2, y_1 = 2 (no bootstrap)
 //   truncated at step 1:   y_0 = 2 + 0.5^2 * Q_target(o_2, argmax Q_online) = 2 + 0.25 b_1, y_1 = 2 + 0.5 b_1
-// and the loss is the mean over the two learned steps of (b_{a_t} - y_t)^2.
+// and the loss is the mean over the two learned steps of (b_{a_t} - y_t)^2. With value rescaling
+// the network's b_a stand for h(Q): y_t = h(G_t + discount h^-1(b_1)), h^-1(1.5) being about 5.23.
 TEST(R2d2, TargetsAreNStepDoubleQWithinTheEpisodeExactly) {
-  for (const bool terminated : {true, false}) {
-    torch::manual_seed(4);
-    DqnConfig config = recurrent_config();
-    config.batch_size = 1;
-    config.sequence_length = 2;
-    config.burn_in = 1;
-    config.n_step = 2;
-    config.gamma = 0.5;
-    config.prioritized = false;
-    Dqn dqn(config);
-    for (nn::QNetwork network : {dqn.online_network(), dqn.target_network()}) {
-      torch::NoGradGuard no_grad;
-      for (auto& parameter : network->named_parameters()) {
-        if (parameter.key().rfind("core.", 0) == 0 || parameter.key() == "head.weight") parameter.value().zero_();
-        if (parameter.key() == "head.bias") parameter.value().copy_(at::tensor({0.5f, 1.5f}));
+  for (const bool rescaled : {false, true}) {
+    for (const bool terminated : {true, false}) {
+      torch::manual_seed(4);
+      DqnConfig config = recurrent_config();
+      config.batch_size = 1;
+      config.sequence_length = 2;
+      config.burn_in = 1;
+      config.n_step = 2;
+      config.gamma = 0.5;
+      config.prioritized = false;
+      config.value_rescaling = rescaled;
+      Dqn dqn(config);
+      for (nn::QNetwork network : {dqn.online_network(), dqn.target_network()}) {
+        torch::NoGradGuard no_grad;
+        for (auto& parameter : network->named_parameters()) {
+          if (parameter.key().rfind("core.", 0) == 0 || parameter.key() == "head.weight") parameter.value().zero_();
+          if (parameter.key() == "head.bias") parameter.value().copy_(at::tensor({0.5f, 1.5f}));
+        }
       }
+      for (int j = 0; j < 2; ++j) {
+        TensorMap s = step(j, j == 0 ? 1.0f : 9.0f, /*terminated=*/j == 1 && terminated,
+                           /*truncated=*/j == 1 && !terminated);
+        s[transition::kRewards] = at::tensor({static_cast<float>(j + 1)});
+        s.erase(std::string(kTransitionStatePrefix) + "h");
+        s[std::string(kTransitionStatePrefix) + "h"] = at::zeros({1, 4});
+        s[std::string(kTransitionStatePrefix) + "c"] = at::zeros({1, 4});
+        dqn.observe(s);
+      }
+      // h and h^-1 in plain doubles, from the paper's formulas.
+      const double eps = kValueRescalingEps;
+      const auto h = [&](double v) { return (v < 0 ? -1.0 : 1.0) * (std::sqrt(std::abs(v) + 1.0) - 1.0) + eps * v; };
+      const auto h_inverse = [&](double v) {
+        const double root = (std::sqrt(1.0 + 4.0 * eps * (std::abs(v) + 1.0 + eps)) - 1.0) / (2.0 * eps);
+        return (v < 0 ? -1.0 : 1.0) * (root * root - 1.0);
+      };
+      const double b1 = rescaled ? h_inverse(1.5) : 1.5;  // Q_target(o_2, a*) in the returns' scale
+      double y0 = terminated ? 2.0 : 2.0 + 0.25 * b1;
+      double y1 = terminated ? 2.0 : 2.0 + 0.5 * b1;
+      if (rescaled) {
+        y0 = h(y0);
+        y1 = h(y1);
+      }
+      const double expected = ((0.5 - y0) * (0.5 - y0) + (1.5 - y1) * (1.5 - y1)) / 2.0;
+      const Metrics metrics = dqn.update(1, 0.0);
+      EXPECT_NEAR(metrics.at("losses/td_loss"), expected, 1e-6)
+          << (terminated ? "terminated" : "truncated") << (rescaled ? ", rescaled" : "");
+      EXPECT_NEAR(metrics.at("losses/q_values"), 1.0, 1e-6);
     }
-    for (int j = 0; j < 2; ++j) {
-      TensorMap s = step(j, j == 0 ? 1.0f : 9.0f, /*terminated=*/j == 1 && terminated,
-                         /*truncated=*/j == 1 && !terminated);
-      s[transition::kRewards] = at::tensor({static_cast<float>(j + 1)});
-      s.erase(std::string(kTransitionStatePrefix) + "h");
-      s[std::string(kTransitionStatePrefix) + "h"] = at::zeros({1, 4});
-      s[std::string(kTransitionStatePrefix) + "c"] = at::zeros({1, 4});
-      dqn.observe(s);
-    }
-    const double b1 = 1.5;
-    const double y0 = terminated ? 2.0 : 2.0 + 0.25 * b1;
-    const double y1 = terminated ? 2.0 : 2.0 + 0.5 * b1;
-    const double expected = ((0.5 - y0) * (0.5 - y0) + (1.5 - y1) * (1.5 - y1)) / 2.0;
-    const Metrics metrics = dqn.update(1, 0.0);
-    EXPECT_NEAR(metrics.at("losses/td_loss"), expected, 1e-6) << (terminated ? "terminated" : "truncated");
-    EXPECT_NEAR(metrics.at("losses/q_values"), 1.0, 1e-6);
   }
 }
 
@@ -226,6 +255,9 @@ TEST(R2d2, BadSequenceSettingsAreRefusedNamingTheKey) {
   feed_forward.network.obs_shape = {1};
   feed_forward.network.action_dim = 2;
   feed_forward.burn_in = 3;  // R2D2's key without a recurrent network
+  EXPECT_THROW(Dqn{feed_forward}, std::invalid_argument);
+  feed_forward.burn_in = DqnConfig{}.burn_in;
+  feed_forward.value_rescaling = true;
   EXPECT_THROW(Dqn{feed_forward}, std::invalid_argument);
   // hogwild's asynchronous Q-learning has no sequences.
   torch::manual_seed(0);

@@ -145,6 +145,9 @@ const core::ConfigFields<DqnConfig>& DqnConfig::fields() {
        "With algo.recurrent (R2D2): steps re-run before a sequence's learned ones to warm its state"},
       {"priority_eta", &DqnConfig::priority_eta,
        "With algo.recurrent (R2D2), prioritised: a sequence's priority is eta max |td| + (1 - eta) mean |td|"},
+      {"value_rescaling", &DqnConfig::value_rescaling,
+       "With algo.recurrent (R2D2): learn h(Q), h(x) = sign(x)(sqrt(|x| + 1) - 1) + 0.001 x, with h^-1 in the "
+       "target"},
   };
   return kFields;
 }
@@ -188,6 +191,8 @@ void DqnConfig::validate() const {
                          "a recurrent network (algo.recurrent, R2D2's sequence replay), and there is none");
   problems.check_applies(recurrent, "burn_in", burn_in, defaults.burn_in,
                          "a recurrent network (algo.recurrent, R2D2's sequence replay), and there is none");
+  problems.check_applies(recurrent, "value_rescaling", value_rescaling, defaults.value_rescaling,
+                         "a recurrent network (algo.recurrent, R2D2's sequence replay), and there is none");
   if (recurrent) {
     // Sequences, not transitions: the replay holds buffer_size / sequence_length of them.
     if (batch_size > buffer_size / sequence_length) {
@@ -222,6 +227,19 @@ double dqn_epsilon(const DqnConfig& config, const ActingContext& context) {
   if (duration <= 0.0) return config.end_e;
   const double slope = (config.end_e - config.start_e) / duration;
   return std::max(slope * t + config.start_e, config.end_e);
+}
+
+// Both in the form sqrt(1 + z) - 1 = z / (sqrt(1 + z) + 1), which loses no digits to cancellation
+// (the textbook h^-1 divides a difference of nearly equal floats by 2 eps: 1e-5 off in float).
+at::Tensor value_rescale(const at::Tensor& x, double eps) {
+  const at::Tensor magnitude = x.abs();
+  return x.sign() * magnitude / ((magnitude + 1.0).sqrt() + 1.0) + eps * x;
+}
+
+at::Tensor value_unrescale(const at::Tensor& x, double eps) {
+  const at::Tensor shifted = x.abs() + (1.0 + eps);  // |x| + 1 + eps
+  const at::Tensor root = 2.0 * shifted / ((1.0 + 4.0 * eps * shifted).sqrt() + 1.0);
+  return x.sign() * (root.square() - 1.0);
 }
 
 EpsilonGreedyActor::EpsilonGreedyActor(nn::QNetwork network, DqnConfig config)
@@ -585,7 +603,8 @@ Metrics Dqn::update_sequences(int64_t global_step, double progress) {
           q_target.gather(0, bootstrap.unsqueeze(2).expand({learned, bootstrap.size(1), q_target.size(2)}))
               .gather(2, chosen.unsqueeze(2))
               .squeeze(2);
-      y = returns + discount * q_next;
+      y = config_.value_rescaling ? value_rescale(returns + discount * value_unrescale(q_next))
+                                  : returns + discount * q_next;
     }
     // A normal tensor, outside inference mode: the Huber loss saves its target for backward.
     const at::Tensor y_grad_free = y.clone();

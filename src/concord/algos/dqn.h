@@ -65,6 +65,7 @@ struct DqnConfig {
   int64_t sequence_length = 40;   // steps learned from per stored sequence (R2D2's 40 of 80)
   int64_t burn_in = 40;           // steps re-run before them to warm the state, not learned from
   double priority_eta = 0.9;      // a sequence's priority: eta max |td| + (1 - eta) mean |td|
+  bool value_rescaling = false;   // R2D2's h(x): the network learns h(Q) (value_rescale below)
   nn::ActorCriticConfig network;  // the torso keys algo.<key>; obs_shape and action_dim come
                                   // from the env's spaces (dqn.py's MLP: hidden_sizes
                                   // [120, 84], activation relu)
@@ -87,6 +88,15 @@ struct DqnConfig {
 // with t = context.global_step and D = exploration_steps, or exploration_fraction *
 // context.total_steps when exploration_steps is 0 (D <= 0: end_e at once).
 double dqn_epsilon(const DqnConfig& config, const ActingContext& context);
+
+// R2D2's value rescaling (Kapturowski et al. 2019, after Pohlen et al. 2018), elementwise:
+//   h(x)      = sign(x) (sqrt(|x| + 1) - 1) + eps x
+//   h^-1(x)   = sign(x) (((sqrt(1 + 4 eps (|x| + 1 + eps)) - 1) / (2 eps))^2 - 1)
+// with the paper's eps = 1e-3 (kValueRescalingEps). h squashes a return of 100 to about 9.1, so a
+// network whose recurrent core's outputs lie in [-1, 1] reaches CartPole's values with small weights.
+inline constexpr double kValueRescalingEps = 1e-3;
+at::Tensor value_rescale(const at::Tensor& x, double eps = kValueRescalingEps);
+at::Tensor value_unrescale(const at::Tensor& x, double eps = kValueRescalingEps);
 
 // The Actor of DQN: per row, with probability epsilon (dqn_epsilon) a uniformly random action,
 // else argmax_a Q(o, a) (the first maximal action on ties). Actions are int64 [B] on the network's
@@ -139,7 +149,10 @@ class EpsilonGreedyActor : public Actor {
 //     loss = sum over sequences w_j * mean over their learned steps l(Q_online(o_t, a_t) - y_t) / B
 //     p_j = eta max_t |delta_t| + (1 - eta) mean_t |delta_t| + priority_eps   (prioritised)
 //
-// double_dqn is implied (R2D2's), and R2D2's value rescaling h(x) is not applied. The sequence
+// double_dqn is implied (R2D2's). With value_rescaling (R2D2's), the network's outputs are h(Q)
+// (value_rescale) and the target is rescaled about its bootstrap:
+//       y_t = h(sum_{i<m} gamma^i r_{t+i} + [not terminated] gamma^m h^-1(Q_target(o_{t+m}, a*)))
+// (argmax is unchanged by h, so acting is too; losses/q_values is then the mean h(Q)). The sequence
 // replay is not saved in checkpoints (checkpoint_replay is refused); a resumed run refills it.
 //
 // The target starts as a copy of the online network, and the multiples up to learning_starts count
