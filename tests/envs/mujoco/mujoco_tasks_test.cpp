@@ -193,6 +193,14 @@ int check_rewards(MujocoEnv& env, const Rules& rules, int steps) {
                             rules.ctrl_weight * square_sum(action);
     EXPECT_NEAR(result.reward, expected, 1e-4 * std::max(1.0, std::abs(expected))) << "step " << t;
     EXPECT_EQ(result.terminated, rules.terminates && !healthy) << "step " << t;
+    // The step's terms under Gymnasium's info names.
+    const LocomotionReward& terms = env.last_reward();
+    EXPECT_DOUBLE_EQ(terms.x_velocity, velocity) << "step " << t;
+    EXPECT_DOUBLE_EQ(terms.forward, rules.forward_weight * velocity) << "step " << t;
+    EXPECT_EQ(terms.survive, healthy ? rules.healthy_reward : 0.0) << "step " << t;
+    EXPECT_NEAR(terms.ctrl, -rules.ctrl_weight * square_sum(action), 1e-12) << "step " << t;
+    EXPECT_EQ(terms.contact, 0.0) << "step " << t;
+    EXPECT_EQ(static_cast<float>(terms.total()), result.reward) << "step " << t;
     if (result.terminated || result.truncated) {
       terminations += result.terminated ? 1 : 0;
       env.reset(std::nullopt, obs.data());

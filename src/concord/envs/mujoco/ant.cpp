@@ -59,26 +59,13 @@ void Ant::reset_state(float* observation) {
 }
 
 StepResult Ant::step_state(const Action& action, float* observation) {
-  const double x_before = data()->xpos[3 * torso_];
-  const bool stable = simulate(action);
+  const std::optional<double> x_velocity = simulate_x_velocity(action, [this] { return data()->xpos[3 * torso_]; });
   compute_external_forces();
-  const double x_velocity = (data()->xpos[3 * torso_] - x_before) / dt();
   write_observation(observation);
-  StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  const bool healthy = is_healthy();
+  if (!x_velocity) return diverged_step();
   double contact = 0.0;
   for (int i = 0; i < 6 * model()->nbody; ++i) contact += clipped_force(i) * clipped_force(i);
-  const double forward_reward = options_.forward_reward_weight * x_velocity;
-  const double healthy_reward = healthy ? options_.healthy_reward : 0.0;
-  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
-  const double contact_cost = options_.contact_cost_weight * contact;
-  result.reward = static_cast<float>(forward_reward + healthy_reward - ctrl_cost - contact_cost);
-  result.terminated = !healthy && options_.terminate_when_unhealthy;
-  return result;
+  return locomotion_step(options_, *x_velocity, action, is_healthy(), options_.contact_cost_weight * contact);
 }
 
 void Ant::write_observation(float* observation) const {

@@ -65,15 +65,8 @@ StepResult CustomModel::step_state(const Action& action, float* observation) {
   if (options_.observe_sensors) forward();
   const double x_velocity = (data()->xpos[3 * body_] - x_before) / dt();
   write_observation(observation);
-  StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  const double forward_reward = options_.forward_reward_weight * x_velocity;
-  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
-  result.reward = static_cast<float>(forward_reward - ctrl_cost);
-  return result;
+  if (!stable) return diverged_step();
+  return locomotion_step(options_, x_velocity, action, /*healthy=*/true);
 }
 
 void CustomModel::write_observation(float* observation) const {

@@ -10,10 +10,6 @@ namespace {
 constexpr double kVelocityLimit = 10.0;
 constexpr double kStateLimit = 100.0;  // Gymnasium's healthy_state_range (-100, 100)
 
-bool inside(double value, const std::pair<double, double>& range) {
-  return range.first < value && value < range.second;
-}
-
 }  // namespace
 
 TaskOptions Hopper::default_options() {
@@ -50,8 +46,8 @@ bool Hopper::is_healthy() const {
     healthy_state = healthy_state && -kStateLimit < d->qpos[i] && d->qpos[i] < kStateLimit;
   for (int i = 0; i < m->nv; ++i)
     healthy_state = healthy_state && -kStateLimit < d->qvel[i] && d->qvel[i] < kStateLimit;
-  return healthy_state && inside(d->qpos[1], options_.healthy_z_range) &&
-         inside(d->qpos[2], options_.healthy_angle_range);
+  return healthy_state && inside_open(d->qpos[1], options_.healthy_z_range) &&
+         inside_open(d->qpos[2], options_.healthy_angle_range);
 }
 
 void Hopper::reset_state(float* observation) {
@@ -60,22 +56,10 @@ void Hopper::reset_state(float* observation) {
 }
 
 StepResult Hopper::step_state(const Action& action, float* observation) {
-  const double x_before = data()->qpos[0];
-  const bool stable = simulate(action);
-  const double x_velocity = (data()->qpos[0] - x_before) / dt();
+  const std::optional<double> x_velocity = simulate_x_velocity(action, [this] { return data()->qpos[0]; });
   write_observation(observation);
-  StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  const bool healthy = is_healthy();
-  const double forward_reward = options_.forward_reward_weight * x_velocity;
-  const double healthy_reward = healthy ? options_.healthy_reward : 0.0;
-  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
-  result.reward = static_cast<float>(forward_reward + healthy_reward - ctrl_cost);
-  result.terminated = !healthy && options_.terminate_when_unhealthy;
-  return result;
+  if (!x_velocity) return diverged_step();
+  return locomotion_step(options_, *x_velocity, action, is_healthy());
 }
 
 void Hopper::write_observation(float* observation) const {

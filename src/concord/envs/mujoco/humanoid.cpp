@@ -48,27 +48,16 @@ void Humanoid::reset_state(float* observation) {
 }
 
 StepResult Humanoid::step_state(const Action& action, float* observation) {
-  const double x_before = mass_center_x(model(), data());
-  const bool stable = simulate(action);
+  const std::optional<double> x_velocity =
+      simulate_x_velocity(action, [this] { return mass_center_x(model(), data()); });
   compute_external_forces();
-  const double x_velocity = (mass_center_x(model(), data()) - x_before) / dt();
   write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
-  StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  const bool healthy = is_healthy();
-  const double forward_reward = options_.forward_reward_weight * x_velocity;
-  const double healthy_reward = healthy ? options_.healthy_reward : 0.0;
-  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
+  if (!x_velocity) return diverged_step();
   const double contact_cost =
       std::min(std::max(options_.contact_cost_weight * external_force_square_sum(model(), data()),
                         options_.contact_cost_range.first),
                options_.contact_cost_range.second);
-  result.reward = static_cast<float>(forward_reward + healthy_reward - ctrl_cost - contact_cost);
-  result.terminated = !healthy && options_.terminate_when_unhealthy;
-  return result;
+  return locomotion_step(options_, *x_velocity, action, is_healthy(), contact_cost);
 }
 
 }  // namespace concord::envs::mujoco

@@ -46,11 +46,8 @@ StepResult HumanoidStandup::step_state(const Action& action, float* observation)
   const bool stable = simulate(action);
   compute_external_forces();
   write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  if (!stable) return diverged_step();
   StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
   const double uph = data()->qpos[2] / model()->opt.timestep;
   const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
   const double impact_cost = std::min(kImpactCostWeight * external_force_square_sum(model(), data()), kImpactCostMax);

@@ -43,11 +43,8 @@ void InvertedDoublePendulum::reset_state(float* observation) {
 StepResult InvertedDoublePendulum::step_state(const Action& action, float* observation) {
   const bool stable = simulate(action);
   write_observation(observation);
+  if (!stable) return diverged_step();
   StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
   const mjData* d = data();
   const double x = d->site_xpos[3 * tip_];
   const double y = d->site_xpos[3 * tip_ + 2];

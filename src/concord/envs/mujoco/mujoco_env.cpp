@@ -78,6 +78,7 @@ void MujocoEnv::reset_data() {
 
 void MujocoEnv::reset_with_noise(double scale, bool normal_velocity) {
   const mjModel* m = model();
+  last_reward_ = LocomotionReward{};
   reset_data();
   for (int i = 0; i < m->nq; ++i) data_->qpos[i] = m->qpos0[i] + uniform(-scale, scale);
   for (int i = 0; i < m->nv; ++i) data_->qvel[i] = normal_velocity ? scale * normal() : uniform(-scale, scale);
@@ -120,6 +121,26 @@ bool MujocoEnv::simulate(const Action& action) {
     process_unstable_steps_.fetch_add(1, std::memory_order_relaxed);
   }
   return !diverged;
+}
+
+StepResult MujocoEnv::locomotion_step(const TaskOptions& options, double x_velocity, const Action& action, bool healthy,
+                                      double contact_cost) {
+  last_reward_.x_velocity = x_velocity;
+  last_reward_.forward = options.forward_reward_weight * x_velocity;
+  last_reward_.survive = healthy ? options.healthy_reward : 0.0;
+  last_reward_.ctrl = -options.ctrl_cost_weight * action_square_sum(action);
+  last_reward_.contact = -contact_cost;
+  StepResult result;
+  result.reward = static_cast<float>(last_reward_.total());
+  result.terminated = !healthy && options.terminate_when_unhealthy;
+  return result;
+}
+
+StepResult MujocoEnv::diverged_step() {
+  last_reward_ = LocomotionReward{};
+  StepResult result;
+  result.terminated = true;
+  return result;
 }
 
 double MujocoEnv::action_square_sum(const Action& action) const {

@@ -3,12 +3,31 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "concord/envs/env.h"
 #include "concord/envs/mujoco/mujoco_model.h"
+#include "concord/envs/mujoco/task_options.h"
 
 namespace concord::envs::mujoco {
+
+// The terms of a locomotion task's reward on one step, under the names of Gymnasium v5's `info`:
+// reward = forward + survive + ctrl + contact.
+struct LocomotionReward {
+  double x_velocity = 0.0;  // dx/dt of the task's x over the step
+  double forward = 0.0;     // reward_forward: forward_reward_weight x x_velocity
+  double survive = 0.0;     // reward_survive: healthy_reward while healthy, else 0
+  double ctrl = 0.0;        // reward_ctrl: -ctrl_cost_weight x sum(a^2)
+  double contact = 0.0;     // reward_contact: minus the contact cost (Ant, Humanoid), else 0
+  double total() const { return forward + survive + ctrl + contact; }
+};
+
+// Whether `value` lies in the open interval (range.first, range.second): Gymnasium's health ranges.
+inline bool inside_open(double value, const std::pair<double, double>& range) {
+  return range.first < value && value < range.second;
+}
 
 // What every MuJoCo task shares: its own mjData over a model shared with the other envs made from
 // the same file, frame_skip physics steps per env step in float64, and Gymnasium's MujocoEnv
@@ -34,6 +53,9 @@ class MujocoEnv : public FloatEnv {
   // each ended its episode with reward 0. Per env, and over the whole process.
   int64_t unstable_steps() const { return unstable_steps_; }
   static int64_t unstable_steps_in_process() { return process_unstable_steps_.load(std::memory_order_relaxed); }
+  // The reward terms of the last step of a locomotion task (HalfCheetah, Swimmer, Hopper, Walker2d,
+  // Ant, Humanoid, Custom-v0); all zero after a reset, a diverged step, or in the other tasks.
+  const LocomotionReward& last_reward() const { return last_reward_; }
 
   // The Box of the model's actuators' control ranges, float32. Throws std::invalid_argument
   // naming the task, the file and the actuator when one has no control range.
@@ -51,6 +73,22 @@ class MujocoEnv : public FloatEnv {
   // when the physics diverged on the way (MuJoCo then reset the state to qpos0): the task ends
   // the episode with reward 0. Throws std::invalid_argument for a missing or non-finite action.
   bool simulate(const Action& action);
+  // simulate() between two readings of the task's x (x_of(): the root's qpos[0], a body's xpos,
+  // the centre of mass), for dx/dt over the step; nullopt when the physics diverged.
+  template <typename XOf>
+  std::optional<double> simulate_x_velocity(const Action& action, XOf x_of) {
+    const double before = x_of();
+    if (!simulate(action)) return std::nullopt;
+    return (x_of() - before) / dt();
+  }
+  // The step of a locomotion task that moved at x_velocity: Gymnasium's reward terms (kept for
+  // last_reward()) from `options`' weights, the action and the health verdict, minus a contact
+  // cost the task weighed; terminated when unhealthy and options.terminate_when_unhealthy. Tasks
+  // without health pass healthy = true (their healthy_reward is 0).
+  StepResult locomotion_step(const TaskOptions& options, double x_velocity, const Action& action, bool healthy,
+                             double contact_cost = 0.0);
+  // The step on which the physics diverged: reward 0, the episode ends.
+  StepResult diverged_step();
   // The external forces on each body (mjData::cfrc_ext), which mj_step leaves stale: Gymnasium
   // calls mj_rnePostConstraint after the step's physics, as the tasks that observe them do here.
   void compute_external_forces() { mj_rnePostConstraint(model(), data_); }
@@ -71,6 +109,7 @@ class MujocoEnv : public FloatEnv {
   mjData* data_ = nullptr;
   int frame_skip_ = 1;
   int64_t unstable_steps_ = 0;
+  LocomotionReward last_reward_;
   static std::atomic<int64_t> process_unstable_steps_;
 };
 

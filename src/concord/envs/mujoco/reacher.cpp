@@ -52,11 +52,8 @@ void Reacher::reset_state(float* observation) {
 StepResult Reacher::step_state(const Action& action, float* observation) {
   const bool stable = simulate(action);
   write_observation(observation);
+  if (!stable) return diverged_step();
   StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
   const mjData* d = data();
   const double dx = d->xpos[3 * fingertip_] - d->xpos[3 * target_];
   const double dy = d->xpos[3 * fingertip_ + 1] - d->xpos[3 * target_ + 1];

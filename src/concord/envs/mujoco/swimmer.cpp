@@ -36,19 +36,10 @@ void Swimmer::reset_state(float* observation) {
 }
 
 StepResult Swimmer::step_state(const Action& action, float* observation) {
-  const double x_before = data()->qpos[0];
-  const bool stable = simulate(action);
-  const double x_velocity = (data()->qpos[0] - x_before) / dt();
+  const std::optional<double> x_velocity = simulate_x_velocity(action, [this] { return data()->qpos[0]; });
   write_observation(observation);
-  StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  const double forward_reward = options_.forward_reward_weight * x_velocity;
-  const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
-  result.reward = static_cast<float>(forward_reward - ctrl_cost);
-  return result;
+  if (!x_velocity) return diverged_step();
+  return locomotion_step(options_, *x_velocity, action, /*healthy=*/true);
 }
 
 void Swimmer::write_observation(float* observation) const {
