@@ -123,7 +123,20 @@ TEST(MujocoCustomAndSparseTest, CustomObservesTheModelsSensorsWhenAsked) {
   EXPECT_NE(error_of("MuJoCo/Custom-v0", options).find("has no sensors"), std::string::npos);
 }
 
-TEST(MujocoCustomAndSparseTest, SparseHalfCheetahPaysOneOnlyPastFiveMetres) {
+// The x of the robot's centre of mass at its current qpos (VIME's com_subtree of the torso).
+double centre_of_mass_x(MujocoEnv& env) {
+  env.forward();
+  const mjModel* m = env.model();
+  const mjData* d = env.data();
+  double weighted = 0.0, mass = 0.0;
+  for (int b = 1; b < m->nbody; ++b) {
+    weighted += m->body_mass[b] * d->xipos[3 * b];
+    mass += m->body_mass[b];
+  }
+  return weighted / mass;
+}
+
+TEST(MujocoCustomAndSparseTest, SparseHalfCheetahPaysOneOnlyWithItsCentreOfMassPastFiveMetres) {
   auto env = make_task("MuJoCo/SparseHalfCheetah-v0");
   EXPECT_EQ(env->spec().observation_space.flat_size(), 17);
   EXPECT_EQ(env->spec().max_episode_steps, 1000);
@@ -134,20 +147,43 @@ TEST(MujocoCustomAndSparseTest, SparseHalfCheetahPaysOneOnlyPastFiveMetres) {
   for (int t = 0; t < 200; ++t) {
     std::vector<float> action(6);
     for (float& a : action) a = static_cast<float>(core::uniform(rng, -1.0, 1.0));
-    // Half the steps start from a torso placed past the goal: both sides of the rule are seen.
+    // Half the steps start from a root placed near the goal: both sides of the rule are seen.
     if (t % 2 == 0) {
-      env->data()->qpos[0] = t % 4 == 0 ? 5.5 : 0.0;
+      env->data()->qpos[0] = core::uniform(rng, 4.5, 5.5);
       env->forward();
     }
     Action a;
     a.values = action.data();
     const StepResult result = env->step(a, obs.data());
-    EXPECT_EQ(result.reward, env->data()->qpos[0] > 5.0 ? 1.0f : 0.0f) << "step " << t;
+    EXPECT_EQ(result.reward, centre_of_mass_x(*env) > 5.0 ? 1.0f : 0.0f) << "step " << t;
     EXPECT_FALSE(result.terminated);
     paid += result.reward > 0 ? 1 : 0;
   }
   EXPECT_GT(paid, 20);
   EXPECT_LT(paid, 180);
+}
+
+TEST(MujocoCustomAndSparseTest, SparseHalfCheetahJudgesTheCentreOfMassNotTheRootJoint) {
+  // Standing still (zero action, no noise) with the root joint and the centre of mass on either
+  // side of 5 m: the centre of mass decides.
+  EnvOptions options;
+  options.reset_noise_scale = 0.0;
+  auto env = make_task("MuJoCo/SparseHalfCheetah-v0", options);
+  std::vector<float> obs(17);
+  env->reset(1, obs.data());
+  const double offset = centre_of_mass_x(*env) - env->data()->qpos[0];
+  ASSERT_GT(std::abs(offset), 0.02) << "the shipped model's centre of mass sits on its root";
+  std::vector<float> still(6, 0.0f);
+  Action a;
+  a.values = still.data();
+  // Root short of the goal by half the offset, centre of mass past it (or the other way round).
+  env->data()->qpos[0] = 5.0 - offset / 2;
+  env->forward();
+  const StepResult result = env->step(a, obs.data());
+  const double root = env->data()->qpos[0];
+  const double centre = centre_of_mass_x(*env);
+  ASSERT_NE(root > 5.0, centre > 5.0) << "root " << root << ", centre of mass " << centre;
+  EXPECT_EQ(result.reward, centre > 5.0 ? 1.0f : 0.0f);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "concord/envs/mujoco/half_cheetah.h"
+#include "concord/envs/mujoco/humanoid_observation.h"
 #include "concord/envs/mujoco/model_directory.h"
 
 namespace concord::envs::mujoco {
@@ -32,13 +33,16 @@ void SparseHalfCheetah::reset_state(float* observation) {
 StepResult SparseHalfCheetah::step_state(const Action& action, float* observation) {
   const bool stable = simulate(action);
   write_observation(observation);
+  if (!stable) return diverged_step();
   StepResult result;
-  if (!stable) {
-    result.terminated = true;
-    return result;
-  }
-  result.reward = data()->qpos[0] > kGoalDistance ? 1.0f : 0.0f;
+  result.reward = mass_center_x_now() > kGoalDistance ? 1.0f : 0.0f;
   return result;
+}
+
+double SparseHalfCheetah::mass_center_x_now() {
+  // mj_step leaves the bodies' positions (xipos) at the state before its last integration.
+  mj_kinematics(model(), data());
+  return mass_center_x(model(), data());
 }
 
 void SparseHalfCheetah::write_observation(float* observation) const {
