@@ -7,6 +7,8 @@
 #include <torch/nn/init.h>
 #include <torch/torch.h>
 
+#include "concord/nn/fused_recurrence.h"
+
 namespace concord::nn {
 namespace {
 
@@ -51,6 +53,12 @@ void RecurrentCoreImpl::reset() {
   }
 }
 
+std::vector<torch::Tensor> RecurrentCoreImpl::weights() const {
+  const auto parameters =
+      lstm_ ? lstm_->named_parameters(/*recurse=*/false) : gru_->named_parameters(/*recurse=*/false);
+  return {parameters["weight_ih_l0"], parameters["weight_hh_l0"], parameters["bias_ih_l0"], parameters["bias_hh_l0"]};
+}
+
 std::vector<torch::Tensor> RecurrentCoreImpl::initial_state(int64_t batch) const {
   const torch::Tensor weight = lstm_ ? lstm_->all_weights().front() : gru_->all_weights().front();
   std::vector<torch::Tensor> state;
@@ -72,6 +80,9 @@ torch::Tensor RecurrentCoreImpl::run(const torch::Tensor& features, std::vector<
 
 torch::Tensor RecurrentCoreImpl::step(const torch::Tensor& features, const torch::Tensor& starts,
                                       std::vector<torch::Tensor>& state) {
+  if (fused_recurrence_applies(features, state, weights())) {
+    return unroll(features.unsqueeze(0), starts.defined() ? starts.unsqueeze(0) : starts, state).squeeze(0);
+  }
   reset_rows(state, starts);
   return run(features.unsqueeze(0), state).squeeze(0);  // [1, B, F]: one time step
 }
@@ -79,6 +90,28 @@ torch::Tensor RecurrentCoreImpl::step(const torch::Tensor& features, const torch
 torch::Tensor RecurrentCoreImpl::unroll(const torch::Tensor& features, const torch::Tensor& starts,
                                         std::vector<torch::Tensor>& state, const std::vector<int64_t>& wanted,
                                         std::vector<std::vector<torch::Tensor>>* states_after) {
+  const std::vector<torch::Tensor> parameters = weights();
+  if (!fused_recurrence_applies(features, state, parameters)) {
+    return unroll_segments(features, starts, state, wanted, states_after);
+  }
+  const RecurrenceOutputs out = fused_recurrence(kind_ == "lstm", features, starts, state, parameters);
+  const auto state_after = [&](int64_t t) {
+    std::vector<torch::Tensor> after{out.hidden[t]};
+    if (out.cells.defined()) after.push_back(out.cells[t]);
+    return after;
+  };
+  const int64_t steps = features.size(0);
+  if (states_after != nullptr) {
+    states_after->assign(static_cast<size_t>(steps), {});
+    for (const int64_t t : wanted) (*states_after)[static_cast<size_t>(t)] = state_after(t);
+  }
+  state = state_after(steps - 1);
+  return out.hidden;
+}
+
+torch::Tensor RecurrentCoreImpl::unroll_segments(const torch::Tensor& features, const torch::Tensor& starts,
+                                                 std::vector<torch::Tensor>& state, const std::vector<int64_t>& wanted,
+                                                 std::vector<std::vector<torch::Tensor>>* states_after) {
   const int64_t steps = features.size(0);
   // Where a segment must begin: a step at which some env starts an episode (its row is reset
   // first), and the step after a wanted one (whose state is read off at the segment's end).

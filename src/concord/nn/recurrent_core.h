@@ -30,14 +30,15 @@ class RecurrentCoreImpl : public torch::nn::Cloneable<RecurrentCoreImpl> {
 
   // One step for B envs: features [B, input_size], `state` the state before it (rows where
   // starts [B] is 1 are reset first; starts may be undefined) -> output [B, hidden_size]; `state`
-  // becomes the state after it.
+  // becomes the state after it. Runs as unroll() does, a sequence of one step.
   torch::Tensor step(const torch::Tensor& features, const torch::Tensor& starts, std::vector<torch::Tensor>& state);
   // T steps: features [T, B, input_size], starts [T, B] -> outputs [T, B, hidden_size]; `state`
   // goes in as the state before step 0 and comes out as the state after step T - 1. With
   // `states_after`, it also receives the state after each step t of `wanted` (before any reset at
-  // t + 1). The steps between two episode starts (in any env) run as one call of the LSTM or GRU,
-  // which costs far less than a call per step: an episode start splits the sequence, as does a
-  // wanted step.
+  // t + 1). On the CPU in float32 or float64 the whole sequence runs as one autograd node
+  // (fused_recurrence.h: the same math, one product for the inputs of all steps, a few times
+  // cheaper than LibTorch's LSTM); elsewhere the steps between two episode starts (in any env) run
+  // as one call of the LibTorch module: an episode start splits the sequence, as does a wanted step.
   torch::Tensor unroll(const torch::Tensor& features, const torch::Tensor& starts, std::vector<torch::Tensor>& state,
                        const std::vector<int64_t>& wanted = {},
                        std::vector<std::vector<torch::Tensor>>* states_after = nullptr);
@@ -45,6 +46,10 @@ class RecurrentCoreImpl : public torch::nn::Cloneable<RecurrentCoreImpl> {
  private:
   // Steps features [L, B, input_size] from `state` without resets -> outputs [L, B, hidden_size].
   torch::Tensor run(const torch::Tensor& features, std::vector<torch::Tensor>& state);
+  // unroll() through LibTorch's module, a call per segment between episode starts (any device).
+  torch::Tensor unroll_segments(const torch::Tensor& features, const torch::Tensor& starts,
+                                std::vector<torch::Tensor>& state, const std::vector<int64_t>& wanted,
+                                std::vector<std::vector<torch::Tensor>>* states_after);
 
   std::string kind_;
   int64_t input_size_;
@@ -52,6 +57,9 @@ class RecurrentCoreImpl : public torch::nn::Cloneable<RecurrentCoreImpl> {
   std::vector<std::string> state_names_;
   torch::nn::LSTM lstm_{nullptr};
   torch::nn::GRU gru_{nullptr};
+  // The module's parameters w_ih, w_hh, b_ih, b_hh, looked up at each call: a clone() replaces
+  // the LibTorch module's parameter tensors after reset(), so they cannot be kept.
+  std::vector<torch::Tensor> weights() const;
 };
 TORCH_MODULE(RecurrentCore);
 
