@@ -32,7 +32,7 @@
 #include "concord/cli/training_run.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/timer.h"
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "machine_load.h"
 #include "self_launch.h"
 
@@ -68,9 +68,9 @@ Outcome run(concord::core::Config config, const std::string& policy, int actors,
   outcome.updates = state.updates;
 
   concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
-  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-  outcome.eval_return = concord::policies::summarize_returns(
-                            concord::policies::evaluate_episodes(training.learner(), eval_env, kEvalEpisodes))
+  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::runtime::kEvalSeedOffset);
+  outcome.eval_return = concord::policies::runtime::summarize_returns(
+                            concord::policies::runtime::evaluate_episodes(training.learner(), eval_env, kEvalEpisodes))
                             .mean;
   return outcome;
 }

@@ -297,7 +297,7 @@ ppo() {  # ppo GROUP POLICY X DEVICE
   local group=$1 policy=$2 x=$3 dev=$4 knob=()
   case $policy in
     sync_vector | async_learner) knob=(--threads "$x") ;;
-    central_inference) knob=(--set "policy.central_inference.agents=$x") ;;
+    central_inference) knob=(--set "policy.central_inference.actors=$x") ;;
   esac
   local step="${group}_${policy}_x$x"
   run train "$group" "$step" "$policy on $dev" "$x" 60 -- $(pin "$x") "$concord" train \

@@ -37,7 +37,7 @@
 #include "concord/cli/training_run.h"
 #include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "machine_load.h"
 #include "python_baseline.h"
 
@@ -113,9 +113,9 @@ Outcome run(const concord::core::Config& base, const std::string& policy, int64_
   for (size_t i = returns.size() - last; i < returns.size(); ++i) outcome.final_return += returns[i] / last;
 
   concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
-  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-  const concord::policies::ReturnSummary eval = concord::policies::summarize_returns(
-      concord::policies::evaluate_episodes(training.learner(), eval_env, kEvalEpisodes));
+  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::runtime::kEvalSeedOffset);
+  const concord::policies::runtime::ReturnSummary eval = concord::policies::runtime::summarize_returns(
+      concord::policies::runtime::evaluate_episodes(training.learner(), eval_env, kEvalEpisodes));
   outcome.eval_return = eval.mean;
   outcome.eval_std = eval.std;
   return outcome;

@@ -38,7 +38,7 @@
 #include "concord/cli/training_run.h"
 #include "concord/core/config.h"
 #include "concord/core/timer.h"
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "self_launch.h"
 
 namespace {
@@ -86,7 +86,7 @@ Config base_config(const Options& options, const std::string& env_id, int64_t se
     // envs: the setting of the records in bench/RESULTS.md (hogwild ran PPO no other way before
     // 2026-11-27, and split env.num_envs among its workers before 2026-11-29).
     for (const char* assignment :
-         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.workers=2", "env.num_envs=8"}) {
+         {"algo.ppo.update_epochs=1", "algo.ppo.num_minibatches=1", "policy.hogwild.actors=2", "env.num_envs=8"}) {
       config.apply_override(assignment, "bench");
     }
   }
@@ -291,8 +291,9 @@ void sparse_task_table(const Options& options, const std::string& env_id) {
       training.train(state, concord::policies::TrainingCallbacks{});
       const double seconds = clock.elapsed_seconds();
       concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
-      eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-      const std::vector<double> returns = concord::policies::evaluate_episodes(training.learner(), eval_env, episodes);
+      eval_env.seed = static_cast<uint64_t>(seed + concord::policies::runtime::kEvalSeedOffset);
+      const std::vector<double> returns =
+          concord::policies::runtime::evaluate_episodes(training.learner(), eval_env, episodes);
       double successes = 0.0;
       double total = 0.0;
       for (const double value : returns) {

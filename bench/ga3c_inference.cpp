@@ -40,7 +40,7 @@
 #include "concord/nn/actor_critic.h"
 #include "concord/nn/flat_parameters.h"
 #include "concord/policies/central_inference.h"
-#include "concord/policies/observation_rows.h"
+#include "concord/policies/runtime/observation_rows.h"
 #include "machine_load.h"
 
 namespace {
@@ -254,7 +254,8 @@ double own_inference_pps(const Workload& workload, int agents, double seconds, t
       concord::envs::Batch batch = env.reset();
       c10::InferenceMode inference;
       auto predict_and_step = [&] {
-        const torch::Tensor observation = concord::policies::observation_view(env, batch.observations, 1).to(device);
+        const torch::Tensor observation =
+            concord::policies::runtime::observation_view(env, batch.observations, 1).to(device);
         const torch::Tensor action = model->act(observation).action.to(torch::kCPU).contiguous();
         batch = env.step(action.data_ptr<int64_t>());
       };

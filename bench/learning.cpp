@@ -24,12 +24,12 @@
 #include "concord/cli/training_run.h"
 #include "concord/core/config.h"
 #include "concord/core/timer.h"
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 
 namespace {
 
 using concord::core::Config;
-using concord::policies::ReturnSummary;
+using concord::policies::runtime::ReturnSummary;
 
 // Published final returns of tuned agents. RL Baselines3 Zoo's benchmark.md: one trained agent
 // per row, evaluated deterministically for about 150k steps, quoted, not measured here.
@@ -159,11 +159,11 @@ SeedResult train_and_evaluate(const std::string& file, int64_t seed, const Optio
   if (last > 0) result.last_100 /= static_cast<double>(last);
 
   concord::envs::VectorEnvConfig eval_env = concord::cli::vector_env_config(config);
-  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::kEvalSeedOffset);
-  result.eval_return =
-      concord::policies::summarize_returns(
-          concord::policies::evaluate_episodes(training.learner(), eval_env, options.episodes, options.stochastic_eval))
-          .mean;
+  eval_env.seed = static_cast<uint64_t>(seed + concord::policies::runtime::kEvalSeedOffset);
+  result.eval_return = concord::policies::runtime::summarize_returns(
+                           concord::policies::runtime::evaluate_episodes(training.learner(), eval_env, options.episodes,
+                                                                         options.stochastic_eval))
+                           .mean;
   return result;
 }
 
@@ -190,11 +190,12 @@ void print_table(const std::vector<ConfigResult>& results, const Options& option
       seconds += seed.train_seconds;
       steps = std::max(steps, seed.steps);
     }
-    const ReturnSummary summary = concord::policies::summarize_returns(returns);
+    const ReturnSummary summary = concord::policies::runtime::summarize_returns(returns);
     std::printf("%-26s %-4s %-20s %-34s %-16s %9lld %8.1fs  %s\n", result.env_id.c_str(), result.algo.c_str(),
                 format_mean_std(summary).c_str(), per_seed.c_str(),
-                format_mean_std(concord::policies::summarize_returns(last_100)).c_str(), static_cast<long long>(steps),
-                seconds / static_cast<double>(result.seeds.size()), reference_for(result.env_id, result.algo).c_str());
+                format_mean_std(concord::policies::runtime::summarize_returns(last_100)).c_str(),
+                static_cast<long long>(steps), seconds / static_cast<double>(result.seeds.size()),
+                reference_for(result.env_id, result.algo).c_str());
   }
   std::printf(
       "\neval return: %s policy, mean over %lld episodes per seed, then mean +- std (population) "

@@ -38,8 +38,8 @@
 #include "concord/core/episode_stats.h"
 #include "concord/core/timer.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "machine_load.h"
 
 namespace {
@@ -102,8 +102,9 @@ Outcome run(const Setup& setup, const std::string& policy_name, const std::vecto
   outcome.steps = state.global_step;
   outcome.updates = state.updates;
   envs::VectorEnvConfig eval_env = env;
-  eval_env.seed = seed + policies::kEvalSeedOffset;
-  const std::vector<double> returns = policies::evaluate_episodes(*learner, eval_env, 20, setup.stochastic_eval);
+  eval_env.seed = seed + policies::runtime::kEvalSeedOffset;
+  const std::vector<double> returns =
+      policies::runtime::evaluate_episodes(*learner, eval_env, 20, setup.stochastic_eval);
   outcome.eval_return = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
   return outcome;
 }
@@ -132,8 +133,9 @@ double train_and_evaluate(const std::string& config_file, const std::vector<std:
   policies::TrainingState state;
   training.train(state, {});
   envs::VectorEnvConfig eval_env = cli::vector_env_config(config);
-  eval_env.seed = static_cast<uint64_t>(seed + policies::kEvalSeedOffset);
-  const std::vector<double> returns = policies::evaluate_episodes(training.learner(), eval_env, 10, stochastic_eval);
+  eval_env.seed = static_cast<uint64_t>(seed + policies::runtime::kEvalSeedOffset);
+  const std::vector<double> returns =
+      policies::runtime::evaluate_episodes(training.learner(), eval_env, 10, stochastic_eval);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 
@@ -251,7 +253,7 @@ int main(int argc, char** argv) {
   // that row is therefore not the same algorithm configuration as the others. PPO's clipped
   // ratio takes the lag as it is.
   // Lag 1: GA3C's arrangement, agents collecting while the learner trains.
-  std::vector<std::string> central = {"policy.central_inference.agents=8", "policy.central_inference.training_batch=2",
+  std::vector<std::string> central = {"policy.central_inference.actors=8", "policy.central_inference.training_batch=2",
                                       "policy.central_inference.queue_capacity=8",
                                       "policy.central_inference.max_policy_lag=1"};
   if (setup.algo == "a2c") {
@@ -261,8 +263,8 @@ int main(int argc, char** argv) {
   const std::vector<PolicyCase> cases = {
       {"single", "single", 1, {}},
       {"sync_vector", "sync_vector", 2, {}},
-      {"hogwild x2", "hogwild", 1, {"policy.hogwild.workers=2"}, 2},
-      {"hogwild x4", "hogwild", 1, {"policy.hogwild.workers=4"}, 4},
+      {"hogwild x2", "hogwild", 1, {"policy.hogwild.actors=2"}, 2},
+      {"hogwild x4", "hogwild", 1, {"policy.hogwild.actors=4"}, 4},
       {"central_inf", "central_inference", 1, central},
   };
 

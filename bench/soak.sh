@@ -21,7 +21,7 @@ common=(--total-timesteps 100000000000 --progress off --run-root "$work/runs"
   --set train.checkpoint_interval_seconds=60 --set log.interval_seconds=10)
 case "$mode" in
   threaded)
-    "$concord" train --config "$root/configs/a2c_cartpole.toml" --policy hogwild --set policy.hogwild.workers=4 "${common[@]}" \
+    "$concord" train --config "$root/configs/a2c_cartpole.toml" --policy hogwild --set policy.hogwild.actors=4 "${common[@]}" \
       > "$work/log" 2>&1 &
     ;;
   processes)

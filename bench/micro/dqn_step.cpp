@@ -26,7 +26,7 @@
 #include "concord/algos/fused_td_loss.h"
 #include "concord/algos/gradient_step.h"
 #include "concord/envs/vector_env.h"
-#include "concord/policies/transition_collector.h"
+#include "concord/policies/runtime/transition_collector.h"
 #include "operation_count.h"
 #include "preset.h"
 
@@ -53,7 +53,7 @@ std::unique_ptr<Dqn> cartpole_dqn(const std::vector<std::string>& overrides = {}
 }
 
 // A replay filled by 10k steps of random acting, as at learning_starts.
-void fill(Dqn& dqn, concord::policies::TransitionCollector& collector) {
+void fill(Dqn& dqn, concord::policies::runtime::TransitionCollector& collector) {
   const concord::algos::ActingContext random{false, 0, 500000, 0, 1};
   for (int i = 0; i < 10000; ++i) dqn.observe(collector.step(dqn.actor(), random, nullptr));
 }
@@ -65,7 +65,7 @@ void BM_DqnEnvStep(benchmark::State& state) {
   const std::unique_ptr<Dqn> learner = cartpole_dqn();
   Dqn& dqn = *learner;
   concord::envs::VectorEnv env(cartpole().env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, state.range(0), 500000, 0, 1};
   for (auto _ : state) dqn.observe(collector.step(dqn.actor(), context, nullptr));
   state.SetItemsProcessed(state.iterations());
@@ -80,7 +80,7 @@ void BM_DqnObserve(benchmark::State& state) {
   const std::unique_ptr<Dqn> learner = cartpole_dqn({"algo.dqn.n_step=" + std::to_string(state.range(0))});
   Dqn& dqn = *learner;
   concord::envs::VectorEnv env(cartpole().env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, 0, 500000, 0, 1};
   std::vector<concord::algos::TensorMap> steps;
   for (int i = 0; i < 4096; ++i) steps.push_back(concord::algos::clone(collector.step(dqn.actor(), context, nullptr)));
@@ -110,7 +110,7 @@ void BM_DqnUpdate(benchmark::State& state) {
   const std::unique_ptr<Dqn> learner = cartpole_dqn();
   Dqn& dqn = *learner;
   concord::envs::VectorEnv env(cartpole().env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   int64_t step = 10010;
   for (auto _ : state) {
@@ -127,7 +127,7 @@ void BM_DqnEnvStepOperations(benchmark::State& state) {
   const std::unique_ptr<Dqn> learner = cartpole_dqn();
   Dqn& dqn = *learner;
   concord::envs::VectorEnv env(cartpole().env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
   OpCounter act, step, observe;
   const torch::Tensor observation = torch::randn({1, 4});
@@ -167,14 +167,14 @@ void BM_DqnUpdateBesideActing(benchmark::State& state) {
   const std::unique_ptr<Dqn> learner = cartpole_dqn();
   Dqn& dqn = *learner;
   concord::envs::VectorEnv env(cartpole().env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   std::atomic<bool> done{false};
   std::atomic<int64_t> acted{0};
   std::unique_ptr<concord::algos::ActorReplica> replica = dqn.make_actor_replica();
   std::thread actor([&] {
     concord::envs::VectorEnv actor_env(cartpole().env);
-    concord::policies::TransitionCollector actor_collector(actor_env, torch::kCPU);
+    concord::policies::runtime::TransitionCollector actor_collector(actor_env, torch::kCPU);
     const concord::algos::ActingContext context{false, 400000, 500000, 0, 1};
     while (!done.load()) {
       benchmark::DoNotOptimize(actor_collector.step(*replica, context, nullptr));
@@ -214,7 +214,7 @@ void BM_DqnUpdateBreakdown(benchmark::State& state) {
   Dqn& dqn = *learner;
   const concord::algos::DqnConfig& config = dqn.config();
   concord::envs::VectorEnv env(preset.env);
-  concord::policies::TransitionCollector collector(env, torch::kCPU);
+  concord::policies::runtime::TransitionCollector collector(env, torch::kCPU);
   fill(dqn, collector);
   auto& parameters = dqn.flat_parameters();
   torch::optim::Optimizer& optimizer = dqn.optimizer();

@@ -185,7 +185,7 @@ py::dict evaluate(const std::string& path, std::optional<int64_t> episodes, std:
     const core::RestoreFlushDenormals restore_denormals;  // as train() does
     py::gil_scoped_release release;                       // the envs may be Python envs, stepped holding the GIL
     report = cli::evaluate_trained_checkpoint(path, episodes, seed, stochastic,
-                                              step_limit.value_or(policies::kEvaluationStepLimit));
+                                              step_limit.value_or(policies::runtime::kEvaluationStepLimit));
   }
   py::dict result;
   result["algo"] = report.algo;

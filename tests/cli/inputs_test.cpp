@@ -149,13 +149,12 @@ TEST(Inputs, TheProbesInputsAreRefusedInOneLineNamingTheKey) {
       {"--config ppo_cartpole --policy sync_vector --set env.num_threads=100000",
        {"env.num_threads=100000 is too large (at most "}},
       {"--set run.torch_threads=100000", {"run.torch_threads=100000 is too large (at most "}},
-      {"--policy hogwild --set policy.hogwild.workers=100000",
-       {"policy.hogwild.workers=100000 is too large (at most "}},
+      {"--policy hogwild --set policy.hogwild.actors=100000", {"policy.hogwild.actors=100000 is too large (at most "}},
       {"--algo dqn --policy apex --set policy.apex.actors=100000 --set env.num_envs=100000",
        {"policy.apex.actors=100000 is too large (at most "}},
-      {"--policy central_inference --set policy.central_inference.agents=100000 --set "
+      {"--policy central_inference --set policy.central_inference.actors=100000 --set "
        "policy.central_inference.predictors=100000 --set policy.central_inference.trainers=100000",
-       {"policy.central_inference.agents=100000 is too large",
+       {"policy.central_inference.actors=100000 is too large",
         "policy.central_inference.predictors=100000 is too large",
         "policy.central_inference.trainers=100000 is too large"}},
       {"--num-envs 8 --threads 64", {"env.num_threads=64 is "}},

@@ -101,6 +101,47 @@ TEST(ConfigFields, AnIntOutOfRangeIsRefusedNamingTheKey) {
   EXPECT_EQ(read_config<ExampleConfig>(config, "example.").workers, -2147483648LL);
 }
 
+// A renamed key: the former name still sets it, from a file, --set or code, each time with one
+// note naming where it was written and the new name; the schema and the TOML written know only
+// the new name, and the former name cannot be declared again.
+struct RenamedConfig {
+  int actors = 2;
+  static const ConfigFields<RenamedConfig>& fields() {
+    static const ConfigFields<RenamedConfig> kFields = {{"actors", &RenamedConfig::actors, "Actors", "workers"}};
+    return kFields;
+  }
+};
+
+TEST(ConfigFields, AFormerNameStillSetsTheKeyWithANoteNamingTheNewOne) {
+  ConfigSchema schema;
+  declare_config<RenamedConfig>(schema, "policy.p.");
+  EXPECT_FALSE(schema.contains("policy.p.workers"));
+  ASSERT_NE(schema.renamed("policy.p.workers"), nullptr);
+  EXPECT_EQ(*schema.renamed("policy.p.workers"), "policy.p.actors");
+  EXPECT_THROW(schema.declare("policy.p.actors", int64_t{1}, "again"), std::logic_error);
+  EXPECT_THROW(schema.declare_former_name("policy.p.workers", "policy.p.actors"), std::logic_error);
+
+  Config config(schema);
+  config.apply_override("policy.p.workers=5");
+  EXPECT_EQ(read_config<RenamedConfig>(config, "policy.p.").actors, 5);
+  ASSERT_EQ(config.notes().size(), 1u);
+  EXPECT_EQ(config.notes()[0],
+            "config key 'policy.p.workers' in --set is now called 'policy.p.actors'; the old name is still accepted");
+  config.apply_override("policy.p.workers=6");  // the same note is not repeated
+  EXPECT_EQ(config.notes().size(), 1u);
+  config.merge_toml("[policy.p]\nworkers = 7\n", "'old.toml'");
+  EXPECT_EQ(read_config<RenamedConfig>(config, "policy.p.").actors, 7);
+  config.set("policy.p.workers", int64_t{8}, "--flag");
+  EXPECT_EQ(read_config<RenamedConfig>(config, "policy.p.").actors, 8);
+  ASSERT_EQ(config.notes().size(), 3u);
+  EXPECT_NE(config.notes()[1].find("in 'old.toml'"), std::string::npos);
+  EXPECT_EQ(config.to_toml().find("workers"), std::string::npos);
+  EXPECT_EQ(config.origin("policy.p.actors"), "--flag");
+  // The new name sets it without a note.
+  config.apply_override("policy.p.actors=9");
+  EXPECT_EQ(config.notes().size(), 3u);
+}
+
 TEST(ConfigProblems, ListsEveryBadValueAtOnce) {
   ExampleConfig bad;
   bad.rate = -1.0;

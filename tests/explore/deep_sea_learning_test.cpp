@@ -10,8 +10,8 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/envs/exploration/deep_sea.h"
 #include "concord/explore/bonus_registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "learning_outcome.h"
 
 namespace concord::explore {
@@ -58,7 +58,7 @@ double train_and_evaluate(const std::string& bonus_name, const std::string& poli
   policies::TrainingState state;
   policy->train(state, steps, /*checkpoint_interval_steps=*/int64_t{1} << 40, policies::TrainingCallbacks{});
   env.seed = 999 + seed;
-  return policies::evaluate_episodes(*learner, env, /*episodes=*/1).front();
+  return policies::runtime::evaluate_episodes(*learner, env, /*episodes=*/1).front();
 }
 
 TEST(DeepSeaLearning, TheBonusFindsTheTreasureThePlainAgentMisses) {

@@ -18,8 +18,8 @@
 #include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "concord/sync/sync_registry.h"
 #include "learning_outcome.h"
 
@@ -88,7 +88,7 @@ LearnerOutcome run(int world_size, int64_t steps, const core::Config& config, ui
         policy->train(state, steps, int64_t{1} << 40, callbacks);
         if (rank == 0) {
           outcome.state = state;
-          const std::vector<double> returns = evaluate_episodes(*learner, cartpole(4, 99), 10);
+          const std::vector<double> returns = runtime::evaluate_episodes(*learner, cartpole(4, 99), 10);
           outcome.eval_mean =
               std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }

@@ -23,8 +23,8 @@
 #include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "learning_outcome.h"
 #include "policies/policy_fakes.h"
 
@@ -316,7 +316,8 @@ double train_and_evaluate(uint64_t seed) {
     if (rank == 0) {
       EXPECT_EQ(state.global_step, 30'000);
       EXPECT_GT(state.updates, 0);
-      const std::vector<double> returns = evaluate_episodes(*learner, env_config("CartPole-v1", 2, 99 + seed), 10);
+      const std::vector<double> returns =
+          runtime::evaluate_episodes(*learner, env_config("CartPole-v1", 2, 99 + seed), 10);
       eval_mean = std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
     }
   });

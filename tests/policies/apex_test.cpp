@@ -25,8 +25,8 @@
 #include "concord/envs/registry.h"
 #include "concord/policies/apex.h"
 #include "concord/policies/apex_config.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "policies/policy_fakes.h"
 
 namespace concord::policies {
@@ -420,7 +420,7 @@ double train_and_evaluate(uint64_t seed) {
   EXPECT_EQ(state.global_step, kApexDqnSteps);
   EXPECT_GT(state.updates, 0);
   env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(*learner, env, 10);
+  const std::vector<double> returns = runtime::evaluate_episodes(*learner, env, 10);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

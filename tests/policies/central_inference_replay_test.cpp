@@ -22,8 +22,8 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/core/config.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "policies/learning_runs.h"
 #include "policies/policy_fakes.h"
 
@@ -179,7 +179,8 @@ TEST(CentralInferenceReplay, RefusesWhatItCannotRunInOneLine) {
             "policy.central_inference.trainers, training_batch, max_policy_lag and dynamic_adjustment lay out "
             "on-policy training only (got trainers = 2, dynamic_adjustment = true)");
   EXPECT_EQ(refusal(learner, env_config(id, 6)),
-            "policy 'central_inference': env.num_envs = 6 must be divisible by its 8 agents");
+            "policy 'central_inference': env.num_envs = 6 must be divisible by its 8 actors "
+            "(policy.central_inference.actors)");
   envs::VectorEnvConfig threaded = env_config(id, 8);
   threaded.num_threads = 2;
   EXPECT_THAT(refusal(learner, threaded), ::testing::HasSubstr("set env.num_threads = 1 and env.batch_size = 0"));

@@ -18,8 +18,8 @@
 #include "concord/algos/a2c.h"
 #include "concord/core/blas.h"
 #include "concord/core/config.h"
-#include "concord/policies/dynamic_adjustment.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/dynamic_adjustment.h"
 #include "concord/policies/single.h"
 #include "envs/fake_env.h"
 #include "hang_guard.h"
@@ -36,9 +36,9 @@ using Clock = std::chrono::steady_clock;
 // DynamicAdjustment
 
 TEST(DynamicAdjustment, KeepsMovesThatRaiseTpsAndRevertsOthers) {
-  const ThreadCounts maximum{4, 2, 2};
-  DynamicAdjustment adjustment(maximum, maximum, /*seed=*/5);
-  ThreadCounts counts = adjustment.next(10.0);  // the baseline measured: a move is tried
+  const runtime::ThreadCounts maximum{4, 2, 2};
+  runtime::DynamicAdjustment adjustment(maximum, maximum, /*seed=*/5);
+  runtime::ThreadCounts counts = adjustment.next(10.0);  // the baseline measured: a move is tried
   std::set<int> agent_counts;
   for (int i = 0; i < 50; ++i) {
     EXPECT_TRUE(counts.agents >= 1 && counts.agents <= 4) << counts.to_string();
@@ -51,12 +51,12 @@ TEST(DynamicAdjustment, KeepsMovesThatRaiseTpsAndRevertsOthers) {
   EXPECT_EQ(adjustment.kept(), 50);
   EXPECT_GT(agent_counts.size(), 1u);  // it walks
 
-  DynamicAdjustment reverting(maximum, maximum, 6);
+  runtime::DynamicAdjustment reverting(maximum, maximum, 6);
   reverting.next(10.0);
   EXPECT_EQ(reverting.next(5.0), maximum);  // worse: back to the baseline, measured afresh
   EXPECT_EQ(reverting.kept(), 0);
   EXPECT_EQ(reverting.decisions(), 1);
-  EXPECT_THROW(DynamicAdjustment(maximum, ThreadCounts{5, 1, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(runtime::DynamicAdjustment(maximum, runtime::ThreadCounts{5, 1, 1}, 0), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,7 +411,7 @@ TEST(CentralInference, RefusesWhatCannotWork) {
     return "no error";
   };
   EXPECT_THAT(message(small_policy(3), env_config(id, 8)),
-              ::testing::HasSubstr("env.num_envs = 8 must be divisible by its 3 agents"));
+              ::testing::HasSubstr("env.num_envs = 8 must be divisible by its 3 actors"));
   envs::VectorEnvConfig async = env_config(id, 8);
   async.batch_size = 4;
   EXPECT_THAT(message(small_policy(2), async), ::testing::HasSubstr("set env.batch_size = 0"));
@@ -460,7 +460,7 @@ TEST(CentralInference, IsInTheRegistryWithItsKeys) {
                 PolicyContext{config, env_config(register_counting_env(), 8), learner, torch::kCPU});
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& error) {
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("must be divisible by its 3 agents"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("must be divisible by its 3 actors"));
   }
 }
 

@@ -8,9 +8,9 @@
 
 #include <torch/torch.h>
 
-#include "concord/policies/evaluation.h"
-#include "concord/policies/rollout_collector.h"
-#include "concord/policies/transition_collector.h"
+#include "concord/policies/runtime/evaluation.h"
+#include "concord/policies/runtime/rollout_collector.h"
+#include "concord/policies/runtime/transition_collector.h"
 #include "policy_fakes.h"
 
 namespace concord::policies {
@@ -80,7 +80,7 @@ class FeedForwardActor final : public algos::Actor {
 TEST(Collector, ARolloutCarriesEachEnvsStateAcrossStepsAndRolloutsAndResetsItWhereAnEpisodeStarts) {
   const envs::Registry registry = counting_registry(/*terminate_after=*/3);
   envs::VectorEnv env(counting_config(3), registry);
-  RolloutCollector collector(env, /*steps_per_rollout=*/5, torch::kCPU);
+  runtime::RolloutCollector collector(env, /*steps_per_rollout=*/5, torch::kCPU);
   StepCountingActor actor;
   int episodes = 0;
   for (int k = 0; k < 4; ++k) collector.collect(actor, [&](double, int64_t) { ++episodes; });
@@ -97,7 +97,7 @@ TEST(Collector, TransitionsCarryEachEnvsStateAndResetItWhereAnEpisodeStarts) {
   for (const int terminate_after : {0, 3}) {
     const envs::Registry registry = counting_registry(terminate_after);
     envs::VectorEnv env(counting_config(2), registry);
-    TransitionCollector collector(env, torch::kCPU);
+    runtime::TransitionCollector collector(env, torch::kCPU);
     StepCountingActor actor;
     for (int t = 0; t < 13; ++t) collector.step(actor, {}, nullptr);
     EXPECT_EQ(actor.calls, 13);
@@ -110,9 +110,9 @@ TEST(Collector, TransitionsCarryEachEnvsStateAndResetItWhereAnEpisodeStarts) {
 TEST(Collector, AFeedForwardActorIsHandedNoStateAndNoEpisodeStarts) {
   const envs::Registry registry = counting_registry(/*terminate_after=*/3);
   envs::VectorEnv rollout_env(counting_config(2), registry);
-  RolloutCollector rollouts(rollout_env, /*steps_per_rollout=*/4, torch::kCPU);
+  runtime::RolloutCollector rollouts(rollout_env, /*steps_per_rollout=*/4, torch::kCPU);
   envs::VectorEnv transition_env(counting_config(2), registry);
-  TransitionCollector transitions(transition_env, torch::kCPU);
+  runtime::TransitionCollector transitions(transition_env, torch::kCPU);
   FeedForwardActor actor;
   for (int k = 0; k < 3; ++k) rollouts.collect(actor, nullptr);
   for (int t = 0; t < 9; ++t) transitions.step(actor, {}, nullptr);

@@ -1,6 +1,6 @@
 // pack_episodes and unpack_episodes: an actor process's finished episodes as one message, checked
 // on the learner before they are read.
-#include "concord/policies/episode_message.h"
+#include "concord/policies/runtime/episode_message.h"
 
 #include <limits>
 
@@ -11,22 +11,22 @@ namespace concord::policies {
 namespace {
 
 TEST(EpisodeMessage, WhatIsPackedIsWhatIsUnpacked) {
-  const FinishedEpisodes finished = {{21.5, 22}, {-3.0, 1}};
-  const torch::Tensor message = pack_episodes(finished, 4);
+  const runtime::FinishedEpisodes finished = {{21.5, 22}, {-3.0, 1}};
+  const torch::Tensor message = runtime::pack_episodes(finished, 4);
   EXPECT_EQ(message.numel(), 9);
-  EXPECT_EQ(unpack_episodes(message, "actor rank 1"), finished);
-  EXPECT_TRUE(unpack_episodes(pack_episodes({}, 4), "actor rank 1").empty());
-  EXPECT_THROW(pack_episodes(finished, 1), std::invalid_argument);
+  EXPECT_EQ(runtime::unpack_episodes(message, "actor rank 1"), finished);
+  EXPECT_TRUE(runtime::unpack_episodes(runtime::pack_episodes({}, 4), "actor rank 1").empty());
+  EXPECT_THROW(runtime::pack_episodes(finished, 1), std::invalid_argument);
 }
 
 TEST(EpisodeMessage, AMessageNoActorCouldSendIsRefusedNamingTheSender) {
   const auto refusal = [](double count, double episode_return, double length) {
-    torch::Tensor message = pack_episodes({{1.0, 1}}, 2);
+    torch::Tensor message = runtime::pack_episodes({{1.0, 1}}, 2);
     message[0] = count;
     message[1] = episode_return;
     message[2] = length;
     try {
-      unpack_episodes(message, "actor rank 2");
+      runtime::unpack_episodes(message, "actor rank 2");
     } catch (const std::runtime_error& error) {
       return std::string(error.what());
     }

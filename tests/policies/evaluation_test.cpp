@@ -1,5 +1,5 @@
 // evaluate_episodes against a tiny environment whose return is known exactly for a given policy.
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 
 #include <cmath>
 #include <memory>
@@ -72,8 +72,8 @@ envs::VectorEnvConfig env_config(const char* id) {
 
 TEST(Evaluation, OneEpisodePerEnvironmentWithTheModeAction) {
   const envs::Registry registry = pay_action_registry();
-  const std::vector<double> returns =
-      evaluate_episodes(fixed_policy(false), env_config("PayAction"), /*episodes=*/5, /*stochastic=*/false, registry);
+  const std::vector<double> returns = runtime::evaluate_episodes(fixed_policy(false), env_config("PayAction"),
+                                                                 /*episodes=*/5, /*stochastic=*/false, registry);
   EXPECT_THAT(returns, ::testing::ElementsAre(3.0, 3.0, 3.0, 3.0, 3.0));
 }
 
@@ -81,9 +81,9 @@ TEST(Evaluation, ContinuousActionsAreClippedToTheSpace) {
   const envs::Registry registry = pay_action_registry();
   // The mean action 5 is clipped to 1 at the environment boundary: 3 steps pay 1 each.
   const std::vector<double> returns =
-      evaluate_episodes(fixed_policy(true), env_config("PayActionContinuous"), 3, false, registry);
+      runtime::evaluate_episodes(fixed_policy(true), env_config("PayActionContinuous"), 3, false, registry);
   EXPECT_THAT(returns, ::testing::ElementsAre(3.0, 3.0, 3.0));
-  EXPECT_THROW(evaluate_episodes(fixed_policy(true), env_config("PayActionContinuous"), 0, false, registry),
+  EXPECT_THROW(runtime::evaluate_episodes(fixed_policy(true), env_config("PayActionContinuous"), 0, false, registry),
                std::invalid_argument);
 }
 
@@ -91,7 +91,8 @@ TEST(Evaluation, ContinuousActionsAreClippedToTheSpace) {
 // evaluation imposes one and counts the episodes it cut.
 TEST(Evaluation, AnEnvWithoutATimeLimitIsCutAtTheStepLimit) {
   const envs::Registry registry = pay_action_registry();
-  const Evaluation cut = evaluate(fixed_policy(false), env_config("Endless"), 3, false, /*step_limit=*/40, registry);
+  const runtime::Evaluation cut =
+      runtime::evaluate(fixed_policy(false), env_config("Endless"), 3, false, /*step_limit=*/40, registry);
   EXPECT_THAT(cut.returns, ::testing::ElementsAre(40.0, 40.0, 40.0));
   EXPECT_EQ(cut.cut_at_limit, 3);
   EXPECT_EQ(cut.step_limit, 40);
@@ -99,25 +100,27 @@ TEST(Evaluation, AnEnvWithoutATimeLimitIsCutAtTheStepLimit) {
   // A limit the run set (env.max_episode_steps) is the env's own: evaluation adds none.
   envs::VectorEnvConfig limited = env_config("Endless");
   limited.options.max_episode_steps = 10;
-  const Evaluation own = evaluate(fixed_policy(false), limited, 2, false, 40, registry);
+  const runtime::Evaluation own = runtime::evaluate(fixed_policy(false), limited, 2, false, 40, registry);
   EXPECT_THAT(own.returns, ::testing::ElementsAre(10.0, 10.0));
   EXPECT_EQ(own.cut_at_limit, 0);
   EXPECT_EQ(own.step_limit, 0);
 
   // Episodes that end before the limit are not counted as cut.
-  const Evaluation ended = evaluate(fixed_policy(false), env_config("PayAction"), 2, false, 40, registry);
+  const runtime::Evaluation ended =
+      runtime::evaluate(fixed_policy(false), env_config("PayAction"), 2, false, 40, registry);
   EXPECT_THAT(ended.returns, ::testing::ElementsAre(3.0, 3.0));
   EXPECT_EQ(ended.cut_at_limit, 0);
 
-  EXPECT_THROW(evaluate(fixed_policy(false), env_config("Endless"), 2, false, 0, registry), std::invalid_argument);
+  EXPECT_THROW(runtime::evaluate(fixed_policy(false), env_config("Endless"), 2, false, 0, registry),
+               std::invalid_argument);
 }
 
 TEST(Evaluation, SummaryIsMeanAndPopulationStd) {
-  const ReturnSummary summary = summarize_returns({1.0, 3.0, 5.0, 7.0});
+  const runtime::ReturnSummary summary = runtime::summarize_returns({1.0, 3.0, 5.0, 7.0});
   EXPECT_DOUBLE_EQ(summary.mean, 4.0);
   EXPECT_DOUBLE_EQ(summary.std, std::sqrt(5.0));  // (9 + 1 + 1 + 9) / 4
   EXPECT_EQ(summary.count, 4);
-  EXPECT_EQ(summarize_returns({}).count, 0);
+  EXPECT_EQ(runtime::summarize_returns({}).count, 0);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "concord/explore/count_bonus.h"
 #include "concord/explore/exact_counter.h"
 #include "concord/explore/sim_hash.h"
-#include "concord/policies/exploration_bonus.h"
+#include "concord/policies/runtime/exploration_bonus.h"
 
 namespace concord::policies {
 namespace {
@@ -24,7 +24,7 @@ TEST(ExplorationBonus, AddsTheBonusOfEachStepsStateToItsReward) {
   rollout.values = torch::zeros({2, 2});
 
   algos::Metrics metrics;
-  const algos::Rollout learned = with_bonus(bonus, rollout, metrics);
+  const algos::Rollout learned = runtime::with_bonus(bonus, rollout, metrics);
   const float half = static_cast<float>(1.0 / std::sqrt(2.0));
   EXPECT_TRUE(torch::allclose(learned.rewards, torch::tensor({{half, 2.0f}, {0.5f + half, 1.0f}})));
   EXPECT_TRUE(learned.values.is_same(rollout.values));

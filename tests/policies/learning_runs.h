@@ -16,8 +16,8 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/core/config.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "concord/sync/sync_registry.h"
 
 namespace concord::policies::testing {
@@ -84,7 +84,7 @@ inline std::unique_ptr<algos::Learner> learner_for(const std::string& algo, cons
 // The mean deterministic return of `learner` over 10 episodes of `env` reseeded 99 + seed.
 inline double evaluate(algos::Learner& learner, envs::VectorEnvConfig env, uint64_t seed) {
   env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(learner, env, 10);
+  const std::vector<double> returns = runtime::evaluate_episodes(learner, env, 10);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

@@ -24,8 +24,8 @@
 #include "concord/core/rng.h"
 #include "concord/envs/random_actions.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 
 namespace concord::policies {
 namespace {
@@ -87,8 +87,8 @@ double train_and_evaluate(const Game& game, uint64_t seed) {
   const std::unique_ptr<algos::OnPolicyLearner> learner = train(game, seed, game.train_steps, "single", 1, env);
 
   envs::VectorEnvConfig eval_env = env;
-  eval_env.seed = seed + kEvalSeedOffset;
-  const std::vector<double> returns = evaluate_episodes(*learner, eval_env, 20, /*stochastic=*/true);
+  eval_env.seed = seed + runtime::kEvalSeedOffset;
+  const std::vector<double> returns = runtime::evaluate_episodes(*learner, eval_env, 20, /*stochastic=*/true);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

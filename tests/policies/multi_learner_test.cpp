@@ -16,8 +16,8 @@
 #include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/explore/bonus_registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "concord/sync/sync_registry.h"
 #include "learning_outcome.h"
 #include "policies/learning_runs.h"
@@ -82,7 +82,7 @@ std::vector<RankOutcome> train_ranks(int world_size, int64_t steps, const core::
         policy->train(outcome.state, steps, int64_t{1} << 40, callbacks);
         outcome.parameters = learner->flat_parameters().values().detach().clone();
         if (rank == 0) {
-          const std::vector<double> returns = evaluate_episodes(*learner, cartpole(4, 99), 10);
+          const std::vector<double> returns = runtime::evaluate_episodes(*learner, cartpole(4, 99), 10);
           outcome.eval_mean =
               std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
         }

@@ -22,8 +22,8 @@
 #include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/envs/registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 #include "concord/sync/sync_registry.h"
 
 namespace concord::policies {

@@ -16,8 +16,8 @@
 #include "policies/learning_runs.h"
 
 #include "concord/algos/algorithm_registry.h"
-#include "concord/policies/evaluation.h"
 #include "concord/policies/policy_registry.h"
+#include "concord/policies/runtime/evaluation.h"
 
 namespace concord::policies {
 namespace {
@@ -109,7 +109,7 @@ double train_and_evaluate(const Case& c, uint64_t seed) {
 
   envs::VectorEnvConfig eval_env = env;
   eval_env.seed = 99 + seed;
-  const std::vector<double> returns = evaluate_episodes(*learner, eval_env, 10);
+  const std::vector<double> returns = runtime::evaluate_episodes(*learner, eval_env, 10);
   return std::accumulate(returns.begin(), returns.end(), 0.0) / static_cast<double>(returns.size());
 }
 

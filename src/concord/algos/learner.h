@@ -13,6 +13,11 @@
 
 namespace concord::algos {
 
+// The two algorithm families (on_policy_learner.h, off_policy_learner.h). A learner says which it
+// is; the policy registry, which knows the families each policy drives, hands it to the policy's
+// factory for that family (learner_family.h), so that no policy asks.
+enum class Family { kOnPolicy, kOffPolicy };
+
 // The Learner fragment: owns the parameters and the optimiser and turns Experience into
 // updates. It knows nothing of threads, processes or how the Experience was gathered.
 //
@@ -20,14 +25,17 @@ namespace concord::algos {
 // they take it:
 //   OnPolicyLearner (on_policy_learner.h): a Rollout of T steps of every env, one update each;
 //   OffPolicyLearner (off_policy_learner.h): transitions into its replay, updates on a schedule.
-// A policy asks for the family it can drive (PolicyContext), and the policy registry refuses, in
-// one line, an algorithm of a family the policy does not run.
+// The policy registry hands a policy's factory the family it drives (policies/policy_context.h)
+// and refuses, in one line, an algorithm of a family the policy does not run.
 //
 // Not thread-safe: one caller at a time, except actor(), whose act() may run beside update()
 // only where the policy says so.
 class Learner {
  public:
   virtual ~Learner() = default;
+
+  // The family this learner is of; each family's base class answers it.
+  virtual Family family() const = 0;
 
   // The Actor fragment acting with this learner's current parameters (shared storage).
   virtual Actor& actor() = 0;

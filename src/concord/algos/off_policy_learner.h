@@ -58,6 +58,8 @@ class ActorReplica : public Actor {
 // means for its targets.
 class OffPolicyLearner : public Learner {
  public:
+  Family family() const final { return Family::kOffPolicy; }
+
   // Remembers one step of B environments: every field of experience.h's `transition`
   // namespace, leading dimension B, on any device. `stream` names the collector that sent it
   // (0 for a single collector), so that per-environment state such as an n-step window is kept

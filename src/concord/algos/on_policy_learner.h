@@ -19,6 +19,8 @@ namespace concord::algos {
 // annealing. Not thread-safe: one caller at a time.
 class OnPolicyLearner : public Learner {
  public:
+  Family family() const final { return Family::kOnPolicy; }
+
   virtual Metrics update(const Rollout& rollout, double progress) = 0;
   // The network the Actor fragment reads for inference (shared in one process).
   virtual nn::ActorCritic model() = 0;
@@ -54,7 +56,7 @@ class OnPolicyLearner : public Learner {
 // `learner` as the on-policy learner it is, for code that builds one by name and drives it as
 // one (tests, benchmarks). Throws std::invalid_argument if it is of the other family.
 inline std::unique_ptr<OnPolicyLearner> as_on_policy(std::unique_ptr<Learner> learner) {
-  if (dynamic_cast<OnPolicyLearner*>(learner.get()) == nullptr) {
+  if (learner->family() != Family::kOnPolicy) {
     throw std::invalid_argument("an on-policy learner is needed here, and this algorithm learns off-policy");
   }
   return std::unique_ptr<OnPolicyLearner>(static_cast<OnPolicyLearner*>(learner.release()));

@@ -49,7 +49,7 @@ const core::ConfigFields<PpoConfig>& PpoConfig::fields() {
       {"vf_coef", &PpoConfig::vf_coef, "Value loss coefficient"},
       {"max_grad_norm", &PpoConfig::max_grad_norm, "Gradient-norm clipping threshold"},
       {"target_kl", &PpoConfig::target_kl, "Stop an update's epochs once approx_kl exceeds this (0 = off)"},
-      {"adam_eps", &PpoConfig::adam_eps, "Adam epsilon"},
+      {"optimizer_eps", &PpoConfig::adam_eps, "Adam epsilon", "adam_eps"},
       {"normalize_reward", &PpoConfig::normalize_reward,
        "Scale rewards by the running std of the discounted return, clipped to +-10 (Gymnasium's NormalizeReward)"},
       {"decoupled", &PpoConfig::decoupled,
@@ -72,7 +72,7 @@ void PpoConfig::validate() const {
   problems.check(vf_coef >= 0.0, "vf_coef", vf_coef, ">= 0");
   problems.check(max_grad_norm > 0.0, "max_grad_norm", max_grad_norm, "> 0");
   problems.check(target_kl >= 0.0, "target_kl", target_kl, ">= 0 (0 = off)");
-  problems.check(adam_eps > 0.0, "adam_eps", adam_eps, "> 0");
+  problems.check(adam_eps > 0.0, "optimizer_eps", adam_eps, "> 0");
   problems.throw_if_any("PpoConfig");
 }
 

@@ -36,7 +36,7 @@ struct Rollout {
 
   // Acted by a network with memory only (both unset otherwise): what a learner re-runs each env's
   // sequence from. Not among fields(): a policy that joins envs' segments carries them itself
-  // (policies/concat_envs.h); one that moves rollouts between processes in a wire format that
+  // (policies/runtime/concat_envs.h); one that moves rollouts between processes in a wire format that
   // lacks them refuses a network with memory at start-up.
   core::TensorMap initial_state;  // the actor's state before step 0, each [B, ...]; empty: initial
   torch::Tensor episode_starts;   // [T, B] 0/1 float: observations[t, b] is the first of an episode

@@ -29,7 +29,7 @@ inline constexpr const char* kStatePrefix = "state/";         // state/<name> [*
 }  // namespace sequence_field
 
 // The prefix of a step's fields that carry the actor's state before it acted at o_t (collected
-// by the policy for an actor with memory; policies/transition_collector.h), one per name of the
+// by the policy for an actor with memory; policies/runtime/transition_collector.h), one per name of the
 // network's state: "state/h", "state/c".
 inline constexpr const char* kTransitionStatePrefix = "state/";
 

@@ -43,19 +43,19 @@ EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_di
   report.env_id = config.get_string("env.id");
   report.global_step = trained.global_step;
   report.episodes = episodes.value_or(config.get_int("eval.episodes"));
-  report.seed = seed.value_or(static_cast<uint64_t>(config.get_int("run.seed") + policies::kEvalSeedOffset));
+  report.seed = seed.value_or(static_cast<uint64_t>(config.get_int("run.seed") + policies::runtime::kEvalSeedOffset));
   report.stochastic = stochastic;
   torch::manual_seed(report.seed);
   set_torch_threads(config);
   const TrainedAgent agent = restore_trained_agent(trained);
   envs::VectorEnvConfig env_config = vector_env_config(config);
   env_config.seed = report.seed;
-  policies::Evaluation evaluation =
-      policies::evaluate(*agent.learner, env_config, report.episodes, stochastic, step_limit);
+  policies::runtime::Evaluation evaluation =
+      policies::runtime::evaluate(*agent.learner, env_config, report.episodes, stochastic, step_limit);
   report.returns = std::move(evaluation.returns);
   report.cut_at_limit = evaluation.cut_at_limit;
   report.step_limit = evaluation.step_limit;
-  report.summary = policies::summarize_returns(report.returns);
+  report.summary = policies::runtime::summarize_returns(report.returns);
   return report;
 }
 

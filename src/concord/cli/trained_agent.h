@@ -9,7 +9,7 @@
 #include "concord/core/checkpoint.h"
 #include "concord/core/config.h"
 #include "concord/envs/env.h"
-#include "concord/policies/evaluation.h"
+#include "concord/policies/runtime/evaluation.h"
 
 namespace concord::cli {
 
@@ -44,7 +44,7 @@ struct EvaluationReport {
   uint64_t seed = 0;
   bool stochastic = false;
   std::vector<double> returns;  // one per episode, in environment order
-  policies::ReturnSummary summary;
+  policies::runtime::ReturnSummary summary;
   int64_t cut_at_limit = 0;  // episodes truncated at step_limit (policies::Evaluation)
   int step_limit = 0;        // the limit evaluation imposed; 0 where the env has its own
 };
@@ -56,6 +56,6 @@ struct EvaluationReport {
 EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_dir_or_file,
                                              std::optional<int64_t> episodes = std::nullopt,
                                              std::optional<uint64_t> seed = std::nullopt, bool stochastic = false,
-                                             int step_limit = policies::kEvaluationStepLimit);
+                                             int step_limit = policies::runtime::kEvaluationStepLimit);
 
 }  // namespace concord::cli

@@ -5,10 +5,12 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "concord/algos/learner_family.h"
 #include "concord/algos/off_policy_learner.h"
 #include "concord/cli/config_bounds.h"
 #include "concord/cli/config_presets.h"
@@ -129,7 +131,7 @@ void warn_if_little_to_do(TrainingRun& training, const policies::TrainingState& 
         state.global_step, training.total_steps(), state.global_step);
     return;
   }
-  const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner());
+  const auto* off_policy = algos::off_policy(training.learner());
   if (off_policy != nullptr && training.total_steps() <= off_policy->learning_starts()) {
     spdlog::warn(
         "train.total_timesteps={} is not above the {} steps of random acting before the first update "
@@ -142,7 +144,7 @@ void warn_if_little_to_do(TrainingRun& training, const policies::TrainingState& 
 // actors on other threads or processes stepped the envs faster than it learned.
 void warn_if_learner_starved(TrainingRun& training, const core::Config& config, const policies::TrainingState& start,
                              const policies::TrainingState& end) {
-  const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner());
+  const auto* off_policy = algos::off_policy(training.learner());
   if (off_policy == nullptr) return;
   const int64_t from = std::max(start.global_step, off_policy->learning_starts());
   const int64_t due = std::max<int64_t>(0, (end.global_step - from) / off_policy->train_frequency());
@@ -180,7 +182,7 @@ VerdictFacts verdict_facts(TrainingRun& training, const core::Config& config, co
   facts.returns = std::move(returns);
   facts.reward_threshold = training.env_spec().reward_threshold;
   const std::string prefix = "algo." + training.algo() + ".";
-  if (const auto* off_policy = dynamic_cast<const algos::OffPolicyLearner*>(&training.learner())) {
+  if (const auto* off_policy = algos::off_policy(training.learner())) {
     facts.update_schedule = "the first comes after " + prefix +
                             "learning_starts=" + std::to_string(off_policy->learning_starts()) + " env steps";
     facts.sooner_settings = prefix + "learning_starts";
@@ -253,8 +255,11 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
 
+  // A renamed key the user wrote is said once the run starts (a refusal before then stays one line).
+  const std::vector<std::string> renamed_keys = config.notes();
   RunContext run =
       start_run(std::move(config), "train", resume_dir.empty() ? restarted.run_dir : resume_dir, "", std::move(lock));
+  for (const std::string& note : renamed_keys) spdlog::warn("{}", note);
   if (!resume_dir.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
   // At step 0 for a restart without a checkpoint: the failed group's rows go.
   if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);

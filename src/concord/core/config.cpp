@@ -1,5 +1,6 @@
 #include "concord/core/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -142,6 +143,17 @@ void ConfigSchema::declare(const std::string& key, ConfigValue default_value, co
   }
 }
 
+void ConfigSchema::declare_former_name(const std::string& former, const std::string& key) {
+  if (entries_.count(former) > 0 || !former_names_.emplace(former, key).second) {
+    throw std::logic_error("config key '" + former + "' cannot be a former name of '" + key + "': it is taken");
+  }
+}
+
+const std::string* ConfigSchema::renamed(const std::string& name) const {
+  const auto it = former_names_.find(name);
+  return it == former_names_.end() ? nullptr : &it->second;
+}
+
 const ConfigSchema::Entry& ConfigSchema::at(const std::string& key) const {
   auto it = entries_.find(key);
   if (it == entries_.end()) throw ConfigError("unknown config key '" + key + "'");
@@ -153,6 +165,15 @@ Config::Config(ConfigSchema schema) : schema_(std::move(schema)) {
     values_[key] = entry.default_value;
     origins_[key] = "default";
   }
+}
+
+std::string Config::current_name(const std::string& name, const std::string& source) {
+  const std::string* key = schema_.renamed(name);
+  if (key == nullptr) return name;
+  const std::string note =
+      "config key '" + name + "' in " + source + " is now called '" + *key + "'; the old name is still accepted";
+  if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
+  return *key;
 }
 
 const ConfigSchema::Entry& Config::entry_for(const std::string& key, const std::string& source) const {
@@ -200,7 +221,7 @@ void Config::merge_toml(const std::string& text, const std::string& source) {
   std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& current,
                                                                          const std::string& prefix) {
     for (const auto& [raw_key, node] : current) {
-      const std::string key = prefix + std::string(raw_key.str());
+      const std::string key = current_name(prefix + std::string(raw_key.str()), source);
       if (node.is_table() && !schema_.contains(key)) {
         bool known_section = false;
         for (const auto& entry : schema_.entries()) {
@@ -226,7 +247,7 @@ void Config::apply_override(const std::string& assignment, const std::string& so
   if (equals == std::string::npos || equals == 0) {
     throw ConfigError(source + " expects key=value, got '" + assignment + "'");
   }
-  const std::string key = assignment.substr(0, equals);
+  const std::string key = current_name(assignment.substr(0, equals), source);
   const std::string raw_value = assignment.substr(equals + 1);
   const auto& entry = entry_for(key, source);
   toml::table parsed;
@@ -248,7 +269,8 @@ void Config::apply_override(const std::string& assignment, const std::string& so
   origins_[key] = source;
 }
 
-void Config::set(const std::string& key, ConfigValue value, const std::string& source) {
+void Config::set(const std::string& name, ConfigValue value, const std::string& source) {
+  const std::string key = current_name(name, source);
   const auto& entry = entry_for(key, source);
   if (std::holds_alternative<double>(entry.default_value) && std::holds_alternative<int64_t>(value)) {
     value = static_cast<double>(std::get<int64_t>(value));

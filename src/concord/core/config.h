@@ -31,12 +31,19 @@ class ConfigSchema {
 
   // Throws std::logic_error if the key is already declared: two components must not share one.
   void declare(const std::string& key, ConfigValue default_value, const std::string& doc);
+  // A name `key` had before it was renamed: still accepted wherever a key is written, as `key`,
+  // with a note (Config::notes()). Throws std::logic_error if `former` is a key or already a
+  // former name.
+  void declare_former_name(const std::string& former, const std::string& key);
   bool contains(const std::string& key) const { return entries_.count(key) > 0; }
   const Entry& at(const std::string& key) const;
   const std::map<std::string, Entry>& entries() const { return entries_; }
+  // The key a former name now is; nullptr if `name` is not one.
+  const std::string* renamed(const std::string& name) const;
 
  private:
   std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> former_names_;  // former name -> key
 };
 
 // A resolved configuration: the schema's defaults, then TOML files, then `--set key=value`
@@ -67,6 +74,9 @@ class Config {
   const std::string& origin(const std::string& key) const;
 
   const ConfigSchema& schema() const { return schema_; }
+  // One line for each former key name written so far (ConfigSchema::declare_former_name), saying
+  // where and what it is now called, for the program to show; in the order they were met.
+  const std::vector<std::string>& notes() const { return notes_; }
   // The resolved configuration as a TOML document, one table per section, each key preceded by
   // its doc as a comment. Reading it back with merge_toml yields the same values.
   std::string to_toml() const;
@@ -75,8 +85,11 @@ class Config {
 
  private:
   const ConfigSchema::Entry& entry_for(const std::string& key, const std::string& source) const;
+  // `name`, or the key it is a former name of (with a note saying so).
+  std::string current_name(const std::string& name, const std::string& source);
 
   ConfigSchema schema_;
+  std::vector<std::string> notes_;
   std::map<std::string, ConfigValue> values_;
   std::map<std::string, std::string> origins_;
 };

@@ -29,10 +29,13 @@ template <typename Struct>
 class ConfigField {
  public:
   // Value is double, int64_t, int, bool, std::string or std::vector<int64_t>.
+  // `former`, if set, is a name the key had before (ConfigSchema::declare_former_name): still
+  // accepted, with a note.
   template <typename Value>
-  ConfigField(const char* key, Value Struct::*member, const char* doc)
+  ConfigField(const char* key, Value Struct::*member, const char* doc, const char* former = nullptr)
       : key_(key),
         doc_(doc),
+        former_(former),
         declare_([member](ConfigSchema& schema, const std::string& name, const Struct& defaults, const char* text) {
           schema.declare(name, as_config_value(defaults.*member), text);
         }),
@@ -45,6 +48,7 @@ class ConfigField {
   // Declares prefix + key() with the member's value in `defaults`.
   void declare(ConfigSchema& schema, const std::string& prefix, const Struct& defaults) const {
     declare_(schema, prefix + key_, defaults, doc_);
+    if (former_ != nullptr) schema.declare_former_name(prefix + former_, prefix + key_);
   }
   // Reads prefix + key() into the member of `into`.
   void read(const Config& config, const std::string& prefix, Struct& into) const { read_(config, prefix + key_, into); }
@@ -83,6 +87,7 @@ class ConfigField {
 
   const char* key_;
   const char* doc_;
+  const char* former_;  // nullptr: the key was never renamed
   std::function<void(ConfigSchema&, const std::string&, const Struct&, const char*)> declare_;
   std::function<void(const Config&, const std::string&, Struct&)> read_;
 };

@@ -11,12 +11,12 @@
 
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
-#include "concord/policies/concat_envs.h"
-#include "concord/policies/metric_names.h"
-#include "concord/policies/on_policy_update.h"
-#include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/concat_envs.h"
 #include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/experience_link.h"
+#include "concord/policies/runtime/metric_names.h"
+#include "concord/policies/runtime/on_policy_update.h"
+#include "concord/policies/runtime/rollout_collector.h"
 
 namespace concord::policies {
 namespace {
@@ -162,7 +162,8 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
     // --- Learn ---
     core::Stopwatch update_clock;
     state.global_step += steps;
-    algos::Metrics metrics = run_on_policy_update(learner_, concat_envs(parts), bonus_, state, total_steps);
+    algos::Metrics metrics =
+        runtime::run_on_policy_update(learner_, runtime::concat_envs(parts), bonus_, state, total_steps);
     update_seconds += update_clock.elapsed_seconds();
 
     // --- Control k (and parameters) back to the actors ---
@@ -181,20 +182,20 @@ void ActorProcessesPolicy::learn(TrainingState& state, int64_t total_steps, int6
       for (int a = 0; a < actors.size(); ++a) actors.settle(a, sent_by, "took no control message");
     }
 
-    metrics[metric::kPolicyLag] = lag_sum / static_cast<double>(parts.size());
+    metrics[runtime::metric::kPolicyLag] = lag_sum / static_cast<double>(parts.size());
     metrics["actors/alive"] = static_cast<double>(actors.alive_count());
-    metrics[metric::kReceiveSeconds] = receive_seconds;
-    metrics[metric::kUpdateSeconds] = update_seconds;
+    metrics[runtime::metric::kReceiveSeconds] = receive_seconds;
+    metrics[runtime::metric::kUpdateSeconds] = update_seconds;
     reporter.report(state, metrics, episodes_, callbacks);
   }
 }
 
 void ActorProcessesPolicy::act() {
   envs::VectorEnv env(env_config_);
-  RolloutCollector collector(env, learner_.rollout_length(), device_);
+  runtime::RolloutCollector collector(env, learner_.rollout_length(), device_);
   nn::ActorCritic model = learner_.model();
   runtime::LearnerRank learner(communicator_);
-  FinishedEpisodes finished;
+  runtime::FinishedEpisodes finished;
   const auto on_episode = [&](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };

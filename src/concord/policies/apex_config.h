@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "concord/core/config_fields.h"
+#include "concord/policies/runtime/replay_pacing.h"
 
 namespace concord::policies {
 
@@ -48,6 +49,10 @@ struct ApexConfig {
   double actor_epsilon(int actor, int count) const;
   // Every actor's, in order.
   std::vector<double> actor_epsilons(int count) const;
+  // The learner's pacing against its actors, as these keys set it.
+  runtime::ReplayPacing pacing() const {
+    return {publish_every, max_env_steps_per_update, min_env_steps_per_update, wait_timeout_seconds};
+  }
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;

@@ -14,10 +14,10 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
-#include "concord/policies/replay_feed.h"
 #include "concord/policies/runtime/env_shares.h"
 #include "concord/policies/runtime/experience_link.h"
-#include "concord/policies/transition_collector.h"
+#include "concord/policies/runtime/replay_feed.h"
+#include "concord/policies/runtime/transition_collector.h"
 
 namespace concord::policies {
 namespace {
@@ -58,7 +58,7 @@ runtime::ActorRanks::Failures failures(const ApexConfig& config, const comm::Com
 // actor, then each actor's segments in turn, stored in the replay and answered with the next
 // control once stored, so that a fast actor is held back by the replay, not queued in memory.
 void serve(const ApexConfig& config, comm::Communicator& communicator, const std::vector<std::string>& names,
-           ReplayInlet& inlet) {
+           runtime::ReplayInlet& inlet) {
   runtime::ActorRanks actors(communicator, failures(config, communicator));
   std::vector<runtime::Segment> segments(static_cast<size_t>(actors.size()));
   std::vector<int64_t> sent_version(static_cast<size_t>(actors.size()), -1);
@@ -134,7 +134,7 @@ ApexProcessesPolicy::ApexProcessesPolicy(ApexConfig config, const envs::VectorEn
   // Rank 0's communication thread stores each segment as it arrives, while its calling thread
   // updates: the replay's insertions never wait for the learner (Ape-X's replay takes them apart
   // from learning), and never starve it.
-  replica_ = std::move(require_replay_feed(learner_, "apex", 1).front());  // the actor's; rank 0 only checks
+  replica_ = std::move(runtime::require_replay_feed(learner_, "apex", 1).front());  // the actor's; rank 0 only checks
 }
 
 ApexProcessesPolicy::~ApexProcessesPolicy() = default;
@@ -147,21 +147,25 @@ void ApexProcessesPolicy::train(TrainingState& state, int64_t total_steps, int64
     act(total_steps);
     return;
   }
-  ReplayFeedPlan plan{
-      "apex", "actors", config_, "policy.apex.max_env_steps_per_update", config_.actor_epsilons(config_.actors), {}};
-  plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
+  runtime::ReplayFeedPlan plan{"apex",
+                               "actors",
+                               config_.pacing(),
+                               "policy.apex.max_env_steps_per_update",
+                               config_.actor_epsilons(config_.actors),
+                               {}};
+  plan.start_feeders = [this](runtime::Workers& workers, runtime::ReplayInlet& inlet) {
     // The communication thread's errors name the rank that failed.
     workers.start("", core::thread_seed(env_config_.seed, 0),
                   [this, &inlet] { serve(config_, communicator_, segment_fields(*replica_), inlet); });
   };
-  feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
+  runtime::feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
 }
 
 void ApexProcessesPolicy::act(int64_t total_steps) {
   const int actors = communicator_.world_size() - 1;
   const int a = communicator_.rank() - 1;
   envs::VectorEnv env(envs::env_slice(env_config_, a, actors));
-  TransitionCollector collector(env, device_);
+  runtime::TransitionCollector collector(env, device_);
   algos::ActorReplica& replica = *replica_;
   runtime::LearnerRank learner(communicator_);
   torch::Tensor parameters;
@@ -189,7 +193,7 @@ void ApexProcessesPolicy::act(int64_t total_steps) {
   };
 
   // The next segment: its fields (CPU, contiguous), and in `finished` the episodes it ended.
-  FinishedEpisodes finished;
+  runtime::FinishedEpisodes finished;
   const auto on_episode = [&finished](double episode_return, int64_t episode_length) {
     finished.emplace_back(episode_return, episode_length);
   };

@@ -11,16 +11,15 @@
 #include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
-#include "concord/policies/actor_copy.h"
-#include "concord/policies/async_learner_replay.h"
-#include "concord/policies/collected_rollout.h"
-#include "concord/policies/exploration_bonus.h"
-#include "concord/policies/metric_names.h"
-#include "concord/policies/on_policy_update.h"
-#include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/actor_copy.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/checkpoint_gate.h"
+#include "concord/policies/runtime/collected_rollout.h"
+#include "concord/policies/runtime/exploration_bonus.h"
+#include "concord/policies/runtime/metric_names.h"
+#include "concord/policies/runtime/on_policy_update.h"
 #include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/rollout_collector.h"
 #include "concord/policies/runtime/workers.h"
 
 namespace concord::policies {
@@ -28,7 +27,7 @@ namespace {
 
 // A rollout on its way from the collector to the learner.
 struct Collected {
-  CollectedRollout collected;
+  runtime::CollectedRollout collected;
   int64_t env_steps = 0;
   double seconds = 0.0;  // collecting it
 };
@@ -39,7 +38,7 @@ constexpr const char* kTimeoutKey = "policy.async_learner.wait_timeout_seconds";
 }  // namespace
 
 AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
-                                       algos::Learner& learner, torch::Device device, uint64_t seed,
+                                       algos::OnPolicyLearner& learner, torch::Device device, uint64_t seed,
                                        explore::Bonus* bonus)
     : config_(core::validated(config)),
       env_(std::move(env)),
@@ -51,31 +50,11 @@ AsyncLearnerPolicy::AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_pt
     throw std::invalid_argument("policy 'async_learner' steps all environments together: set env.batch_size = 0 (got " +
                                 std::to_string(env_->batch_size()) + ")");
   }
-  refuse_bonus_off_policy(bonus_, learner_);
-  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
-    replica_ = off_policy->make_actor_replica();
-    if (!replica_) {
-      throw NeedsOneThreadPolicy(
-          "policy 'async_learner' acts from a copy of the learner's network, which this algorithm cannot make "
-          "(OffPolicyLearner::make_actor_replica)");
-    }
-  }
 }
 
 void AsyncLearnerPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                const TrainingCallbacks& callbacks) {
-  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&learner_)) {
-    train_async_off_policy(config_, *env_, *off_policy, *replica_, device_, seed_, episodes_, state, total_steps,
-                           checkpoint_interval_steps, callbacks);
-    return;
-  }
-  auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner_);
-  if (on_policy == nullptr) throw std::logic_error("policy 'async_learner': the learner is of no known family");
-  train_on_policy(*on_policy, state, total_steps, checkpoint_interval_steps, callbacks);
-}
-
-void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                                         int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
+  algos::OnPolicyLearner& learner = learner_;
   if (state.global_step >= total_steps) return;
   const int64_t steps_per_rollout = learner.rollout_length() * env_->num_envs();
   const int64_t rollouts_wanted = (total_steps - state.global_step + steps_per_rollout - 1) / steps_per_rollout;
@@ -85,25 +64,25 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
   // Rollout k acts with exactly version first + k - lag (or first, while k < lag), so that which
   // parameters act never depends on how fast the learner is; the learner is then at most `lag`
   // versions past the one the collector reads.
-  auto& versions = workers.make<runtime::ParameterVersions<ActorCopy>>(
-      lag + 1, [&]() -> ActorCopy { return ActorCopy(learner); }, "the collector");
-  versions.publish(first_version, [&](ActorCopy& copy) { copy.publish(learner, first_version); });
+  auto& versions = workers.make<runtime::ParameterVersions<runtime::ActorCopy>>(
+      lag + 1, [&]() -> runtime::ActorCopy { return runtime::ActorCopy(learner); }, "the collector");
+  versions.publish(first_version, [&](runtime::ActorCopy& copy) { copy.publish(learner, first_version); });
   auto& rollouts = workers.make<runtime::Channel<Collected>>("rollouts", lag + 1, "the collector", "the learner");
   // A checkpoint waits for the rollout in progress and holds off the next.
   auto& gate = workers.make<runtime::CheckpointGate>("the collector", "a rollout");
 
   workers.start("the collector", core::thread_seed(seed_, 0), [&] {
-    ActorCopy acting(learner);  // the collector's own network, refreshed between rollouts
-    RolloutCollector collector(*env_, learner.rollout_length(), device_);
+    runtime::ActorCopy acting(learner);  // the collector's own network, refreshed between rollouts
+    runtime::RolloutCollector collector(*env_, learner.rollout_length(), device_);
     for (int64_t k = 0; k < rollouts_wanted; ++k) {
       const int64_t needed = std::max(first_version, first_version + k - lag);
-      versions.read(needed, [&](ActorCopy& published) { published.copy_to(acting); });
+      versions.read(needed, [&](runtime::ActorCopy& published) { published.copy_to(acting); });
       rollouts.push(gate.unit([&] {
         Collected item;
         core::Stopwatch clock;
         acting.read([&](nn::ActorCritic& model, int64_t) {
           algos::ActorCriticActor in_line(model);
-          item.collected = CollectedRollout::collect(collector, in_line);
+          item.collected = runtime::CollectedRollout::collect(collector, in_line);
         });
         item.collected.version = needed;
         item.env_steps = collector.env_steps_per_rollout();
@@ -132,26 +111,26 @@ void AsyncLearnerPolicy::train_on_policy(algos::OnPolicyLearner& learner, Traini
 
       core::Stopwatch update_clock;
       const int64_t policy_lag = state.updates - item.collected.version;
-      algos::Metrics metrics = run_on_policy_update(learner, item.collected.rollout, bonus_, state, total_steps);
+      algos::Metrics metrics =
+          runtime::run_on_policy_update(learner, item.collected.rollout, bonus_, state, total_steps);
       const int64_t version = state.updates;
-      versions.publish(version, [&](ActorCopy& copy) { copy.publish(learner, version); });
+      versions.publish(version, [&](runtime::ActorCopy& copy) { copy.publish(learner, version); });
       update_seconds += update_clock.elapsed_seconds();
-      metrics[metric::kPolicyLag] = static_cast<double>(policy_lag);
-      metrics[metric::kRolloutSeconds] = rollout_seconds;
-      metrics[metric::kUpdateSeconds] = update_seconds;
-      metrics[metric::kLearnerWaitSeconds] = wait_seconds;
+      metrics[runtime::metric::kPolicyLag] = static_cast<double>(policy_lag);
+      metrics[runtime::metric::kRolloutSeconds] = rollout_seconds;
+      metrics[runtime::metric::kUpdateSeconds] = update_seconds;
+      metrics[runtime::metric::kLearnerWaitSeconds] = wait_seconds;
       reporter.report(state, metrics, episodes_, pausing);
     }
   });
 }
 
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config) {
-  // An off-policy learner learns from replayed experience of older parameters by design.
-  if (dynamic_cast<algos::OnPolicyLearner*>(&context.learner) != nullptr) {
-    require_lag_correction("async_learner", config.max_policy_lag, context.on_policy_learner(), "acts with parameters");
-  }
+  runtime::require_lag_correction("async_learner", config.max_policy_lag, context.on_policy_learner(),
+                                  "acts with parameters");
   return std::make_unique<AsyncLearnerPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
-                                              context.learner, context.device, context.env_config.seed, context.bonus);
+                                              context.on_policy_learner(), context.device, context.env_config.seed,
+                                              context.bonus);
 }
 
 }  // namespace concord::policies

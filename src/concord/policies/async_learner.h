@@ -36,8 +36,8 @@ namespace concord::policies {
 // (Learner::corrects_policy_lag: PPO's ratio against the behaviour log-probabilities, A2C's
 // V-trace); the factory refuses one that cannot.
 //
-// Off-policy learners (DQN, SAC): `single`'s off-policy loop with its acting moved to the
-// collector thread (async_learner_replay.h).
+// Off-policy learners (DQN, SAC) are driven by AsyncLearnerReplayPolicy (async_learner_replay.h),
+// the registry's factory for that family under the same name.
 //
 // Both: charts/policy_lag reports the lag of the experience an update is triggered by,
 // time/learner_wait_seconds how long the learner waited for experience. The version that acts
@@ -55,30 +55,26 @@ namespace concord::policies {
 // with a line naming it; an error on either thread stops and joins both, then is rethrown here.
 class AsyncLearnerPolicy : public Policy {
  public:
-  // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0), the config
-  // is invalid, or an off-policy learner cannot make an actor replica.
-  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::Learner& learner,
+  // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0) or the config is
+  // invalid.
+  AsyncLearnerPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env, algos::OnPolicyLearner& learner,
                      torch::Device device, uint64_t seed, explore::Bonus* bonus = nullptr);
 
   void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
              const TrainingCallbacks& callbacks) override;
 
  private:
-  void train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                       int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
-
   AsyncLearnerConfig config_;
   std::unique_ptr<envs::VectorEnv> env_;
-  algos::Learner& learner_;
+  algos::OnPolicyLearner& learner_;
   torch::Device device_;
   uint64_t seed_;
   explore::Bonus* bonus_;  // may be null
   core::EpisodeStats episodes_;
-  std::unique_ptr<algos::ActorReplica> replica_;  // off-policy learners: the collector's network
 };
 
-// The `async_learner` policy of a run: refuses an on-policy learner that does not correct policy
-// lag (A2C without algo.a2c.vtrace) when max_policy_lag > 0.
+// The `async_learner` policy of a run with an on-policy learner: refuses one that does not correct
+// policy lag (A2C without algo.a2c.vtrace) when max_policy_lag > 0.
 std::unique_ptr<Policy> make_async_learner_policy(const PolicyContext& context, const AsyncLearnerConfig& config);
 
 }  // namespace concord::policies

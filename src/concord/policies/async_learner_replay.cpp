@@ -1,18 +1,21 @@
 #include "concord/policies/async_learner_replay.h"
 
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <c10/core/GradMode.h>
 
+#include "concord/core/config_problems.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
-#include "concord/policies/metric_names.h"
 #include "concord/policies/runtime/channel.h"
+#include "concord/policies/runtime/metric_names.h"
 #include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/transition_collector.h"
 #include "concord/policies/runtime/workers.h"
-#include "concord/policies/transition_collector.h"
 
 namespace concord::policies {
 namespace {
@@ -34,11 +37,36 @@ constexpr double kSpinSeconds = 0.002;
 
 }  // namespace
 
-void train_async_off_policy(const AsyncLearnerConfig& config, envs::VectorEnv& env, algos::OffPolicyLearner& learner,
-                            algos::ActorReplica& replica, torch::Device device, uint64_t seed,
-                            core::EpisodeStats& episodes, TrainingState& state, int64_t total_steps,
-                            int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks) {
+AsyncLearnerReplayPolicy::AsyncLearnerReplayPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
+                                                   algos::OffPolicyLearner& learner, torch::Device device,
+                                                   uint64_t seed)
+    : config_(core::validated(config)),
+      env_(std::move(env)),
+      learner_(learner),
+      device_(device),
+      seed_(seed),
+      replica_(learner.make_actor_replica()) {
+  if (env_->is_async()) {
+    throw std::invalid_argument("policy 'async_learner' steps all environments together: set env.batch_size = 0 (got " +
+                                std::to_string(env_->batch_size()) + ")");
+  }
+  if (!replica_) {
+    throw NeedsOneThreadPolicy(
+        "policy 'async_learner' acts from a copy of the learner's network, which this algorithm cannot make "
+        "(OffPolicyLearner::make_actor_replica)");
+  }
+}
+
+void AsyncLearnerReplayPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+                                     const TrainingCallbacks& callbacks) {
   if (state.global_step >= total_steps) return;
+  const AsyncLearnerConfig& config = config_;
+  envs::VectorEnv& env = *env_;
+  algos::OffPolicyLearner& learner = learner_;
+  algos::ActorReplica& replica = *replica_;
+  const torch::Device device = device_;
+  const uint64_t seed = seed_;
+  core::EpisodeStats& episodes = episodes_;
   const int64_t num_envs = env.num_envs();
   const int64_t learning_starts = learner.learning_starts();
   const int64_t train_frequency = learner.train_frequency();
@@ -64,7 +92,7 @@ void train_async_off_policy(const AsyncLearnerConfig& config, envs::VectorEnv& e
       workers.make<runtime::Channel<CollectedSegment>>("transitions", lag + 2, "the collector", "the learner");
 
   workers.start("the collector", core::thread_seed(seed, 0), [&] {
-    TransitionCollector collector(env, device);
+    runtime::TransitionCollector collector(env, device);
     int64_t step = first_step;
     int64_t due = 0;     // updates of this run due before `step`
     int64_t acting = 0;  // the version in the replica
@@ -134,16 +162,25 @@ void train_async_off_policy(const AsyncLearnerConfig& config, envs::VectorEnv& e
         algos::Metrics metrics = run_off_policy_updates(learner, state, due, total_steps, [&] { publish(++version); });
         update_seconds += update_clock.elapsed_seconds();
         if (metrics.empty()) continue;
-        metrics[metric::kPolicyLag] = static_cast<double>(lag_of_step);
-        metrics[metric::kRolloutSeconds] = rollout_seconds;
-        metrics[metric::kUpdateSeconds] = update_seconds;
-        metrics[metric::kLearnerWaitSeconds] = wait_seconds;
+        metrics[runtime::metric::kPolicyLag] = static_cast<double>(lag_of_step);
+        metrics[runtime::metric::kRolloutSeconds] = rollout_seconds;
+        metrics[runtime::metric::kUpdateSeconds] = update_seconds;
+        metrics[runtime::metric::kLearnerWaitSeconds] = wait_seconds;
         reporter.report(state, metrics, episodes, callbacks);
       }
       std::lock_guard<std::mutex> lock(spent_mutex);
       spent.push_back(std::move(segment));
     }
   });
+}
+
+std::unique_ptr<Policy> make_async_learner_replay_policy(const PolicyContext& context,
+                                                         const AsyncLearnerConfig& config) {
+  // An off-policy learner learns from replayed experience of older parameters by design: no lag
+  // correction to require.
+  return std::make_unique<AsyncLearnerReplayPolicy>(config, std::make_unique<envs::VectorEnv>(context.env_config),
+                                                    context.off_policy_learner(), context.device,
+                                                    context.env_config.seed);
 }
 
 }  // namespace concord::policies

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <torch/types.h>
 
@@ -9,10 +10,12 @@
 #include "concord/envs/vector_env.h"
 #include "concord/policies/async_learner_config.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
-// Off-policy learners (DQN, SAC): `single`'s off-policy loop (off_policy_learner.h) with its
+// The `async_learner` policy for off-policy learners (DQN, SAC; the registry's factory for that
+// family): `single`'s off-policy loop (off_policy_learner.h) with its
 // acting moved to the collector thread, which acts from a replica of the learner's network
 // (OffPolicyLearner::make_actor_replica):
 //
@@ -40,10 +43,29 @@ namespace concord::policies {
 // charts/policy_lag reports the lag of the step an update is triggered by,
 // time/learner_wait_seconds how long the learner waited for steps. Every wait between the
 // threads times out after wait_timeout_seconds with a line naming it; an error on either thread
-// stops and joins both, then is rethrown here. `replica` is the collector's network.
-void train_async_off_policy(const AsyncLearnerConfig& config, envs::VectorEnv& env, algos::OffPolicyLearner& learner,
-                            algos::ActorReplica& replica, torch::Device device, uint64_t seed,
-                            core::EpisodeStats& episodes, TrainingState& state, int64_t total_steps,
-                            int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
+// stops and joins both, then is rethrown from train().
+class AsyncLearnerReplayPolicy : public Policy {
+ public:
+  // Throws std::invalid_argument if the env is asynchronous (env.batch_size > 0) or the config is
+  // invalid, and NeedsOneThreadPolicy if the learner cannot make an actor replica.
+  AsyncLearnerReplayPolicy(AsyncLearnerConfig config, std::unique_ptr<envs::VectorEnv> env,
+                           algos::OffPolicyLearner& learner, torch::Device device, uint64_t seed);
+
+  void train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
+             const TrainingCallbacks& callbacks) override;
+
+ private:
+  AsyncLearnerConfig config_;
+  std::unique_ptr<envs::VectorEnv> env_;
+  algos::OffPolicyLearner& learner_;
+  torch::Device device_;
+  uint64_t seed_;
+  core::EpisodeStats episodes_;
+  std::unique_ptr<algos::ActorReplica> replica_;  // the collector's network
+};
+
+// The `async_learner` policy of a run with an off-policy learner.
+std::unique_ptr<Policy> make_async_learner_replay_policy(const PolicyContext& context,
+                                                         const AsyncLearnerConfig& config);
 
 }  // namespace concord::policies

@@ -14,17 +14,17 @@
 #include "concord/core/rng.h"
 #include "concord/core/timer.h"
 #include "concord/core/torch_thread.h"
-#include "concord/policies/actor_copy.h"
 #include "concord/policies/central_inference_replay.h"
-#include "concord/policies/collected_rollout.h"
-#include "concord/policies/concat_envs.h"
-#include "concord/policies/dynamic_adjustment.h"
-#include "concord/policies/exploration_bonus.h"
-#include "concord/policies/metric_names.h"
-#include "concord/policies/on_policy_update.h"
-#include "concord/policies/rollout_collector.h"
+#include "concord/policies/runtime/actor_copy.h"
 #include "concord/policies/runtime/batched_inference.h"
+#include "concord/policies/runtime/collected_rollout.h"
+#include "concord/policies/runtime/concat_envs.h"
+#include "concord/policies/runtime/dynamic_adjustment.h"
 #include "concord/policies/runtime/env_shares.h"
+#include "concord/policies/runtime/exploration_bonus.h"
+#include "concord/policies/runtime/metric_names.h"
+#include "concord/policies/runtime/on_policy_update.h"
+#include "concord/policies/runtime/rollout_collector.h"
 #include "concord/policies/runtime/training_queue.h"
 #include "concord/policies/runtime/workers.h"
 
@@ -52,7 +52,7 @@ class CentralInferenceRun {
                                                             policy.device_)),
         // Per-agent updates: max_policy_lag + 1 slots per agent; otherwise one pool of
         // training_batch x (max_policy_lag + 1).
-        training_(workers_.make<runtime::TrainingQueue<CollectedRollout>>(
+        training_(workers_.make<runtime::TrainingQueue<runtime::CollectedRollout>>(
             config_.agents, config_.per_agent_updates(),
             (config_.per_agent_updates() ? 1 : int64_t{config_.segments_per_update()}) * (config_.max_policy_lag + 1),
             static_cast<size_t>(config_.segments_per_update()), "agent", "a trainer")) {
@@ -86,7 +86,7 @@ class CentralInferenceRun {
     for (int t = 0; t < config_.trainers; ++t) {
       workers_.start("trainer " + std::to_string(t), core::thread_seed(policy_.seed_, index++), [this, t] {
         training_.consume([this, t] { return threads_.trainers.wait_until_active(t); },
-                          [this](std::vector<CollectedRollout>& segments) { train(segments); });
+                          [this](std::vector<runtime::CollectedRollout>& segments) { train(segments); });
       });
     }
     // This thread polls should_stop and adjusts the thread counts until every thread has ended.
@@ -122,8 +122,8 @@ class CentralInferenceRun {
     } exit{*this};
     const std::string name = "agent " + std::to_string(a);
     runtime::BatchedInference::Client& acting = inference_.client(a);
-    RolloutCollector collector(*policy_.envs_[static_cast<size_t>(a)], policy_.learner_.rollout_length(),
-                               policy_.device_);
+    runtime::RolloutCollector collector(*policy_.envs_[static_cast<size_t>(a)], policy_.learner_.rollout_length(),
+                                        policy_.device_);
     for (int64_t collected = 0; threads_.agents.wait_until_active(a) && !workers_.stopping(); ++collected) {
       if (!training_.take_slot(a, name)) return;
       if (config_.per_agent_updates() && collected == segments_per_agent_) return;
@@ -135,39 +135,42 @@ class CentralInferenceRun {
         return;
       }
       acting.take_first_version();
-      CollectedRollout segment = CollectedRollout::collect(collector, acting);  // [T, num_envs / agents]
+      runtime::CollectedRollout segment =
+          runtime::CollectedRollout::collect(collector, acting);  // [T, num_envs / agents]
       segment.version = acting.take_first_version();
-      if (policy_.bonus_) segment.rollout = with_bonus(*policy_.bonus_, segment.rollout, segment.bonus_metrics);
+      if (policy_.bonus_)
+        segment.rollout = runtime::with_bonus(*policy_.bonus_, segment.rollout, segment.bonus_metrics);
       training_.push(a, std::move(segment));
     }
   }
 
-  void train(const std::vector<CollectedRollout>& segments) {
+  void train(const std::vector<runtime::CollectedRollout>& segments) {
     std::vector<const algos::Rollout*> parts;
-    for (const CollectedRollout& segment : segments) parts.push_back(&segment.rollout);
-    const algos::Rollout rollout = concat_envs(parts);
+    for (const runtime::CollectedRollout& segment : segments) parts.push_back(&segment.rollout);
+    const algos::Rollout rollout = runtime::concat_envs(parts);
     std::lock_guard<std::mutex> lock(learner_mutex_);
     if (workers_.stopping()) return;
     double lag = 0.0;
-    for (const CollectedRollout& segment : segments) lag += static_cast<double>(state_.updates - segment.version);
+    for (const runtime::CollectedRollout& segment : segments)
+      lag += static_cast<double>(state_.updates - segment.version);
     state_.global_step += rollout.num_steps() * rollout.num_envs();
     // The bonus is the agents' (each segment's own).
-    algos::Metrics metrics = run_on_policy_update(policy_.learner_, rollout, nullptr, state_, total_steps_);
+    algos::Metrics metrics = runtime::run_on_policy_update(policy_.learner_, rollout, nullptr, state_, total_steps_);
     // The segments' slots free once train() returns, to start new ones with these parameters.
     actor_.publish(policy_.learner_, state_.updates);
     updates_done_ += 1;
 
-    for (const CollectedRollout& segment : segments) segment.record_episodes(episodes_, callbacks_);
-    for (const CollectedRollout& segment : segments) {
+    for (const runtime::CollectedRollout& segment : segments) segment.record_episodes(episodes_, callbacks_);
+    for (const runtime::CollectedRollout& segment : segments) {
       for (const auto& [name, value] : segment.bonus_metrics) {
         metrics[name] += value / static_cast<double>(segments.size());
       }
     }
     const double seconds = std::max(reporter_.elapsed_seconds(), 1e-9);
     inference_.add_metrics(metrics, seconds);
-    metrics[metric::kTrainingsPerSecond] = static_cast<double>(updates_done_.load()) / seconds;
-    metrics[metric::kPolicyLag] = lag / static_cast<double>(segments.size());
-    metrics[metric::kTrainingQueueLength] = static_cast<double>(training_.size());
+    metrics[runtime::metric::kTrainingsPerSecond] = static_cast<double>(updates_done_.load()) / seconds;
+    metrics[runtime::metric::kPolicyLag] = lag / static_cast<double>(segments.size());
+    metrics[runtime::metric::kTrainingQueueLength] = static_cast<double>(training_.size());
     threads_.add_metrics(metrics);
     reporter_.report(state_, metrics, episodes_, callbacks_);
   }
@@ -178,8 +181,8 @@ class CentralInferenceRun {
   const int64_t total_steps_;
   const TrainingCallbacks& callbacks_;
 
-  ActorCopy actor_;  // the predictors' network
-  AdjustedThreads threads_;
+  runtime::ActorCopy actor_;  // the predictors' network
+  runtime::AdjustedThreads threads_;
   int64_t segments_per_agent_ = 0;      // per-agent updates: what each agent collects in this run
   std::atomic<bool> finishing_{false};  // every agent is done; the rest drain
   std::atomic<int64_t> steps_claimed_;
@@ -193,15 +196,16 @@ class CentralInferenceRun {
   // Declared after everything its threads touch, so that they are joined first.
   runtime::Workers workers_;
   runtime::BatchedInference& inference_;
-  runtime::TrainingQueue<CollectedRollout>& training_;
+  runtime::TrainingQueue<runtime::CollectedRollout>& training_;
 };
 
 CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& config,
                                                const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
                                                torch::Device device, explore::Bonus* bonus)
     : config_(core::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
-  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "agent", "agents");
-  require_lag_correction("central_inference", config_.max_policy_lag, learner, "trains segments");
+  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "actor",
+                                     "actors (policy.central_inference.actors)");
+  runtime::require_lag_correction("central_inference", config_.max_policy_lag, learner, "trains segments");
 }
 
 void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
@@ -216,10 +220,6 @@ void CentralInferencePolicy::train(TrainingState& state, int64_t total_steps, in
 
 std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
                                                       const CentralInferenceConfig& config) {
-  if (auto* off_policy = dynamic_cast<algos::OffPolicyLearner*>(&context.learner)) {
-    return std::make_unique<CentralInferenceReplayPolicy>(config, context.env_config, *off_policy, context.device,
-                                                          context.bonus);
-  }
   return std::make_unique<CentralInferencePolicy>(config, context.env_config, context.on_policy_learner(),
                                                   context.device, context.bonus);
 }

@@ -63,6 +63,8 @@ class CentralInferencePolicy : public Policy {
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
 };
 
+// The `central_inference` policy of a run with an on-policy learner (an off-policy one:
+// central_inference_replay.h).
 std::unique_ptr<Policy> make_central_inference_policy(const PolicyContext& context,
                                                       const CentralInferenceConfig& config);
 

@@ -8,7 +8,7 @@ namespace concord::policies {
 
 void CentralInferenceConfig::validate() const {
   core::ConfigProblems problems;
-  problems.check(agents >= 1, "agents", agents, ">= 1");
+  problems.check(agents >= 1, "actors", agents, ">= 1");
   problems.check(predictors >= 1, "predictors", predictors, ">= 1");
   problems.check(trainers >= 1, "trainers", trainers, ">= 1");
   problems.check(prediction_batch >= 1, "prediction_batch", prediction_batch, ">= 1");
@@ -34,12 +34,13 @@ void CentralInferenceConfig::validate() const {
 const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields() {
   using C = CentralInferenceConfig;
   static const core::ConfigFields<C> kFields = {
-      {"agents", &C::agents, "Agent threads, each stepping its own envs (env.num_envs is split among them)"},
+      {"actors", &C::agents,
+       "Actor (GA3C: agent) threads, each stepping its own envs (env.num_envs is split among them)", "agents"},
       {"predictors", &C::predictors, "Predictor threads running batched inference"},
       {"trainers", &C::trainers, "Trainer threads feeding the learner"},
       {"prediction_batch", &C::prediction_batch, "Most observations in one batched forward pass"},
       {"training_batch", &C::training_batch,
-       "Agent segments (T steps of num_envs / agents envs) per learner update; 0: one per agent, so an update sees "
+       "Actor segments (T steps of num_envs / actors envs) per learner update; 0: one per actor, so an update sees "
        "env.num_envs x T steps as under single"},
       {"queue_capacity", &C::queue_capacity, "Capacity of the prediction queue"},
       {"max_policy_lag", &C::max_policy_lag,
@@ -49,7 +50,7 @@ const core::ConfigFields<CentralInferenceConfig>& CentralInferenceConfig::fields
       {"wait_timeout_seconds", &C::wait_timeout_seconds,
        "A blocking wait longer than this while the run is live is an error naming the queue"},
       {"dynamic_adjustment", &C::dynamic_adjustment,
-       "GA3C's random walk over the numbers of agents, predictors and trainers, kept when TPS rises"},
+       "GA3C's random walk over the numbers of actors, predictors and trainers, kept when TPS rises"},
       {"adjust_interval_seconds", &C::adjust_interval_seconds,
        "How long each thread configuration is measured by the dynamic adjustment"},
   };

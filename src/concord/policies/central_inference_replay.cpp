@@ -6,17 +6,17 @@
 
 #include "concord/core/config_problems.h"
 #include "concord/core/torch_thread.h"
-#include "concord/policies/actor_threads.h"
-#include "concord/policies/exploration_bonus.h"
-#include "concord/policies/replay_feed.h"
+#include "concord/policies/runtime/actor_threads.h"
 #include "concord/policies/runtime/batched_acting.h"
 #include "concord/policies/runtime/env_shares.h"
+#include "concord/policies/runtime/exploration_bonus.h"
+#include "concord/policies/runtime/replay_feed.h"
 
 namespace concord::policies {
 namespace {
 
 // An agent acts through the predictors.
-class Predicted final : public ActingSeat {
+class Predicted final : public runtime::ActingSeat {
  public:
   explicit Predicted(runtime::BatchedActing::Client& client) : client_(client) {}
   algos::Actor& next_actor(int64_t /*steps*/) override { return client_; }
@@ -54,20 +54,19 @@ CentralInferenceReplayPolicy::CentralInferenceReplayPolicy(const CentralInferenc
                                                            algos::OffPolicyLearner& learner, torch::Device device,
                                                            const explore::Bonus* bonus)
     : config_(core::validated(off_policy_layout(config))), learner_(learner), device_(device), seed_(env_config.seed) {
-  refuse_bonus_off_policy(bonus, learner);
-  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "agent", "agents");
-  replicas_ = require_replay_feed(learner_, "central_inference", config_.predictors);
+  runtime::refuse_bonus_off_policy(bonus, learner);
+  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "actor",
+                                     "actors (policy.central_inference.actors)");
+  replicas_ = runtime::require_replay_feed(learner_, "central_inference", config_.predictors);
 }
 
 void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_steps, int64_t checkpoint_interval_steps,
                                          const TrainingCallbacks& callbacks) {
-  ApexConfig pace;
-  pace.publish_every = 1;
-  pace.max_env_steps_per_update = learner_.train_frequency();
-  pace.min_env_steps_per_update = learner_.train_frequency();
-  pace.wait_timeout_seconds = config_.wait_timeout_seconds;
-  ReplayFeedPlan plan{"central_inference", "agents", pace, "one update per train_frequency", {}, {}};
-  plan.start_feeders = [this](runtime::Workers& workers, ReplayInlet& inlet) {
+  // SEED RL's fixed replay ratio: one update per train_frequency env steps, pinned from both sides.
+  const runtime::ReplayPacing pace{1, learner_.train_frequency(), learner_.train_frequency(),
+                                   config_.wait_timeout_seconds};
+  runtime::ReplayFeedPlan plan{"central_inference", "actors", pace, "one update per train_frequency", {}, {}};
+  plan.start_feeders = [this](runtime::Workers& workers, runtime::ReplayInlet& inlet) {
     auto& service =
         workers.make<runtime::BatchedActing>(replicas_, inlet.parameters(), config_.agents, envs_.front()->num_envs(),
                                              config_.prediction_batch, config_.queue_capacity);
@@ -79,11 +78,17 @@ void CentralInferenceReplayPolicy::train(TrainingState& state, int64_t total_ste
                       }
                     });
     }
-    std::vector<std::unique_ptr<ActingSeat>> seats;
+    std::vector<std::unique_ptr<runtime::ActingSeat>> seats;
     for (int a = 0; a < config_.agents; ++a) seats.push_back(std::make_unique<Predicted>(service.client(a)));
-    start_actor_threads("agent", {}, std::move(seats), envs_, device_, seed_, workers, inlet);
+    runtime::start_actor_threads("agent", {}, std::move(seats), envs_, device_, seed_, workers, inlet);
   };
-  feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
+  runtime::feed_replay(plan, learner_, episodes_, state, total_steps, checkpoint_interval_steps, callbacks);
+}
+
+std::unique_ptr<Policy> make_central_inference_replay_policy(const PolicyContext& context,
+                                                             const CentralInferenceConfig& config) {
+  return std::make_unique<CentralInferenceReplayPolicy>(config, context.env_config, context.off_policy_learner(),
+                                                        context.device, context.bonus);
 }
 
 }  // namespace concord::policies

@@ -12,6 +12,7 @@
 #include "concord/explore/bonus.h"
 #include "concord/policies/central_inference_config.h"
 #include "concord/policies/policy.h"
+#include "concord/policies/policy_context.h"
 
 namespace concord::policies {
 
@@ -60,5 +61,9 @@ class CentralInferenceReplayPolicy : public Policy {
   std::vector<std::unique_ptr<algos::ActorReplica>> replicas_;  // one per predictor
   core::EpisodeStats episodes_;
 };
+
+// The `central_inference` policy of a run with an off-policy learner.
+std::unique_ptr<Policy> make_central_inference_replay_policy(const PolicyContext& context,
+                                                             const CentralInferenceConfig& config);
 
 }  // namespace concord::policies

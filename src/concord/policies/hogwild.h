@@ -27,7 +27,8 @@ struct HogwildConfig {
 };
 
 // The `hogwild` distribution policy (A3C, Mnih et al., 2016): W actor-learner threads, each with
-// its own environments and its own replica of the learner. Every replica's parameters and
+// its own environments and its own replica of the learner, each running `single`'s loop on it
+// (runtime::LearnerDrive). Every replica's parameters and
 // optimiser statistics are the primary learner's (shared storage, A3C's shared RMSProp); only
 // gradients are per thread. Each thread loops, without locks around the parameters:
 //
@@ -53,8 +54,9 @@ struct HogwildConfig {
 //
 // Off-policy learners (DQN): A3C's asynchronous Q-learning (its Algorithm 1). Each worker acts
 // with its replica (OffPolicyLearner::make_shared_replica: shared parameters, target network and
-// optimiser statistics; its own final epsilon), queues its transitions, and every
-// train_frequency of its own env steps takes one gradient step on them:
+// optimiser statistics; its own final epsilon), queues its transitions, and at every multiple of
+// train_frequency of its own env steps takes one gradient step on them (runtime::LearnerDrive,
+// Pacing::kOwnSteps):
 //
 //   transition = one step of its envs, epsilon-greedy with the shared parameters
 //   replica.observe(transition)
@@ -81,8 +83,7 @@ class HogwildPolicy : public Policy {
   explore::Bonus* bonus_;  // may be null; shared by every worker
   uint64_t seed_;          // the run's, for the workers' generators
   std::vector<std::unique_ptr<envs::VectorEnv>> envs_;
-  std::vector<std::unique_ptr<algos::OnPolicyLearner>> replicas_;       // on-policy learners
-  std::vector<std::unique_ptr<algos::OffPolicyLearner>> off_replicas_;  // off-policy learners
+  std::vector<std::unique_ptr<algos::Learner>> replicas_;  // one per worker, of the learner's family
 };
 
 std::unique_ptr<Policy> make_hogwild_policy(const PolicyContext& context, const HogwildConfig& config);

@@ -34,14 +34,7 @@ MultiLearnerPolicy::MultiLearnerPolicy(const MultiLearnerConfig& config, std::un
       communicator_(communicator),
       config_(core::validated(config)),
       bonus_(bonus),
-      loop_(std::move(env), learner, device, bonus, communicator.world_size()) {
-  const auto* on_policy = dynamic_cast<const algos::OnPolicyLearner*>(&learner);
-  if (on_policy != nullptr && on_policy->gradient_steps_per_update() == 0) {
-    throw std::invalid_argument(
-        "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
-        "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
-  }
-}
+      loop_(std::move(env), learner, device, bonus, communicator.world_size()) {}
 
 void MultiLearnerPolicy::check_replicas_identical(const TrainingState& state) {
   torch::NoGradGuard no_grad;
@@ -104,6 +97,15 @@ std::unique_ptr<Policy> make_multi_learner_policy(const PolicyContext& context, 
   context.learner.set_sync_strategy(
       sync::make_sync_strategy(context.config.get_string("sync.strategy"), context.config, communicator));
   return policy;
+}
+
+std::unique_ptr<Policy> make_multi_learner_on_policy(const PolicyContext& context, const MultiLearnerConfig& config) {
+  if (context.on_policy_learner().gradient_steps_per_update() == 0) {
+    throw std::invalid_argument(
+        "policy 'multi_learner' needs every rank to take the same number of gradient steps per update, but the "
+        "algorithm stops early on its own data (set algo.ppo.target_kl = 0)");
+  }
+  return make_multi_learner_policy(context, config);
 }
 
 }  // namespace concord::policies

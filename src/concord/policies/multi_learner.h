@@ -34,8 +34,8 @@ struct MultiLearnerConfig {
 //                -> agree on stopping (allreduce of the stop flag)
 //
 // global_step counts all ranks' env steps. Every rank calls the callbacks; the owner lets rank 0
-// write metrics and checkpoints. Refuses a learner whose gradient steps per update vary (PPO's
-// target_kl): ranks would issue different numbers of collectives.
+// write metrics and checkpoints. The factory for on-policy learners refuses one whose gradient
+// steps per update vary (PPO's target_kl): ranks would issue different numbers of collectives.
 class MultiLearnerPolicy : public Policy {
  public:
   // `bonus` (may be null) is this rank's exploration bonus; every `config.merge_counts_every`
@@ -60,6 +60,8 @@ class MultiLearnerPolicy : public Policy {
 
 // Each rank builds this on its own share of the envs (TrainingRun seeds them per rank) and
 // attaches the sync strategy named by sync.strategy to the learner.
+// The same for an on-policy learner, which must take a fixed number of gradient steps per update.
+std::unique_ptr<Policy> make_multi_learner_on_policy(const PolicyContext& context, const MultiLearnerConfig& config);
 std::unique_ptr<Policy> make_multi_learner_policy(const PolicyContext& context, const MultiLearnerConfig& config);
 
 }  // namespace concord::policies

@@ -1,5 +1,5 @@
 #include "concord/policies/policy.h"
-#include "concord/policies/metric_names.h"
+#include "concord/policies/runtime/metric_names.h"
 
 #include <algorithm>
 #include <cmath>
@@ -62,9 +62,9 @@ double UpdateReporter::steps_per_second(int64_t global_step) const {
 
 void UpdateReporter::report(const TrainingState& state, algos::Metrics& metrics, const core::EpisodeStats& episodes,
                             const TrainingCallbacks& callbacks) {
-  metrics.emplace(metric::kStepsPerSecond, steps_per_second(state.global_step));
-  if (auto recent = episodes.recent_mean_return()) metrics[metric::kEpisodicReturn] = *recent;
-  if (auto recent = episodes.recent_mean_length()) metrics[metric::kEpisodicLength] = *recent;
+  metrics.emplace(runtime::metric::kStepsPerSecond, steps_per_second(state.global_step));
+  if (auto recent = episodes.recent_mean_return()) metrics[runtime::metric::kEpisodicReturn] = *recent;
+  if (auto recent = episodes.recent_mean_length()) metrics[runtime::metric::kEpisodicLength] = *recent;
   // Bookkeeping never needs gradients, and with them an in-place copy from the parameters made
   // its destination part of the graph: the CLI's snapshot of the parameters chained one node per
   // update, about 400 bytes each, until a long DQN run overflowed the stack freeing them.

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "concord/algos/learner.h"
-#include "concord/algos/on_policy_learner.h"
+#include "concord/algos/learner_family.h"
 #include "concord/comm/communicator.h"
 #include "concord/core/config.h"
 #include "concord/envs/vector_env.h"
@@ -24,12 +24,18 @@ struct PolicyContext {
   comm::Communicator* communicator = nullptr;
   explore::Bonus* bonus = nullptr;  // the exploration bonus every actor adds, one for all; may be null
 
-  // The learner as the on-policy family, for the factories of policies that drive only that
-  // family: the policy registry refuses any other before their factory runs.
+  // The learner as its family's interface, for a policy's factory for that family: the policy
+  // registry calls the factory of the learner's family only (policy_registry.cpp). Throws
+  // std::logic_error if called for the other family.
   algos::OnPolicyLearner& on_policy_learner() const {
-    auto* on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner);
+    auto* on_policy = algos::on_policy(learner);
     if (on_policy == nullptr) throw std::logic_error("PolicyContext: the learner is not an on-policy learner");
     return *on_policy;
+  }
+  algos::OffPolicyLearner& off_policy_learner() const {
+    auto* off_policy = algos::off_policy(learner);
+    if (off_policy == nullptr) throw std::logic_error("PolicyContext: the learner is not an off-policy learner");
+    return *off_policy;
   }
 };
 

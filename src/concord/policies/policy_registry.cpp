@@ -6,7 +6,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "concord/algos/on_policy_learner.h"
+#include "concord/algos/learner.h"
 #include "concord/core/blas.h"
 #include "concord/core/config_fields.h"
 #include "concord/core/registry.h"
@@ -14,9 +14,12 @@
 #include "concord/policies/actor_processes.h"
 #include "concord/policies/apex.h"
 #include "concord/policies/async_learner.h"
+#include "concord/policies/async_learner_replay.h"
 #include "concord/policies/central_inference.h"
+#include "concord/policies/central_inference_replay.h"
 #include "concord/policies/hogwild.h"
 #include "concord/policies/multi_learner.h"
+#include "concord/policies/runtime/exploration_bonus.h"
 #include "concord/policies/seed_rl.h"
 #include "concord/policies/single.h"
 #include "concord/policies/sync_vector.h"
@@ -34,33 +37,12 @@ enum class Placement {
   kThreadsOrProcesses,
 };
 
-// The algorithm families a policy can drive (algos/learner.h).
-enum class Families {
-  kOnPolicy,   // OnPolicyLearner only: the policy moves Rollouts, or shares or lags parameters
-  kOffPolicy,  // OffPolicyLearner only: the policy fills a replay
-  kBoth,       // OnPolicyLearner and OffPolicyLearner
-};
-
 // Whether a policy carries an actor's memory (algos/actor.h: the state act() returns, per env)
 // from one step to the next where it acts, and to the learner with the experience.
 enum class Memory {
   kCarried,          // it acts through runtime::Collector and hands rollouts on whole
   kOnPolicyCarried,  // the same for on-policy learners; its off-policy arrangement carries none
   kNone,             // it acts or moves experience another way (a batched service, a wire format)
-};
-
-// A policy as the registry sees it: its keys under policy.<name>. and its factory, which reads
-// the policy's config struct from them.
-struct PolicyEntry {
-  Placement placement;
-  Families families;
-  Memory memory;
-  std::string summary;  // what `concord train --help` says beside the name ("" for none)
-  void (*declare)(core::ConfigSchema& schema, const std::string& prefix);  // nullptr: no keys
-  std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)> make;
-  // The rounds (every env one rollout) one update learns from; 1 unless the config struct says.
-  std::function<int64_t(const core::Config& config, const std::string& prefix)> rounds_per_update =
-      [](const core::Config&, const std::string&) { return int64_t{1}; };
 };
 
 // A policy whose updates learn from more than one round says so in its config struct.
@@ -70,56 +52,101 @@ template <typename Config>
 struct HasRoundsPerUpdate<Config, std::void_t<decltype(std::declval<const Config&>().rounds_per_update())>>
     : std::true_type {};
 
-// A policy without keys.
-PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&), Placement placement, Families families,
-                   Memory memory, std::string summary = "") {
-  return {placement, families,
-          memory,    std::move(summary),
-          nullptr,   [make](const PolicyContext& context, const std::string&) { return make(context); }};
-}
+using Factory = std::function<std::unique_ptr<Policy>(const PolicyContext& context, const std::string& prefix)>;
 
-// A policy whose keys are the fields of its config struct.
-template <typename Config>
-PolicyEntry policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&), Placement placement,
-                   Families families, Memory memory, std::string summary) {
-  PolicyEntry entry{placement,
-                    families,
-                    memory,
-                    std::move(summary),
-                    core::declare_config<Config>,
-                    [make](const PolicyContext& context, const std::string& prefix) {
-                      return make(context, core::read_config<Config>(context.config, prefix));
-                    }};
-  if constexpr (HasRoundsPerUpdate<Config>::value) {
-    entry.rounds_per_update = [](const core::Config& config, const std::string& prefix) {
-      return core::read_config<Config>(config, prefix).rounds_per_update();
+// A policy as the registry sees it: its keys under policy.<name>. and one factory per algorithm
+// family it drives (algos::Family), which reads the policy's config struct from them. The
+// registry calls the factory of the learner's family, so that a policy never asks which family
+// its learner is: one class for both (single), or one per family (async_learner).
+struct PolicyEntry {
+  Placement placement;
+  Memory memory;
+  std::string summary;  // what `concord train --help` says beside the name ("" for none)
+  void (*declare)(core::ConfigSchema& schema, const std::string& prefix) = nullptr;  // nullptr: no keys
+  Factory make_on_policy;   // empty: the policy drives no on-policy learner
+  Factory make_off_policy;  // empty: the policy drives no off-policy learner
+  // The rounds (every env one rollout) one update learns from; 1 unless the config struct says.
+  std::function<int64_t(const core::Config& config, const std::string& prefix)> rounds_per_update =
+      [](const core::Config&, const std::string&) { return int64_t{1}; };
+
+  bool drives(algos::Family family) const {
+    return family == algos::Family::kOnPolicy ? static_cast<bool>(make_on_policy) : static_cast<bool>(make_off_policy);
+  }
+  const Factory& factory(algos::Family family) const {
+    return family == algos::Family::kOnPolicy ? make_on_policy : make_off_policy;
+  }
+
+  // The policy's factory for on-policy learners: without keys, or reading its config struct.
+  PolicyEntry& on_policy(std::unique_ptr<Policy> (*make)(const PolicyContext&)) {
+    make_on_policy = keyless(make);
+    return *this;
+  }
+  template <typename Config>
+  PolicyEntry& on_policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&)) {
+    make_on_policy = reading(make);
+    return *this;
+  }
+  // The same for off-policy learners.
+  PolicyEntry& off_policy(std::unique_ptr<Policy> (*make)(const PolicyContext&)) {
+    make_off_policy = keyless(make);
+    return *this;
+  }
+  template <typename Config>
+  PolicyEntry& off_policy(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&)) {
+    make_off_policy = reading(make);
+    return *this;
+  }
+  // One factory for both families.
+  template <typename Make>
+  PolicyEntry& both(Make make) {
+    return on_policy(make).off_policy(make);
+  }
+
+ private:
+  static Factory keyless(std::unique_ptr<Policy> (*make)(const PolicyContext&)) {
+    return [make](const PolicyContext& context, const std::string&) { return make(context); };
+  }
+  template <typename Config>
+  Factory reading(std::unique_ptr<Policy> (*make)(const PolicyContext&, const Config&)) {
+    declare = core::declare_config<Config>;
+    if constexpr (HasRoundsPerUpdate<Config>::value) {
+      rounds_per_update = [](const core::Config& config, const std::string& prefix) {
+        return core::read_config<Config>(config, prefix).rounds_per_update();
+      };
+    }
+    return [make](const PolicyContext& context, const std::string& prefix) {
+      return make(context, core::read_config<Config>(context.config, prefix));
     };
   }
-  return entry;
+};
+
+PolicyEntry policy(Placement placement, Memory memory, std::string summary) {
+  return PolicyEntry{placement, memory, std::move(summary)};
 }
 
-// The registry: one line per policy, naming its factory (in the policy's own file).
+// The registry: one line per policy, naming its factory per family (in the policy's own files).
 core::Registry<PolicyEntry> make_registry() {
   core::Registry<PolicyEntry> registry("policy");
-  registry.add("single", policy(make_single_policy, Placement::kOneThread, Families::kBoth, Memory::kCarried,
-                                "the reference: one thread"));
-  registry.add("sync_vector",
-               policy(make_sync_vector_policy, Placement::kOneThread, Families::kBoth, Memory::kCarried, "PAAC"));
-  registry.add("hogwild",
-               policy(make_hogwild_policy, Placement::kThreads, Families::kBoth, Memory::kOnPolicyCarried, "A3C"));
+  registry.add("single",
+               policy(Placement::kOneThread, Memory::kCarried, "the reference: one thread").both(make_single_policy));
+  registry.add("sync_vector", policy(Placement::kOneThread, Memory::kCarried, "PAAC").both(make_sync_vector_policy));
+  registry.add("hogwild", policy(Placement::kThreads, Memory::kOnPolicyCarried, "A3C").both(make_hogwild_policy));
   registry.add("central_inference",
-               policy(make_central_inference_policy, Placement::kThreads, Families::kBoth, Memory::kOnPolicyCarried,
-                      "GA3C; SEED RL on threads for off-policy learners"));
-  registry.add("async_learner", policy(make_async_learner_policy, Placement::kThreads, Families::kBoth,
-                                       Memory::kCarried, "collect while learning"));
-  registry.add("multi_learner", policy(make_multi_learner_policy, Placement::kProcesses, Families::kBoth,
-                                       Memory::kCarried, "one learner per process"));
-  registry.add("actor_processes", policy(make_actor_processes_policy, Placement::kProcesses, Families::kOnPolicy,
-                                         Memory::kCarried, "actor processes, one learner"));
-  registry.add("apex", policy(make_apex_policy, Placement::kThreadsOrProcesses, Families::kOffPolicy, Memory::kCarried,
-                              "Ape-X"));
-  registry.add("seed_rl", policy(make_seed_rl_policy, Placement::kProcesses, Families::kBoth, Memory::kCarried,
-                                 "SEED RL: env ranks, one acting and learning rank"));
+               policy(Placement::kThreads, Memory::kOnPolicyCarried, "GA3C; SEED RL on threads for off-policy learners")
+                   .on_policy(make_central_inference_policy)
+                   .off_policy(make_central_inference_replay_policy));
+  registry.add("async_learner", policy(Placement::kThreads, Memory::kCarried, "collect while learning")
+                                    .on_policy(make_async_learner_policy)
+                                    .off_policy(make_async_learner_replay_policy));
+  registry.add("multi_learner", policy(Placement::kProcesses, Memory::kCarried, "one learner per process")
+                                    .on_policy(make_multi_learner_on_policy)
+                                    .off_policy(make_multi_learner_policy));
+  registry.add("actor_processes", policy(Placement::kProcesses, Memory::kCarried, "actor processes, one learner")
+                                      .on_policy(make_actor_processes_policy));
+  registry.add("apex", policy(Placement::kThreadsOrProcesses, Memory::kCarried, "Ape-X").off_policy(make_apex_policy));
+  registry.add("seed_rl",
+               policy(Placement::kProcesses, Memory::kCarried, "SEED RL: env ranks, one acting and learning rank")
+                   .both(make_seed_rl_policy));
   return registry;
 }
 
@@ -141,58 +168,53 @@ void refuse_interpreter_env(const std::string& name, const envs::VectorEnvConfig
                               one_thread_policies());
 }
 
-// The policies that drive learners of `family` (those that drive both included), for a refusal.
-std::string policies_running(Families family) {
+// The policies that drive learners of `family`, for a refusal.
+std::string policies_running(algos::Family family) {
   std::string able;
   for (const auto& [other, candidate] : policies().entries()) {
-    if (candidate.families == family || candidate.families == Families::kBoth)
-      able += (able.empty() ? "" : ", ") + other;
+    if (candidate.drives(family)) able += (able.empty() ? "" : ", ") + other;
   }
   return able;
 }
 
 // Policies that move Rollouts, share parameters lock-free or lag them behind the learner drive
 // only on-policy learners; policies that fill a replay drive only off-policy ones. A learner of
-// the other family is refused here, before the policy's factory runs.
-void refuse_learner_family(const std::string& name, const PolicyEntry& entry, algos::Learner& learner) {
-  const bool on_policy = dynamic_cast<algos::OnPolicyLearner*>(&learner) != nullptr;
-  if (entry.families == Families::kOnPolicy && !on_policy) {
+// a family the policy has no factory for is refused here, in one line.
+void refuse_learner_family(const std::string& name, const PolicyEntry& entry, const algos::Learner& learner) {
+  if (entry.drives(learner.family())) return;
+  if (learner.family() == algos::Family::kOffPolicy) {
     throw std::invalid_argument("policy '" + name +
                                 "' runs on-policy algorithms only, and this algorithm learns off-policy from "
                                 "replay; use train.policy " +
-                                policies_running(Families::kOffPolicy));
+                                policies_running(algos::Family::kOffPolicy));
   }
-  if (entry.families == Families::kOffPolicy && on_policy) {
-    throw std::invalid_argument("policy '" + name +
-                                "' runs off-policy algorithms only (it learns from replay), and this algorithm "
-                                "learns on-policy from rollouts; use train.policy " +
-                                policies_running(Families::kOnPolicy));
-  }
+  throw std::invalid_argument("policy '" + name +
+                              "' runs off-policy algorithms only (it learns from replay), and this algorithm "
+                              "learns on-policy from rollouts; use train.policy " +
+                              policies_running(algos::Family::kOnPolicy));
 }
 
-bool carries_memory(const PolicyEntry& entry, bool on_policy) {
-  return entry.memory == Memory::kCarried || (entry.memory == Memory::kOnPolicyCarried && on_policy);
+bool carries_memory(const PolicyEntry& entry, algos::Family family) {
+  return entry.memory == Memory::kCarried ||
+         (entry.memory == Memory::kOnPolicyCarried && family == algos::Family::kOnPolicy);
 }
 
 // The policies that drive a learner of this family and carry its memory, for a refusal.
-std::string policies_with_memory(bool on_policy) {
+std::string policies_with_memory(algos::Family family) {
   std::string able;
   for (const auto& [other, candidate] : policies().entries()) {
-    const bool drives = candidate.families == Families::kBoth ||
-                        candidate.families == (on_policy ? Families::kOnPolicy : Families::kOffPolicy);
-    if (drives && carries_memory(candidate, on_policy)) able += (able.empty() ? "" : ", ") + other;
+    if (candidate.drives(family) && carries_memory(candidate, family)) able += (able.empty() ? "" : ", ") + other;
   }
   return able;
 }
 
 // A network with memory runs only under a policy that hands each env's state back to the actor.
 void refuse_memory(const std::string& name, const PolicyEntry& entry, const algos::Learner& learner) {
-  const bool on_policy = dynamic_cast<const algos::OnPolicyLearner*>(&learner) != nullptr;
-  if (carries_memory(entry, on_policy) || !learner.acts_with_memory()) return;
+  if (carries_memory(entry, learner.family()) || !learner.acts_with_memory()) return;
   throw std::invalid_argument("policy '" + name +
                               "' does not carry a recurrent network's state (algo.recurrent) between its acting "
                               "and its learner; use train.policy " +
-                              policies_with_memory(on_policy));
+                              policies_with_memory(learner.family()));
 }
 
 }  // namespace
@@ -213,7 +235,7 @@ std::string policy_summaries() {
   return text;
 }
 
-std::string off_policy_policies() { return policies_running(Families::kOffPolicy); }
+std::string off_policy_policies() { return policies_running(algos::Family::kOffPolicy); }
 
 std::string one_thread_policies() {
   std::string able;
@@ -241,6 +263,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
   if (entry.placement != Placement::kOneThread) refuse_interpreter_env(name, context.env_config);
   refuse_learner_family(name, entry, context.learner);
   refuse_memory(name, entry, context.learner);
+  runtime::refuse_bonus_off_policy(context.bonus, context.learner);
   if (entry.placement == Placement::kProcesses && context.communicator == nullptr) {
     throw std::logic_error("policy '" + name + "' needs a communicator");
   }
@@ -249,7 +272,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyContext
                            (context.communicator == nullptr || context.communicator->world_size() == 1));
   if (on_threads) core::require_thread_safe_blas("policy '" + name + "'");
   try {
-    return entry.make(context, prefix_of(name));
+    return entry.factory(context.learner.family())(context, prefix_of(name));
   } catch (const NeedsOneThreadPolicy& refusal) {
     throw std::invalid_argument(std::string(refusal.what()) + "; use train.policy " + one_thread_policies());
   }

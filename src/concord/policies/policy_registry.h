@@ -16,7 +16,7 @@ namespace concord::policies {
 //
 //   single             one thread steps all envs and updates (the reference)
 //   sync_vector        PAAC: the same loop with env.num_threads threads stepping the envs
-//   hogwild            A3C: policy.hogwild.workers actor-learner threads, lock-free shared
+//   hogwild            A3C: policy.hogwild.actors actor-learner threads, lock-free shared
 //                      parameters and optimiser statistics (DQN: asynchronous Q-learning)
 //   central_inference  GA3C: agent threads step envs, predictor threads batch their inference,
 //                      trainer threads batch finished segments into learner updates

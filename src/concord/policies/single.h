@@ -20,7 +20,7 @@ namespace concord::policies {
 // The `single` distribution policy: one thread steps a synchronous VectorEnv, the learner's
 // Actor acts in-line for every env at once, and the learner learns in the same thread. It is the
 // reference behaviour that other policies must match. It drives both algorithm families
-// (algos/learner.h):
+// (algos/learner.h) with one loop, through runtime::LearnerDrive:
 //
 // On-policy (OnPolicyLearner), every rollout_length() steps:
 //   repeat: for t < T: a_t ~ pi(o_t); o_{t+1}, r_t, term_t, trunc_t = envs.step(a_t)
@@ -61,11 +61,6 @@ class SinglePolicy : public Policy {
              const TrainingCallbacks& callbacks) override;
 
  private:
-  void train_on_policy(algos::OnPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                       int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
-  void train_off_policy(algos::OffPolicyLearner& learner, TrainingState& state, int64_t total_steps,
-                        int64_t checkpoint_interval_steps, const TrainingCallbacks& callbacks);
-
   std::unique_ptr<envs::BatchedEnvs> owned_env_;
   envs::BatchedEnvs& env_;
   algos::Learner& learner_;

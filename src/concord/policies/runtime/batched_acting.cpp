@@ -15,26 +15,19 @@ BatchedActing::BatchedActing(Workers& workers, std::vector<std::unique_ptr<algos
     : replicas_(replicas),
       versions_(replicas.size(), -1),
       parameters_(parameters),
-      // Requests are batched whole: as many clients as fit in max_rows observations.
-      max_requests_(static_cast<size_t>(std::max<int64_t>(1, max_rows / std::max<int64_t>(1, rows_per_request)))),
-      requests_(workers, "prediction queue", static_cast<size_t>(queue_capacity), "an agent", "the predictors") {
-  for (int c = 0; c < clients; ++c) {
-    const std::string name = "agent " + std::to_string(c);
-    replies_.push_back(std::make_unique<Channel<torch::Tensor>>(workers, name + " reply", 1, "the predictors", name));
-    clients_.push_back(std::unique_ptr<Client>(new Client(*this, c)));
-  }
+      service_(workers, clients, rows_per_request, max_rows, queue_capacity) {
+  for (int c = 0; c < clients; ++c) clients_.push_back(std::unique_ptr<Client>(new Client(*this, c)));
 }
 
 algos::ActorOutput BatchedActing::Client::act(const algos::ActorInput& input, const algos::ActingContext& context) {
-  service_.requests_.push(Request{index_, input.observations, context});
   algos::ActorOutput out;
-  if (!service_.replies_[static_cast<size_t>(index_)]->pop(out.actions)) throw Stopped{};
+  out.actions = service_.service_.ask(index_, Request{input.observations, context});
   return out;
 }
 
 bool BatchedActing::serve_batch(int predictor) {
-  std::vector<Request> requests;
-  const Popped popped = requests_.try_pop_batch(requests, max_requests_);
+  std::vector<RequestService<Request, torch::Tensor>::Asked> batch;
+  const Popped popped = service_.take(batch);
   if (popped == Popped::kClosed) return false;
   if (popped == Popped::kIdle) return true;
   algos::ActorReplica& replica = *replicas_[static_cast<size_t>(predictor)];
@@ -43,18 +36,17 @@ bool BatchedActing::serve_batch(int predictor) {
     version = parameters_.read_newest([&](at::Tensor& published) { replica.assign(published); });
   }
   std::vector<torch::Tensor> rows;
-  rows.reserve(requests.size());
-  for (const Request& request : requests) rows.push_back(request.observations);
+  rows.reserve(batch.size());
+  for (const auto& asked : batch) rows.push_back(asked.request.observations);
   torch::Tensor actions;
   {
     c10::InferenceMode inference;
-    actions = replica.act(rows.size() == 1 ? rows.front() : torch::cat(rows), requests.front().context).actions;
+    actions = replica.act(rows.size() == 1 ? rows.front() : torch::cat(rows), batch.front().request.context).actions;
   }
-  // Each client has one request in flight, so its reply slot is free.
   int64_t offset = 0;
-  for (const Request& request : requests) {
-    const int64_t count = request.observations.size(0);
-    replies_[static_cast<size_t>(request.client)]->push(actions.narrow(0, offset, count));
+  for (const auto& asked : batch) {
+    const int64_t count = asked.request.observations.size(0);
+    service_.answer(asked.client, actions.narrow(0, offset, count));
     offset += count;
   }
   return true;

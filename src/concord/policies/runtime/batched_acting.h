@@ -9,6 +9,7 @@
 #include "concord/algos/off_policy_learner.h"
 #include "concord/policies/runtime/channel.h"
 #include "concord/policies/runtime/parameter_versions.h"
+#include "concord/policies/runtime/request_service.h"
 #include "concord/policies/runtime/workers.h"
 
 namespace concord::policies::runtime {
@@ -52,7 +53,6 @@ class BatchedActing {
 
  private:
   struct Request {
-    int client = 0;
     torch::Tensor observations;  // [rows, *obs_shape]
     algos::ActingContext context;
   };
@@ -60,9 +60,7 @@ class BatchedActing {
   std::vector<std::unique_ptr<algos::ActorReplica>>& replicas_;
   std::vector<int64_t> versions_;  // the parameters' version each predictor holds (-1: none)
   ParameterVersions<at::Tensor>& parameters_;
-  size_t max_requests_;
-  Channel<Request> requests_;
-  std::vector<std::unique_ptr<Channel<torch::Tensor>>> replies_;
+  RequestService<Request, torch::Tensor> service_;
   std::vector<std::unique_ptr<Client>> clients_;
 };
 

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "concord/core/torch_thread.h"
-#include "concord/policies/metric_names.h"
+#include "concord/policies/runtime/metric_names.h"
 
 namespace concord::policies::runtime {
 namespace {
@@ -53,25 +53,15 @@ torch::Tensor joined_starts(const std::vector<const BatchedInference::Request*>&
 
 BatchedInference::BatchedInference(Workers& workers, ActorCopy& parameters, int clients, int64_t rows_per_request,
                                    int max_rows, int queue_capacity, torch::Device device)
-    : parameters_(parameters),
-      device_(device),
-      // Requests are batched whole: as many clients as fit in max_rows observations.
-      max_requests_(static_cast<size_t>(std::max<int64_t>(1, max_rows / std::max<int64_t>(1, rows_per_request)))),
-      requests_(workers, "prediction queue", static_cast<size_t>(queue_capacity), "an agent", "the predictors") {
-  for (int c = 0; c < clients; ++c) {
-    const std::string name = "agent " + std::to_string(c);
-    replies_.push_back(std::make_unique<Channel<Reply>>(workers, name + " reply", 1, "the predictors", name));
-    clients_.push_back(std::unique_ptr<Client>(new Client(*this, c)));
-  }
+    : parameters_(parameters), device_(device), service_(workers, clients, rows_per_request, max_rows, queue_capacity) {
+  for (int c = 0; c < clients; ++c) clients_.push_back(std::unique_ptr<Client>(new Client(*this, c)));
 }
 
 BatchedInference::Client::Client(BatchedInference& service, int index) : service_(service), index_(index) {}
 
 Reply BatchedInference::Client::ask(const algos::ActorInput& input, bool values_only) {
-  service_.requests_.push(Request{index_, input.observations, input.state, input.episode_starts, values_only,
-                                  *core::thread_generator(torch::kCPU)});
-  Reply reply;
-  if (!service_.replies_[static_cast<size_t>(index_)]->pop(reply)) throw Stopped{};
+  Reply reply = service_.service_.ask(index_, Request{input.observations, input.state, input.episode_starts,
+                                                      values_only, *core::thread_generator(torch::kCPU)});
   if (first_version_ < 0) first_version_ = reply.version;
   return reply;
 }
@@ -91,10 +81,13 @@ torch::Tensor BatchedInference::Client::bootstrap_value(const algos::ActorInput&
 int64_t BatchedInference::Client::take_first_version() { return std::exchange(first_version_, -1); }
 
 bool BatchedInference::serve_batch() {
-  std::vector<Request> requests;
-  const Popped popped = requests_.try_pop_batch(requests, max_requests_);
+  std::vector<RequestService<Request, Reply>::Asked> batch;
+  const Popped popped = service_.take(batch);
   if (popped == Popped::kClosed) return false;
   if (popped == Popped::kIdle) return true;
+  std::vector<Request> requests;
+  requests.reserve(batch.size());
+  for (auto& asked : batch) requests.push_back(std::move(asked.request));
   // One forward pass for the requests that need actions, one for those that need values.
   std::vector<torch::Tensor> act_rows, value_rows;
   std::vector<const Request*> act_requests, value_requests;
@@ -148,10 +141,7 @@ bool BatchedInference::serve_batch() {
       }
     }
   });
-  // Each client has one request in flight, so its reply slot is free.
-  for (size_t i = 0; i < requests.size(); ++i) {
-    replies_[static_cast<size_t>(requests[i].client)]->push(std::move(answers[i]));
-  }
+  for (size_t i = 0; i < requests.size(); ++i) service_.answer(batch[i].client, std::move(answers[i]));
   predicted_rows_ += act_offset + value_offset;
   forward_passes_ += 1;
   return true;
@@ -161,7 +151,7 @@ void BatchedInference::add_metrics(algos::Metrics& metrics, double seconds) cons
   const auto rows = static_cast<double>(predicted_rows_.load());
   metrics[metric::kPredictionsPerSecond] = rows / seconds;
   metrics[metric::kPredictionBatchSize] = rows / static_cast<double>(std::max<int64_t>(1, forward_passes_.load()));
-  metrics[metric::kPredictionQueueLength] = static_cast<double>(requests_.size());
+  metrics[metric::kPredictionQueueLength] = static_cast<double>(service_.queue_length());
 }
 
 }  // namespace concord::policies::runtime

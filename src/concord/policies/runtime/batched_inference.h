@@ -9,8 +9,9 @@
 #include <torch/types.h>
 
 #include "concord/algos/actor.h"
-#include "concord/policies/actor_copy.h"
+#include "concord/policies/runtime/actor_copy.h"
 #include "concord/policies/runtime/channel.h"
+#include "concord/policies/runtime/request_service.h"
 #include "concord/policies/runtime/workers.h"
 
 namespace concord::policies::runtime {
@@ -59,7 +60,6 @@ class BatchedInference {
 
   // One client's request as the predictors see it.
   struct Request {
-    int client = 0;
     torch::Tensor observations;  // [rows, *obs_shape] on the CPU
     algos::TensorMap state;      // with memory: the state before these observations (empty: initial)
     torch::Tensor starts;        // with memory: [rows], 1 where an episode starts (undefined: none)
@@ -74,7 +74,7 @@ class BatchedInference {
   bool serve_batch();
 
   // No more requests: predictors answer what is queued, then serve_batch() returns false.
-  void close() { requests_.close(); }
+  void close() { service_.close(); }
 
   // charts/PPS (rows predicted per second of `seconds`), charts/prediction_batch_size (rows per
   // forward pass) and charts/prediction_queue_length.
@@ -83,9 +83,7 @@ class BatchedInference {
  private:
   ActorCopy& parameters_;
   torch::Device device_;
-  size_t max_requests_;
-  Channel<Request> requests_;
-  std::vector<std::unique_ptr<Channel<Reply>>> replies_;
+  RequestService<Request, Reply> service_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::atomic<int64_t> predicted_rows_{0}, forward_passes_{0};
 };

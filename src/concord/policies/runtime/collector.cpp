@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "concord/algos/experience.h"
-#include "concord/policies/observation_rows.h"
+#include "concord/policies/runtime/observation_rows.h"
 
 namespace concord::policies::runtime {
 

@@ -7,7 +7,7 @@
 
 #include "concord/algos/actor.h"
 #include "concord/envs/vector_env.h"
-#include "concord/policies/env_actions.h"
+#include "concord/policies/runtime/env_actions.h"
 #include "concord/policies/runtime/experience_sink.h"
 
 namespace concord::policies::runtime {

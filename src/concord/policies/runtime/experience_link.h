@@ -11,7 +11,7 @@
 
 #include "concord/comm/communicator.h"
 #include "concord/comm/watchdog.h"
-#include "concord/policies/episode_message.h"
+#include "concord/policies/runtime/episode_message.h"
 
 namespace concord::policies::runtime {
 
