@@ -34,7 +34,9 @@ registers a callable (a class) that returns an object with Gymnasium's Env API: 
 and action_space (Box of float32 or uint8, or Discrete: Gymnasium's, concord.Box /
 concord.Discrete, or any object with their attributes). make(id) and train(env=id) then use it.
 Every call into it holds the GIL, so only the policies "single" and "sync_vector" train it; the
-others refuse it at start-up.
+others refuse it at start-up. A reset() or step() that takes longer than the key
+env.step_timeout_seconds (default 60) ends the run with RuntimeError naming the env; Ctrl-C while
+one runs raises KeyboardInterrupt at once.
 
 Training: train(config=None, overrides=None, *, env=None, algo=None, policy=None,
 total_timesteps=None, seed=None, num_envs=None, num_threads=None, run_root=None, progress=None,

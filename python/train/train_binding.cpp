@@ -1,7 +1,8 @@
 // concord._train.train: `concord train` (cli::run_training_session) called from Python. The GIL is
 // released for the whole run, so that the engine's threads can take it to step Python envs; the
 // callback takes it back. SIGINT and SIGTERM are the session's own (cli::SignalStop) while it runs,
-// so Ctrl-C stops the run with a checkpoint, and is raised as KeyboardInterrupt afterwards.
+// so Ctrl-C stops the run with a checkpoint, and is raised as KeyboardInterrupt afterwards; also
+// while a Python env's step keeps the run from its loop (python_env.cpp: the step is abandoned).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,6 +15,7 @@
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_session.h"
 #include "concord/core/torch_thread.h"
+#include "concord/envs/env.h"
 #include "training_bindings.h"
 
 namespace concord::python {
@@ -74,14 +76,32 @@ py::dict train(std::vector<std::string> config_files, std::vector<std::string> o
   }
 
   cli::TrainingOutcome outcome;
+  // A signal that came while a Python env's step kept the run from its loop (envs::EnvInterrupted):
+  // the run ended at once, with the checkpoint of its last update, and the signal is Python's now.
+  int interrupting_signal = 0;
+  std::string interrupted_call;
   {
     // Training flushes denormals on this thread (run.flush_denormals); the interpreter's own
     // arithmetic gets its mode back afterwards.
     const core::RestoreFlushDenormals restore_denormals;
     py::gil_scoped_release release;
-    outcome = cli::run_training_session(flags, hooks);
+    try {
+      outcome = cli::run_training_session(flags, hooks);
+    } catch (const envs::EnvInterrupted& stop) {
+      interrupting_signal = stop.signal_number();
+      interrupted_call = stop.what();
+    }
   }
   if (callback_error) throw *callback_error;
+  if (interrupting_signal == SIGINT) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, ("training stopped: " + interrupted_call).c_str());
+    throw py::error_already_set();
+  }
+  if (interrupting_signal != 0) {
+    std::raise(interrupting_signal);
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    throw std::runtime_error("training stopped: " + interrupted_call);
+  }
   if (outcome.stop_signal == SIGINT) {
     PyErr_SetString(PyExc_KeyboardInterrupt, ("training stopped at step " + std::to_string(outcome.state.global_step) +
                                               "; checkpoint saved in " + outcome.run_dir.string())

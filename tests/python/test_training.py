@@ -5,6 +5,8 @@ import pathlib
 import random
 import signal
 import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -339,3 +341,97 @@ def test_config_takes_a_preset_name_and_paths_from_the_callers_folder(tmp_path, 
     assert concord.train(config="mine.toml", total_timesteps=64, run_root="runs", progress=False).env_id == "Acrobot-v1"
     with pytest.raises(ValueError, match="no file 'ppo_cartpol' and no preset of that name; did you mean ppo_cartpole"):
         concord.train(config="ppo_cartpol", run_root="runs", progress=False)
+
+
+# A Python env whose step hangs on its 200th call (after the first update, so a checkpoint exists),
+# in a process of its own: `time.sleep` blocks in C, a busy loop runs Python code. It prints
+# "hanging" just before, so that the test times from there.
+HANGING_RUN = r"""
+import sys, time
+import numpy as np
+import concord
+
+how, limit, run_root = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+
+
+class HangingEnv:
+    def __init__(self):
+        self.observation_space = concord.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.action_space = concord.Discrete(2)
+        self.steps = 0
+
+    def reset(self, seed=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 200:
+            print("hanging", flush=True)
+            if how == "sleep":
+                time.sleep(3600)
+            while True:
+                pass
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+concord.register_env("test/Hanging-v0", HangingEnv)
+concord.train(env="test/Hanging-v0", num_envs=2, total_timesteps=100000, progress=False, run_root=run_root,
+              overrides={"run.log_level": "warn", "algo.ppo.num_steps": 64, "env.step_timeout_seconds": limit})
+"""
+
+
+class HangingRun:
+    """The run in a process of its own; each line of its stderr with the time it came."""
+
+    def __init__(self, tmp_path, how, limit):
+        self.process = subprocess.Popen([sys.executable, "-c", HANGING_RUN, how, str(limit), str(tmp_path)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read)
+        self.reader.start()
+        line = self.process.stdout.readline()
+        self.hung_at = time.monotonic()
+        assert line == "hanging\n", self.finish()
+
+    def _read(self):
+        for line in self.process.stderr:
+            self.lines.append((time.monotonic(), line))
+
+    def finish(self):
+        self.process.wait(timeout=60)
+        self.reader.join()
+        return "".join(line for _, line in self.lines)
+
+    def seconds_until(self, text, since):
+        """When the line holding `text` came, `since` then; None if none did."""
+        return next((at - since for at, line in self.lines if text in line), None)
+
+
+# The acceptance of issue 70: the run ends (its error line comes) within the limit plus a second
+# of the hang, and within a second of a SIGINT during it, after the checkpoint of its last update.
+@pytest.mark.parametrize("how", ["sleep", "busy"])
+def test_a_hung_python_env_ends_the_run_after_its_limit(tmp_path, how):
+    run = HangingRun(tmp_path, how, limit=1.0)
+    errors = run.finish()
+    message = "RuntimeError: environment 'test/Hanging-v0': step() did not return within env.step_timeout_seconds = 1 s"
+    assert run.process.returncode == 1 and message in errors, errors
+    waited = run.seconds_until(message, since=run.hung_at)
+    assert waited < 1.0 + 1.0, f"the run ended {waited:.2f} s after the env hung"
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "checkpoint.ckpt").is_file()
+
+
+@pytest.mark.parametrize("how", ["sleep", "busy"])
+def test_sigint_during_a_hung_python_env_ends_the_run_at_once(tmp_path, how):
+    run = HangingRun(tmp_path, how, limit=600.0)
+    time.sleep(0.2)
+    run.process.send_signal(signal.SIGINT)
+    sent_at = time.monotonic()
+    errors = run.finish()
+    message = ("KeyboardInterrupt: training stopped: environment 'test/Hanging-v0': step() had not returned when "
+               "SIGINT arrived")
+    assert message in errors, errors
+    waited = run.seconds_until(message, since=sent_at)
+    assert waited < 1.0, f"the run ended {waited:.2f} s after SIGINT"
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "checkpoint.ckpt").is_file()

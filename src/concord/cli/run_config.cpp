@@ -7,6 +7,7 @@
 #include "concord/algos/algorithm_registry.h"
 #include "concord/cli/config_bounds.h"
 #include "concord/cli/config_presets.h"
+#include "concord/envs/registry.h"
 #include "concord/explore/bonus_registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/supervised/fit_config.h"
@@ -82,6 +83,9 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.batch_size", int64_t{0},
                  "0: synchronous; 0 < b < num_envs: asynchronous, each recv returns the first b envs ready");
   schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
+  schema.declare("env.step_timeout_seconds", envs::kDefaultStepTimeoutSeconds,
+                 "Python envs: the longest one reset() or step() may take before the run fails naming the env; "
+                 "other environments refuse a value other than the default");
   schema.declare("env.sticky_action_probability", 0.1,
                  "MinAtar: chance that the previous action is repeated instead of the chosen one; other "
                  "environments refuse a value other than the default");

@@ -227,6 +227,9 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
     }
     result.options.max_episode_steps = static_cast<int>(steps);
   }
+  if (config.get("env.step_timeout_seconds") != defaults.at("env.step_timeout_seconds").default_value) {
+    result.options.step_timeout_seconds = config.get_double("env.step_timeout_seconds");
+  }
   if (config.get("env.difficulty_ramping") != defaults.at("env.difficulty_ramping").default_value) {
     result.options.difficulty_ramping = config.get_bool("env.difficulty_ramping");
   }

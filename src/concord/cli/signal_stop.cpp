@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "concord/core/stop_request.h"
+
 namespace concord::cli {
 namespace {
 
@@ -20,12 +22,14 @@ void record_signal(int signal_number) {
     _exit(128 + signal_number);
   }
   caught_signal = signal_number;
+  core::request_stop(signal_number);  // for waits below the run's loop (a Python env's step)
 }
 
 }  // namespace
 
 SignalStop::SignalStop() {
   caught_signal = 0;
+  core::clear_stop_request();
   struct sigaction action {};
   action.sa_handler = record_signal;
   sigemptyset(&action.sa_mask);
@@ -38,6 +42,7 @@ SignalStop::SignalStop() {
 SignalStop::~SignalStop() {
   sigaction(SIGINT, &previous_interrupt_, nullptr);
   sigaction(SIGTERM, &previous_terminate_, nullptr);
+  core::clear_stop_request();
 }
 
 int SignalStop::signal() const { return caught_signal.load(); }

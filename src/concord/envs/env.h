@@ -25,6 +25,18 @@ struct EnvSpec {
   bool calls_interpreter = false;
 };
 
+// A wait for an environment's call (a Python env's step) that a stop signal ended (SIGINT,
+// SIGTERM: core::requested_stop_signal): the run stops as that signal asks, not as a failure of
+// the env.
+class EnvInterrupted : public std::runtime_error {
+ public:
+  EnvInterrupted(const std::string& what, int signal_number) : std::runtime_error(what), signal_(signal_number) {}
+  int signal_number() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 // One environment's action as the vector engine hands it over: an index for a Discrete action
 // space, or a pointer to action_space.flat_size() floats for a Box.
 struct Action {

@@ -109,6 +109,7 @@ std::vector<std::string> EnvOptions::set_keys() const {
   if (sticky_action_probability) keys.push_back("env.sticky_action_probability");
   if (difficulty_ramping) keys.push_back("env.difficulty_ramping");
   if (max_episode_steps) keys.push_back("env.max_episode_steps");
+  if (step_timeout_seconds) keys.push_back("env.step_timeout_seconds");
   if (model_file) keys.push_back("env.model_file");
   if (forward_body) keys.push_back("env.forward_body");
   if (frame_skip) keys.push_back("env.frame_skip");

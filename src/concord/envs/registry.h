@@ -21,6 +21,10 @@ struct EnvOptions {
   // Every env: episodes are truncated after this many steps, in place of the env's own limit
   // (Gymnasium's make(id, max_episode_steps=N)). Must be >= 1.
   std::optional<int> max_episode_steps;
+  // Envs that call Python (EnvSpec::calls_interpreter): the longest one reset() or step() may take
+  // before the run fails naming the env and this limit; unset means kDefaultStepTimeoutSeconds.
+  // The built-in envs, which never wait on anything, refuse it.
+  std::optional<double> step_timeout_seconds;
   // MuJoCo tasks (envs/mujoco/): Gymnasium v5's keyword arguments of the same names; unset means
   // the task's own value. model_file is an MJCF file in place of the shipped model; forward_body
   // names the body whose forward velocity a user's own model is rewarded for.
@@ -50,6 +54,9 @@ struct EnvOptions {
   // env takes, is never refused.
   void refuse_others(const std::string& env_id, const std::vector<std::string>& accepted) const;
 };
+
+// env.step_timeout_seconds's default.
+inline constexpr double kDefaultStepTimeoutSeconds = 60.0;
 
 using EnvFactory = std::function<std::unique_ptr<Env>(const EnvOptions&)>;
 
