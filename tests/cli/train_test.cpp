@@ -148,6 +148,45 @@ concord::cli::TrainFlags small_ppo_run(const std::filesystem::path& root, int64_
   return flags;
 }
 
+// Issue 70: two runs of one seed write the same checkpoint, byte for byte, but for the header's
+// creation time (and the header CRC-32C over it; docs/checkpoints-and-logs.md). LibTorch filed
+// Adam's state under each parameter's heap address, so the files differed wherever the allocator
+// put the parameters; the state is now filed by the parameter's position (core/optimizer_bytes.h).
+TEST(Train, SameSeedRunsWriteTheSameCheckpointButForItsCreationTime) {
+  const auto root = fresh_dir("same_seed_bytes");
+  for (int run = 0; run < 2; ++run) {
+    const CommandResult result = run_concord(
+        "train --num-envs 2 --set algo.ppo.num_steps=16 --total-timesteps 64 --seed 5 --progress off --run-root " +
+        root.string());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  std::vector<std::string> files;
+  for (const auto& run_dir : concord::test::run_directories(root)) {
+    std::ifstream in(run_dir / "checkpoint.ckpt", std::ios::binary);
+    files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(files[0].size(), files[1].size());
+  // "CONCORDCKPT\0" | u32 version | u64 header length | u32 header CRC | JSON header | payload
+  constexpr std::size_t kHeaderAt = 12 + 4 + 8 + 4;
+  uint64_t header_length = 0;
+  for (int byte = 7; byte >= 0; --byte) {
+    header_length = header_length << 8 | static_cast<unsigned char>(files[0][12 + 4 + static_cast<std::size_t>(byte)]);
+  }
+  ASSERT_LT(kHeaderAt + header_length, files[0].size());
+  EXPECT_EQ(files[0].substr(0, 12 + 4 + 8), files[1].substr(0, 12 + 4 + 8));
+  std::vector<nlohmann::json> headers;
+  for (const std::string& file : files) {
+    headers.push_back(nlohmann::json::parse(file.substr(kHeaderAt, header_length)));
+    EXPECT_TRUE(headers.back().contains("created"));
+    headers.back().erase("created");
+  }
+  EXPECT_EQ(headers[0], headers[1]);
+  EXPECT_TRUE(files[0].compare(kHeaderAt + header_length, std::string::npos, files[1], kHeaderAt + header_length,
+                               std::string::npos) == 0)
+      << "the payloads differ";
+}
+
 // A run that fails for a reason outside the learner (here a hook that throws, as an actor's death
 // or a peer's timeout reaches the session) still leaves a checkpoint of its last update, so a
 // --resume or a restart loses nothing; the error itself reaches the caller unchanged.

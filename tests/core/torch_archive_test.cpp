@@ -1,10 +1,13 @@
 #include "concord/core/torch_archive.h"
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <caffe2/serialize/inline_container.h>
 #include <gmock/gmock.h>
@@ -108,6 +111,76 @@ TEST(TorchArchive, EveryOptimiserStateConcordWritesLoadsChecked) {
   EXPECT_EQ(loaded.step(), saved.step());
   EXPECT_TRUE(torch::equal(loaded.exp_avg(), saved.exp_avg()));
   EXPECT_TRUE(torch::equal(loaded.exp_avg_sq(), saved.exp_avg_sq()));
+}
+
+// Two optimisers trained alike over parameters at different addresses: what LibTorch's save()
+// filed under each parameter's address (and wrote in hash-map order) is filed by position, so
+// their bytes are the same, and a load puts each state back on the parameter at its position.
+template <typename Optimizer, typename Options>
+void expect_identical_bytes_and_states_by_position(const Options& options) {
+  std::vector<torch::nn::Linear> layers;
+  std::vector<std::unique_ptr<Optimizer>> optimizers;
+  for (int copy = 0; copy < 2; ++copy) {
+    torch::manual_seed(0);
+    layers.emplace_back(torch::nn::Linear(3, 2));
+    optimizers.push_back(std::make_unique<Optimizer>(layers.back()->parameters(), options));
+    for (int step = 0; step < 2; ++step) {
+      optimizers.back()->zero_grad();
+      layers.back()->forward(torch::ones({4, 3})).pow(2).sum().backward();
+      optimizers.back()->step();
+    }
+  }
+  const at::Tensor first = optimizer_to_bytes(*optimizers[0]);
+  EXPECT_TRUE(torch::equal(first, optimizer_to_bytes(*optimizers[1])));
+  torch::nn::Linear other(3, 2);
+  Optimizer restored(other->parameters(), options);
+  optimizer_from_bytes(first, restored, torch::kCPU);
+  const auto saved_parameters = layers[0]->parameters();
+  const auto restored_parameters = other->parameters();
+  ASSERT_EQ(restored.state().size(), optimizers[0]->state().size());
+  for (size_t i = 0; i < saved_parameters.size(); ++i) {
+    torch::serialize::OutputArchive saved, loaded;
+    optimizers[0]->state().at(optimizer_state_key(saved_parameters[i]))->serialize(saved);
+    restored.state().at(optimizer_state_key(restored_parameters[i]))->serialize(loaded);
+    EXPECT_EQ(bytes_of(saved), bytes_of(loaded)) << "parameter " << i;
+  }
+}
+
+TEST(OptimizerBytes, IdenticalOptimisersWriteIdenticalBytesWhateverTheAddresses) {
+  expect_identical_bytes_and_states_by_position<torch::optim::Adam>(torch::optim::AdamOptions(1e-3).amsgrad(true));
+  expect_identical_bytes_and_states_by_position<torch::optim::RMSprop>(
+      torch::optim::RMSpropOptions(1e-3).centered(true).momentum(0.9));
+  expect_identical_bytes_and_states_by_position<torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9));
+}
+
+// Checkpoints written before the indexed format hold LibTorch's own; they still load.
+TEST(OptimizerBytes, LibTorchsOwnFormatStillLoads) {
+  const std::string bytes = optimizer_archive<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));
+  at::Tensor tensor = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(tensor.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  torch::nn::Linear layer(3, 2);
+  torch::optim::Adam adam(layer->parameters(), torch::optim::AdamOptions(1e-3));
+  optimizer_from_bytes(tensor, adam, torch::kCPU);
+  ASSERT_EQ(adam.state().size(), 2u);
+  for (const at::Tensor& parameter : layer->parameters()) {
+    EXPECT_EQ(static_cast<const torch::optim::AdamParamState&>(*adam.state().at(optimizer_state_key(parameter))).step(),
+              2);
+  }
+}
+
+TEST(OptimizerBytes, AStateOfOtherParametersIsRefused) {
+  torch::nn::Linear layer(3, 2);
+  torch::optim::Adam adam(layer->parameters(), torch::optim::AdamOptions(1e-3));
+  layer->forward(torch::ones({4, 3})).sum().backward();
+  adam.step();
+  torch::nn::Linear no_bias(torch::nn::LinearOptions(3, 2).bias(false));
+  torch::optim::Adam other(no_bias->parameters(), torch::optim::AdamOptions(1e-3));
+  try {
+    optimizer_from_bytes(optimizer_to_bytes(adam), other, torch::kCPU);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("optimiser state of 2 parameters, for an optimiser of 1"));
+  }
 }
 
 // LibTorch would compile these lines; the check refuses them first.
