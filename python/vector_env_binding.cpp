@@ -411,6 +411,12 @@ const std::vector<std::string> kEnvOptionNames{"sticky_action_probability",
                                                "contact_force_range",
                                                "contact_cost_range",
                                                "include_cfrc_ext_in_observation",
+                                               "include_cinert_in_observation",
+                                               "include_cvel_in_observation",
+                                               "include_qfrc_actuator_in_observation",
+                                               "uph_cost_weight",
+                                               "impact_cost_weight",
+                                               "impact_cost_range",
                                                "observe_sensors"};
 
 std::string known_env_options() {
@@ -496,6 +502,18 @@ envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
       options.observe_sensors = as_bool(name, value);
     } else if (name == "include_cfrc_ext_in_observation") {
       options.include_cfrc_ext_in_observation = as_bool(name, value);
+    } else if (name == "include_cinert_in_observation") {
+      options.include_cinert_in_observation = as_bool(name, value);
+    } else if (name == "include_cvel_in_observation") {
+      options.include_cvel_in_observation = as_bool(name, value);
+    } else if (name == "include_qfrc_actuator_in_observation") {
+      options.include_qfrc_actuator_in_observation = as_bool(name, value);
+    } else if (name == "uph_cost_weight") {
+      options.uph_cost_weight = as_number(name, value);
+    } else if (name == "impact_cost_weight") {
+      options.impact_cost_weight = as_number(name, value);
+    } else if (name == "impact_cost_range") {
+      options.impact_cost_range = as_range(name, value);
     } else if (name == "exclude_current_positions_from_observation") {
       options.exclude_current_positions_from_observation = as_bool(name, value);
     } else {
@@ -565,7 +583,9 @@ void bind_vector_env(py::module_& module) {
       "forward_reward_weight, ctrl_cost_weight, healthy_reward, reset_noise_scale, healthy_z_range, "
       "healthy_angle_range, exclude_current_positions_from_observation, terminate_when_unhealthy, forward_body, "
       "contact_cost_weight, reward_dist_weight, reward_control_weight, contact_force_range, contact_cost_range, "
-      "include_cfrc_ext_in_observation, observe_sensors (MuJoCo tasks).");
+      "include_cfrc_ext_in_observation, include_cinert_in_observation, include_cvel_in_observation, "
+      "include_qfrc_actuator_in_observation, uph_cost_weight, impact_cost_weight, impact_cost_range, "
+      "observe_sensors (MuJoCo tasks).");
   module.def(
       "list_envs", [] { return envs::Registry::global().ids(); }, "The registered environment ids.");
 }

@@ -71,6 +71,15 @@ def test_reacher_ant_humanoid_and_custom_models_take_their_options():
         assert envs.single_observation_space.shape == (27,)
     with make("MuJoCo/Humanoid-v5", contact_cost_range=(0.0, 5.0)) as envs:
         assert envs.single_observation_space.shape == (348,) and envs.single_action_space.shape == (17,)
+    with make("MuJoCo/Humanoid-v5", include_cinert_in_observation=False, include_cfrc_ext_in_observation=False) as envs:
+        assert envs.single_observation_space.shape == (348 - 130 - 78,)
+    with make("MuJoCo/HumanoidStandup-v5", uph_cost_weight=0.0, impact_cost_weight=0.0, impact_cost_range=(0, 1),
+              include_cvel_in_observation=False, include_qfrc_actuator_in_observation=False) as envs:
+        assert envs.single_observation_space.shape == (348 - 78 - 17,)
+        envs.reset(seed=3)
+        # Without the height and impact terms the reward is 1 - 0.1 sum(a^2).
+        _, rewards, _, _, _ = envs.step(np.full((1, 17), 0.2, np.float32))
+        np.testing.assert_allclose(rewards[0], 1.0 - 0.1 * 17 * 0.04, rtol=1e-5)
     with make("MuJoCo/Custom-v0", model_file=concord_model("hopper.xml"), forward_body="torso") as envs:
         assert envs.single_observation_space.shape == (12,) and envs.single_action_space.shape == (3,)
         envs.reset(seed=2)

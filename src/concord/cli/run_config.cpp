@@ -50,7 +50,19 @@ void declare_mujoco_env_keys(core::ConfigSchema& schema) {
   schema.declare("env.contact_cost_range", std::string(""),
                  "MuJoCo Humanoid: \"low,high\" range the contact cost is clipped to; empty: the task's own");
   schema.declare("env.include_cfrc_ext_in_observation", true,
-                 "MuJoCo Ant: observe the bodies' contact forces (cfrc_ext)");
+                 "MuJoCo Ant, Humanoid, HumanoidStandup: observe the bodies' contact forces (cfrc_ext)");
+  schema.declare("env.include_cinert_in_observation", true,
+                 "MuJoCo Humanoid, HumanoidStandup: observe the bodies' inertias (cinert)");
+  schema.declare("env.include_cvel_in_observation", true,
+                 "MuJoCo Humanoid, HumanoidStandup: observe the bodies' velocities (cvel)");
+  schema.declare("env.include_qfrc_actuator_in_observation", true,
+                 "MuJoCo Humanoid, HumanoidStandup: observe the actuator forces (qfrc_actuator)");
+  schema.declare("env.uph_cost_weight", unset,
+                 "MuJoCo HumanoidStandup: weight of the torso's height over the timestep; nan: the task's own (1)");
+  schema.declare("env.impact_cost_weight", unset,
+                 "MuJoCo HumanoidStandup: weight of sum(cfrc_ext^2) in the impact cost; nan: the task's own (5e-7)");
+  schema.declare("env.impact_cost_range", std::string(""),
+                 "MuJoCo HumanoidStandup: \"low,high\" range the impact cost is clipped to; empty: the task's own");
   schema.declare("env.observe_sensors", false,
                  "MuJoCo/Custom-v0: observe the model's sensors (sensordata) in place of qpos and qvel");
   schema.declare("env.forward_body", std::string(""),

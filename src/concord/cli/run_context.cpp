@@ -262,6 +262,16 @@ envs::VectorEnvConfig vector_env_config(const core::Config& config) {
     options.contact_cost_range = envs::mujoco::parse_range(text, "env.contact_cost_range");
   }
   if (!config.get_bool("env.include_cfrc_ext_in_observation")) options.include_cfrc_ext_in_observation = false;
+  if (!config.get_bool("env.include_cinert_in_observation")) options.include_cinert_in_observation = false;
+  if (!config.get_bool("env.include_cvel_in_observation")) options.include_cvel_in_observation = false;
+  if (!config.get_bool("env.include_qfrc_actuator_in_observation")) {
+    options.include_qfrc_actuator_in_observation = false;
+  }
+  number("env.uph_cost_weight", options.uph_cost_weight);
+  number("env.impact_cost_weight", options.impact_cost_weight);
+  if (std::string text = config.get_string("env.impact_cost_range"); !text.empty()) {
+    options.impact_cost_range = envs::mujoco::parse_range(text, "env.impact_cost_range");
+  }
   if (config.get_bool("env.observe_sensors")) options.observe_sensors = true;
   if (std::string text = config.get_string("env.healthy_z_range"); !text.empty()) {
     options.healthy_z_range = envs::mujoco::parse_range(text, "env.healthy_z_range");

@@ -125,6 +125,12 @@ std::vector<std::string> EnvOptions::set_keys() const {
   if (contact_force_range) keys.push_back("env.contact_force_range");
   if (contact_cost_range) keys.push_back("env.contact_cost_range");
   if (include_cfrc_ext_in_observation) keys.push_back("env.include_cfrc_ext_in_observation");
+  if (include_cinert_in_observation) keys.push_back("env.include_cinert_in_observation");
+  if (include_cvel_in_observation) keys.push_back("env.include_cvel_in_observation");
+  if (include_qfrc_actuator_in_observation) keys.push_back("env.include_qfrc_actuator_in_observation");
+  if (uph_cost_weight) keys.push_back("env.uph_cost_weight");
+  if (impact_cost_weight) keys.push_back("env.impact_cost_weight");
+  if (impact_cost_range) keys.push_back("env.impact_cost_range");
   if (observe_sensors) keys.push_back("env.observe_sensors");
   if (exclude_current_positions_from_observation) keys.push_back("env.exclude_current_positions_from_observation");
   if (terminate_when_unhealthy) keys.push_back("env.terminate_when_unhealthy");

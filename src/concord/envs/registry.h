@@ -43,6 +43,12 @@ struct EnvOptions {
   std::optional<std::pair<double, double>> contact_force_range;
   std::optional<std::pair<double, double>> contact_cost_range;
   std::optional<bool> include_cfrc_ext_in_observation;
+  std::optional<bool> include_cinert_in_observation;           // Humanoid, HumanoidStandup
+  std::optional<bool> include_cvel_in_observation;             // Humanoid, HumanoidStandup
+  std::optional<bool> include_qfrc_actuator_in_observation;    // Humanoid, HumanoidStandup
+  std::optional<double> uph_cost_weight;                       // HumanoidStandup
+  std::optional<double> impact_cost_weight;                    // HumanoidStandup
+  std::optional<std::pair<double, double>> impact_cost_range;  // HumanoidStandup
   std::optional<bool> observe_sensors;  // MuJoCo/Custom-v0: the model's sensors in place of qpos, qvel
   std::optional<bool> exclude_current_positions_from_observation;
   std::optional<bool> terminate_when_unhealthy;

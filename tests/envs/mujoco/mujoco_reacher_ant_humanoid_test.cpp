@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -255,6 +256,72 @@ TEST(MujocoReacherAntHumanoidTest, HumanoidStandupPaysTheTorsosHeightOverTheTime
     EXPECT_FALSE(result.terminated);
     EXPECT_EQ(obs[0], static_cast<float>(d->qpos[2]));
     EXPECT_EQ(obs[347], static_cast<float>(d->cfrc_ext[6 * m->nbody - 1]));
+  }
+}
+
+TEST(MujocoReacherAntHumanoidTest, HumanoidStandupWeighsItsTermsByItsOptions) {
+  // Gymnasium v5's uph_cost_weight, impact_cost_weight and impact_cost_range.
+  EnvOptions options;
+  options.uph_cost_weight = 2.0;
+  options.impact_cost_weight = 1e-4;
+  options.impact_cost_range = {0.5, 3.0};
+  auto env = make_task("MuJoCo/HumanoidStandup-v5", options);
+  const mjModel* m = env->model();
+  std::vector<float> obs(348);
+  env->reset(9, obs.data());
+  core::Rng rng(10);
+  for (int t = 0; t < 50; ++t) {
+    const std::vector<float> action = random_action(rng, env->spec().action_space);
+    Action a;
+    a.values = action.data();
+    const StepResult result = env->step(a, obs.data());
+    const mjData* d = env->data();
+    double forces = 0.0;
+    for (int i = 0; i < 6 * m->nbody; ++i) forces += d->cfrc_ext[i] * d->cfrc_ext[i];
+    const double impact = std::min(std::max(1e-4 * forces, 0.5), 3.0);
+    expect_reward(result.reward, 2.0 * d->qpos[2] / 0.003 - 0.1 * square_sum(action) - impact + 1.0, t);
+  }
+  EnvOptions bad;
+  bad.impact_cost_range = {3.0, 0.5};
+  EXPECT_THROW(make_task("MuJoCo/HumanoidStandup-v5", bad), std::invalid_argument);
+  EnvOptions not_humanoid;
+  not_humanoid.include_cinert_in_observation = false;
+  EXPECT_THROW(make_task("MuJoCo/Ant-v5", not_humanoid), std::invalid_argument);
+}
+
+TEST(MujocoReacherAntHumanoidTest, HumanoidsLeaveOutTheBlocksTheirIncludeOptionsTurnOff) {
+  for (const char* id : {"MuJoCo/Humanoid-v5", "MuJoCo/HumanoidStandup-v5"}) {
+    auto full = make_task(id);
+    const mjModel* m = full->model();
+    const int bodies = m->nbody - 1;
+    const int kept = (m->nq - 2) + m->nv;  // qpos[2:], qvel
+    // Each block off alone: its rows leave, the others keep their order.
+    struct Block {
+      std::optional<bool> EnvOptions::*flag;
+      int first, size;  // where the block stands in the full observation
+    };
+    const Block blocks[] = {{&EnvOptions::include_cinert_in_observation, kept, 10 * bodies},
+                            {&EnvOptions::include_cvel_in_observation, kept + 10 * bodies, 6 * bodies},
+                            {&EnvOptions::include_qfrc_actuator_in_observation, kept + 16 * bodies, m->nv - 6},
+                            {&EnvOptions::include_cfrc_ext_in_observation, kept + 16 * bodies + m->nv - 6, 6 * bodies}};
+    std::vector<float> full_obs(full->spec().observation_space.flat_size());
+    ASSERT_EQ(full_obs.size(), 348u) << id;
+    full->reset(5, full_obs.data());
+    for (const Block& block : blocks) {
+      EnvOptions options;
+      options.*block.flag = false;
+      auto env = make_task(id, options);
+      std::vector<float> obs(env->spec().observation_space.flat_size());
+      ASSERT_EQ(obs.size(), full_obs.size() - block.size) << id;
+      env->reset(5, obs.data());
+      std::vector<float> expected(full_obs.begin(), full_obs.begin() + block.first);
+      expected.insert(expected.end(), full_obs.begin() + block.first + block.size, full_obs.end());
+      EXPECT_EQ(obs, expected) << id << ", block at " << block.first;
+    }
+    EnvOptions none;
+    none.include_cinert_in_observation = none.include_cvel_in_observation = false;
+    none.include_qfrc_actuator_in_observation = none.include_cfrc_ext_in_observation = false;
+    EXPECT_EQ(make_task(id, none)->spec().observation_space.flat_size(), kept) << id;
   }
 }
 

@@ -29,7 +29,7 @@ Humanoid::Humanoid(const TaskOptions& options, std::shared_ptr<const MujocoModel
     : MujocoEnv(
           [&] {
             model->require_sizes(kId, 17, 24, 23);
-            const int dim = humanoid_observation_size(model->get(), options.exclude_current_positions_from_observation);
+            const int dim = humanoid_observation_size(model->get(), options);
             return EnvSpec{kId, observation_space_of(dim), action_space_of(*model, kId), /*max_episode_steps=*/1000,
                            /*reward_threshold=*/std::nullopt};
           }(),
@@ -44,14 +44,14 @@ bool Humanoid::is_healthy() const {
 void Humanoid::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
   compute_external_forces();
-  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  write_humanoid_observation(model(), data(), options_, observation);
 }
 
 StepResult Humanoid::step_state(const Action& action, float* observation) {
   const std::optional<double> x_velocity =
       simulate_x_velocity(action, [this] { return mass_center_x(model(), data()); });
   compute_external_forces();
-  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  write_humanoid_observation(model(), data(), options_, observation);
   if (!x_velocity) return diverged_step();
   const double contact_cost =
       std::min(std::max(options_.contact_cost_weight * external_force_square_sum(model(), data()),

@@ -18,7 +18,8 @@ namespace concord::envs::mujoco {
 // sum(cfrc_ext^2), contact_cost_range (-inf, 10)). Healthy: the torso's z = qpos[2] in
 // healthy_z_range (1, 2), open; unhealthy terminates when terminate_when_unhealthy (true). Reset:
 // qpos0 + U(-s, s), qvel U(-s, s), s = reset_noise_scale (0.01). frame_skip 5 (dt 0.015), 1000
-// steps, no reward threshold.
+// steps, no reward threshold. include_cinert/cvel/qfrc_actuator/cfrc_ext_in_observation (all
+// true) leave those blocks out of the observation when false, as Gymnasium's options do.
 class Humanoid final : public MujocoEnv {
  public:
   static constexpr const char* kId = "MuJoCo/Humanoid-v5";
@@ -27,9 +28,19 @@ class Humanoid final : public MujocoEnv {
   explicit Humanoid(const TaskOptions& options = default_options());
   static TaskOptions default_options();
   static std::vector<std::string> option_names() {
-    return {"forward_reward_weight", "ctrl_cost_weight",  "contact_cost_weight",
-            "contact_cost_range",    "healthy_reward",    "terminate_when_unhealthy",
-            "healthy_z_range",       "reset_noise_scale", "exclude_current_positions_from_observation"};
+    return {"forward_reward_weight",
+            "ctrl_cost_weight",
+            "contact_cost_weight",
+            "contact_cost_range",
+            "healthy_reward",
+            "terminate_when_unhealthy",
+            "healthy_z_range",
+            "reset_noise_scale",
+            "exclude_current_positions_from_observation",
+            "include_cinert_in_observation",
+            "include_cvel_in_observation",
+            "include_qfrc_actuator_in_observation",
+            "include_cfrc_ext_in_observation"};
   }
 
   bool is_healthy() const;

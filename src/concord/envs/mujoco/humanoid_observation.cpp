@@ -2,22 +2,26 @@
 
 namespace concord::envs::mujoco {
 
-int humanoid_observation_size(const mjModel* m, bool exclude_xy) {
+int humanoid_observation_size(const mjModel* m, const TaskOptions& options) {
   const int bodies = m->nbody - 1;
-  return m->nq - (exclude_xy ? 2 : 0) + m->nv + 10 * bodies + 6 * bodies + (m->nv - 6) + 6 * bodies;
+  return m->nq - (options.exclude_current_positions_from_observation ? 2 : 0) + m->nv +
+         (options.include_cinert_in_observation ? 10 * bodies : 0) +
+         (options.include_cvel_in_observation ? 6 * bodies : 0) +
+         (options.include_qfrc_actuator_in_observation ? m->nv - 6 : 0) +
+         (options.include_cfrc_ext_in_observation ? 6 * bodies : 0);
 }
 
-int write_humanoid_observation(const mjModel* m, const mjData* d, bool exclude_xy, float* observation) {
+int write_humanoid_observation(const mjModel* m, const mjData* d, const TaskOptions& options, float* observation) {
   int k = 0;
   const auto put = [&](const mjtNum* values, int first, int end) {
     for (int i = first; i < end; ++i) observation[k++] = static_cast<float>(values[i]);
   };
-  put(d->qpos, exclude_xy ? 2 : 0, m->nq);
+  put(d->qpos, options.exclude_current_positions_from_observation ? 2 : 0, m->nq);
   put(d->qvel, 0, m->nv);
-  put(d->cinert, 10, 10 * m->nbody);
-  put(d->cvel, 6, 6 * m->nbody);
-  put(d->qfrc_actuator, 6, m->nv);
-  put(d->cfrc_ext, 6, 6 * m->nbody);
+  if (options.include_cinert_in_observation) put(d->cinert, 10, 10 * m->nbody);
+  if (options.include_cvel_in_observation) put(d->cvel, 6, 6 * m->nbody);
+  if (options.include_qfrc_actuator_in_observation) put(d->qfrc_actuator, 6, m->nv);
+  if (options.include_cfrc_ext_in_observation) put(d->cfrc_ext, 6, 6 * m->nbody);
   return k;
 }
 

@@ -1,22 +1,19 @@
 #include "concord/envs/mujoco/humanoid_standup.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "concord/envs/mujoco/humanoid_observation.h"
 #include "concord/envs/mujoco/model_directory.h"
 
 namespace concord::envs::mujoco {
-namespace {
-
-constexpr double kImpactCostWeight = 0.5e-6;
-constexpr double kImpactCostMax = 10.0;
-
-}  // namespace
-
 TaskOptions HumanoidStandup::default_options() {
   TaskOptions options;
   options.frame_skip = 5;
+  options.uph_cost_weight = 1.0;
   options.ctrl_cost_weight = 0.1;
+  options.impact_cost_weight = 0.5e-6;
+  options.impact_cost_range = {-std::numeric_limits<double>::infinity(), 10.0};
   options.reset_noise_scale = 1e-2;
   return options;
 }
@@ -29,7 +26,7 @@ HumanoidStandup::HumanoidStandup(const TaskOptions& options, std::shared_ptr<con
     : MujocoEnv(
           [&] {
             model->require_sizes(kId, 17, 24, 23);
-            const int dim = humanoid_observation_size(model->get(), options.exclude_current_positions_from_observation);
+            const int dim = humanoid_observation_size(model->get(), options);
             return EnvSpec{kId, observation_space_of(dim), action_space_of(*model, kId), /*max_episode_steps=*/1000,
                            /*reward_threshold=*/std::nullopt};
           }(),
@@ -39,18 +36,20 @@ HumanoidStandup::HumanoidStandup(const TaskOptions& options, std::shared_ptr<con
 void HumanoidStandup::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
   compute_external_forces();
-  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  write_humanoid_observation(model(), data(), options_, observation);
 }
 
 StepResult HumanoidStandup::step_state(const Action& action, float* observation) {
   const bool stable = simulate(action);
   compute_external_forces();
-  write_humanoid_observation(model(), data(), options_.exclude_current_positions_from_observation, observation);
+  write_humanoid_observation(model(), data(), options_, observation);
   if (!stable) return diverged_step();
   StepResult result;
-  const double uph = data()->qpos[2] / model()->opt.timestep;
+  const double uph = options_.uph_cost_weight * data()->qpos[2] / model()->opt.timestep;
   const double ctrl_cost = options_.ctrl_cost_weight * action_square_sum(action);
-  const double impact_cost = std::min(kImpactCostWeight * external_force_square_sum(model(), data()), kImpactCostMax);
+  const double impact_cost = std::min(std::max(options_.impact_cost_weight * external_force_square_sum(model(), data()),
+                                               options_.impact_cost_range.first),
+                                      options_.impact_cost_range.second);
   result.reward = static_cast<float>(uph - ctrl_cost - impact_cost + 1.0);
   return result;
 }

@@ -116,6 +116,23 @@ TaskOptions resolve_options(const std::string& id, const EnvOptions& options, Ta
   if (options.include_cfrc_ext_in_observation) {
     out.include_cfrc_ext_in_observation = *options.include_cfrc_ext_in_observation;
   }
+  if (options.include_cinert_in_observation) out.include_cinert_in_observation = *options.include_cinert_in_observation;
+  if (options.include_cvel_in_observation) out.include_cvel_in_observation = *options.include_cvel_in_observation;
+  if (options.include_qfrc_actuator_in_observation) {
+    out.include_qfrc_actuator_in_observation = *options.include_qfrc_actuator_in_observation;
+  }
+  if (options.uph_cost_weight) {
+    check_finite(id, "uph_cost_weight", *options.uph_cost_weight, false);
+    out.uph_cost_weight = *options.uph_cost_weight;
+  }
+  if (options.impact_cost_weight) {
+    check_finite(id, "impact_cost_weight", *options.impact_cost_weight, true);
+    out.impact_cost_weight = *options.impact_cost_weight;
+  }
+  if (options.impact_cost_range) {
+    check_range(id, "impact_cost_range", *options.impact_cost_range);
+    out.impact_cost_range = *options.impact_cost_range;
+  }
   if (options.observe_sensors) out.observe_sensors = *options.observe_sensors;
   if (options.healthy_z_range) {
     check_range(id, "healthy_z_range", *options.healthy_z_range);

@@ -27,6 +27,12 @@ struct TaskOptions {
   std::pair<double, double> contact_force_range{0.0, 0.0};
   std::pair<double, double> contact_cost_range{0.0, 0.0};
   bool include_cfrc_ext_in_observation = true;
+  bool include_cinert_in_observation = true;
+  bool include_cvel_in_observation = true;
+  bool include_qfrc_actuator_in_observation = true;
+  double uph_cost_weight = 1.0;
+  double impact_cost_weight = 0.0;
+  std::pair<double, double> impact_cost_range{0.0, 0.0};
   bool observe_sensors = false;
   bool exclude_current_positions_from_observation = true;
   bool terminate_when_unhealthy = true;
