@@ -203,7 +203,7 @@ CentralInferencePolicy::CentralInferencePolicy(const CentralInferenceConfig& con
                                                const envs::VectorEnvConfig& env_config, algos::OnPolicyLearner& learner,
                                                torch::Device device, explore::Bonus* bonus)
     : config_(core::validated(config)), seed_(env_config.seed), learner_(learner), device_(device), bonus_(bonus) {
-  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "actor",
+  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "agent",
                                      "actors (policy.central_inference.actors)");
   runtime::require_lag_correction("central_inference", config_.max_policy_lag, learner, "trains segments");
 }

@@ -55,7 +55,7 @@ CentralInferenceReplayPolicy::CentralInferenceReplayPolicy(const CentralInferenc
                                                            const explore::Bonus* bonus)
     : config_(core::validated(off_policy_layout(config))), learner_(learner), device_(device), seed_(env_config.seed) {
   runtime::refuse_bonus_off_policy(bonus, learner);
-  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "actor",
+  envs_ = runtime::thread_env_shares(env_config, config_.agents, "central_inference", "agent",
                                      "actors (policy.central_inference.actors)");
   replicas_ = runtime::require_replay_feed(learner_, "central_inference", config_.predictors);
 }

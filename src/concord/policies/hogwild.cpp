@@ -43,7 +43,7 @@ HogwildPolicy::HogwildPolicy(const HogwildConfig& config, const envs::VectorEnvC
   // per-thread settings. The run's W x num_envs envs are seeded as `single` seeds that many.
   envs::VectorEnvConfig run_envs = env_config;
   run_envs.num_envs = env_config.num_envs * config_.workers;
-  envs_ = runtime::thread_env_shares(run_envs, config_.workers, "hogwild", "actor", "actors (policy.hogwild.actors)");
+  envs_ = runtime::thread_env_shares(run_envs, config_.workers, "hogwild", "worker", "actors (policy.hogwild.actors)");
   for (int w = 0; w < config_.workers; ++w) {
     replicas_.push_back(runtime::make_shared_learner(learner));
     if (!replicas_.back()) {
