@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "concord/core/blas.h"
+#include "concord/nn/fast_math.h"
 
 namespace concord::nn {
 namespace {
@@ -54,9 +55,114 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
   }
 }
 
+#define CONCORD_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// The activations: fast_math.h's vectorisable ones in float32, the C library's in float64.
+inline float sigmoid_of(float x) { return sigmoid_float(x); }
+inline double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline float tanh_of(float x) { return tanh_float(x); }
+inline double tanh_of(double x) { return std::tanh(x); }
+
+// The pointwise parts of a step, for B rows. Each is a template, inlined for float32 into a
+// function built for several vector widths (CONCORD_VECTOR_CLONES).
+
+// LSTM: gates [B, 4 H] come in as the input side's pre-activations (x W_ih^T + b_ih) and leave
+// as i f g o, the pre-activations being (h W_hh^T + b_hh) + those, as LibTorch adds them, with gh
+// [B, 4 H] = h W_hh^T; c = f c_in + i g, then tanh(c) and h = o tanh(c).
 template <typename T>
-inline T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
+CONCORD_ALWAYS_INLINE void lstm_forward_rows(int64_t B, int64_t H, T* gates, const T* gh, const T* b_hh, const T* c_in,
+                                             T* c_out, T* c_tanh, T* h_out) {
+  for (int64_t b = 0; b < B; ++b) {
+    T* row = gates + b * 4 * H;
+    const T* hrow = gh + b * 4 * H;
+    for (int64_t j = 0; j < 2 * H; ++j) row[j] = sigmoid_of((hrow[j] + b_hh[j]) + row[j]);
+    for (int64_t j = 2 * H; j < 3 * H; ++j) row[j] = tanh_of((hrow[j] + b_hh[j]) + row[j]);
+    for (int64_t j = 3 * H; j < 4 * H; ++j) row[j] = sigmoid_of((hrow[j] + b_hh[j]) + row[j]);
+    const T* i = row;
+    const T* f = row + H;
+    const T* g = row + 2 * H;
+    const T* o = row + 3 * H;
+    const int64_t at = b * H;
+    for (int64_t j = 0; j < H; ++j) {
+      const T c = f[j] * c_in[at + j] + i[j] * g[j];
+      const T tc = tanh_of(c);
+      c_out[at + j] = c;
+      c_tanh[at + j] = tc;
+      h_out[at + j] = o[j] * tc;
+    }
+  }
+}
+CONCORD_VECTOR_CLONES void lstm_forward_rows_float(int64_t B, int64_t H, float* gates, const float* gh,
+                                                   const float* b_hh, const float* c_in, float* c_out, float* c_tanh,
+                                                   float* h_out) {
+  lstm_forward_rows<float>(B, H, gates, gh, b_hh, c_in, c_out, c_tanh, h_out);
+}
+
+// GRU: gates [B, 3 H] come in as the input side's pre-activations gi (x W_ih^T + b_ih) and leave
+// as r z n; gh [B, 3 H] is h W_hh^T, to which b_hh adds: r = sig((gh_r + b_hr) + gi_r), z likewise,
+// n = tanh(gi_n + r (gh_n + b_hn)), h = (h_in - n) z + n; h_n keeps gh_n + b_hn.
+template <typename T>
+CONCORD_ALWAYS_INLINE void gru_forward_rows(int64_t B, int64_t H, T* gates, const T* gh, const T* b_hh, const T* h_in,
+                                            T* h_n, T* h_out) {
+  for (int64_t b = 0; b < B; ++b) {
+    T* row = gates + b * 3 * H;
+    const T* hrow = gh + b * 3 * H;
+    for (int64_t j = 0; j < 2 * H; ++j) row[j] = sigmoid_of((hrow[j] + b_hh[j]) + row[j]);
+    const T* r = row;
+    const T* z = row + H;
+    T* n = row + 2 * H;
+    const int64_t at = b * H;
+    for (int64_t j = 0; j < H; ++j) {
+      const T hn = hrow[2 * H + j] + b_hh[2 * H + j];
+      const T new_gate = tanh_of(n[j] + r[j] * hn);
+      n[j] = new_gate;
+      h_n[at + j] = hn;
+      h_out[at + j] = (h_in[at + j] - new_gate) * z[j] + new_gate;
+    }
+  }
+}
+CONCORD_VECTOR_CLONES void gru_forward_rows_float(int64_t B, int64_t H, float* gates, const float* gh,
+                                                  const float* b_hh, const float* h_in, float* h_n, float* h_out) {
+  gru_forward_rows<float>(B, H, gates, gh, b_hh, h_in, h_n, h_out);
+}
+
+template <typename T>
+void lstm_forward(int64_t B, int64_t H, T* gates, const T* gh, const T* b_hh, const T* c_in, T* c_out, T* c_tanh,
+                  T* h_out) {
+  if constexpr (std::is_same_v<T, float>) {
+    lstm_forward_rows_float(B, H, gates, gh, b_hh, c_in, c_out, c_tanh, h_out);
+  } else {
+    lstm_forward_rows<T>(B, H, gates, gh, b_hh, c_in, c_out, c_tanh, h_out);
+  }
+}
+
+template <typename T>
+void gru_forward(int64_t B, int64_t H, T* gates, const T* gh, const T* b_hh, const T* h_in, T* h_n, T* h_out) {
+  if constexpr (std::is_same_v<T, float>) {
+    gru_forward_rows_float(B, H, gates, gh, b_hh, h_in, h_n, h_out);
+  } else {
+    gru_forward_rows<T>(B, H, gates, gh, b_hh, h_in, h_n, h_out);
+  }
+}
+
+// rows[i, :] += v over rows [n, width].
+template <typename T>
+CONCORD_ALWAYS_INLINE void add_rows_of(T* rows, const T* v, int64_t n, int64_t width) {
+  for (int64_t i = 0; i < n; ++i) {
+    T* row = rows + i * width;
+    for (int64_t j = 0; j < width; ++j) row[j] += v[j];
+  }
+}
+CONCORD_VECTOR_CLONES void add_rows_float(float* rows, const float* v, int64_t n, int64_t width) {
+  add_rows_of<float>(rows, v, n, width);
+}
+template <typename T>
+void add_rows(T* rows, const T* v, int64_t n, int64_t width) {
+  if constexpr (std::is_same_v<T, float>) {
+    add_rows_float(rows, v, n, width);
+  } else {
+    add_rows_of<T>(rows, v, n, width);
+  }
 }
 
 // The sizes of one run: T steps of B envs, I inputs, H cells, G gates (4 LSTM, 3 GRU).
@@ -74,7 +180,8 @@ struct Work {
   int64_t cells_in;   // LSTM [N, H]: c going into each step, after its resets
   int64_t cell_tanh;  // LSTM [N, H]: tanh(c) after each step
   int64_t hidden_n;   // GRU [N, H]: W_hn h + b_hn
-  int64_t scratch;    // GRU [B, G H]: h W_hh^T + b_hh of the current step
+  int64_t scratch;    // [B, G H]: h W_hh^T of the current step
+  int64_t w_hh_t;     // [H, G H]: W_hh^T
   int64_t total;
 };
 
@@ -86,12 +193,13 @@ Work work_layout(bool lstm, const Sizes& s) {
   if (lstm) {
     w.cells_in = w.hidden_in + n * s.hidden;
     w.cell_tanh = w.cells_in + n * s.hidden;
-    w.total = w.cell_tanh + n * s.hidden;
+    w.scratch = w.cell_tanh + n * s.hidden;
   } else {
     w.hidden_n = w.hidden_in + n * s.hidden;
     w.scratch = w.hidden_n + n * s.hidden;
-    w.total = w.scratch + s.batch * s.width();
   }
+  w.w_hh_t = w.scratch + s.batch * s.width();
+  w.total = w.w_hh_t + s.hidden * s.width();
   return w;
 }
 
@@ -115,17 +223,27 @@ void run_forward(bool lstm, const Sizes& s, const T* x, const T* h0, const T* c0
   const Work layout = work_layout(lstm, s);
   const int64_t H = s.hidden, G = s.width(), B = s.batch;
   T* gates = work + layout.gates;
-  // The input projection of all T steps, with the biases that add to it: x W_ih^T + b_ih (+ b_hh
-  // for an LSTM; a GRU's b_hn is multiplied by r, so its b_hh stays with h W_hh^T).
+  // The input projection of all T steps: x W_ih^T + b_ih.
   gemm<T>(false, true, s.rows(), G, s.inputs, x, s.inputs, w_ih, s.inputs, T(0), gates, G);
-  for (int64_t n = 0; n < s.rows(); ++n) {
-    T* row = gates + n * G;
-    if (lstm) {
-      for (int64_t j = 0; j < G; ++j) row[j] += b_ih[j] + b_hh[j];
-    } else {
-      for (int64_t j = 0; j < G; ++j) row[j] += b_ih[j];
+  add_rows(gates, b_ih, s.rows(), G);
+  // W_hh^T, so that each step's product h W_hh^T is a plain one (the BLAS's small-matrix kernels
+  // take it without packing W_hh again each step); for one step (acting) the product takes W_hh
+  // transposed as it is.
+  const bool transposed = s.steps > 1;
+  T* w_hh_t = work + layout.w_hh_t;
+  if (transposed) {
+    for (int64_t i = 0; i < G; ++i) {
+      for (int64_t j = 0; j < H; ++j) w_hh_t[j * G + i] = w_hh[i * H + j];
     }
   }
+  const auto recurrent_product = [&](const T* h_in, T* out) {
+    if (transposed) {
+      gemm<T>(false, false, B, G, H, h_in, H, w_hh_t, G, T(0), out, G);
+    } else {
+      gemm<T>(false, true, B, G, H, h_in, H, w_hh, H, T(0), out, G);
+    }
+  };
+  T* gh = work + layout.scratch;
   for (int64_t t = 0; t < s.steps; ++t) {
     const int64_t at = t * B * H;  // this step's first element in [N, H] buffers
     const uint8_t* step_resets = resets != nullptr ? resets + t * B : nullptr;
@@ -135,47 +253,100 @@ void run_forward(bool lstm, const Sizes& s, const T* x, const T* h0, const T* c0
     if (lstm) {
       T* c_in = work + layout.cells_in + at;
       reset_copy(t == 0 ? c0 : cells + at - B * H, c_in, step_resets, s);
-      gemm<T>(false, true, B, G, H, h_in, H, w_hh, H, T(1), g, G);
-      T* c_tanh = work + layout.cell_tanh + at;
-      for (int64_t b = 0; b < B; ++b) {
-        T* row = g + b * G;
-        for (int64_t j = 0; j < H; ++j) {
-          const T i = sigmoid(row[j]);
-          const T f = sigmoid(row[H + j]);
-          const T cell = std::tanh(row[2 * H + j]);
-          const T o = sigmoid(row[3 * H + j]);
-          const T c = f * c_in[b * H + j] + i * cell;
-          const T tc = std::tanh(c);
-          row[j] = i;
-          row[H + j] = f;
-          row[2 * H + j] = cell;
-          row[3 * H + j] = o;
-          cells[at + b * H + j] = c;
-          c_tanh[b * H + j] = tc;
-          hidden[at + b * H + j] = o * tc;
-        }
-      }
+      recurrent_product(h_in, gh);
+      lstm_forward<T>(B, H, g, gh, b_hh, c_in, cells + at, work + layout.cell_tanh + at, hidden + at);
     } else {
-      T* gh = work + layout.scratch;
-      for (int64_t b = 0; b < B; ++b) std::memcpy(gh + b * G, b_hh, sizeof(T) * static_cast<size_t>(G));
-      gemm<T>(false, true, B, G, H, h_in, H, w_hh, H, T(1), gh, G);
-      T* h_n = work + layout.hidden_n + at;
-      for (int64_t b = 0; b < B; ++b) {
-        T* row = g + b * G;
-        const T* hrow = gh + b * G;
-        for (int64_t j = 0; j < H; ++j) {
-          const T r = sigmoid(row[j] + hrow[j]);
-          const T z = sigmoid(row[H + j] + hrow[H + j]);
-          const T hn = hrow[2 * H + j];
-          const T n = std::tanh(row[2 * H + j] + hn * r);
-          row[j] = r;
-          row[H + j] = z;
-          row[2 * H + j] = n;
-          h_n[b * H + j] = hn;
-          hidden[at + b * H + j] = (h_in[b * H + j] - n) * z + n;
-        }
-      }
+      recurrent_product(h_in, gh);
+      gru_forward<T>(B, H, g, gh, b_hh, h_in, work + layout.hidden_n + at, hidden + at);
     }
+  }
+}
+
+// The pointwise parts of a step's backward pass, for B rows. dh_next (and dc_next) [B, H] come in
+// as the gradient of the state after the step (from the step after it); grad_h and grad_c [B, H]
+// are the outputs' own gradients (null: zero).
+
+// LSTM: d_gates [B, 4 H] receives the pre-activations' gradients; dc_next leaves as the gradient
+// of c_in (dh_next is left for the caller's product with W_hh).
+template <typename T>
+CONCORD_ALWAYS_INLINE void lstm_backward_rows(int64_t B, int64_t H, const T* gates, const T* c_in, const T* c_tanh,
+                                              const T* grad_h, const T* grad_c, const T* dh_next, T* dc_next,
+                                              T* d_gates) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* i = gates + b * 4 * H;
+    const T* f = i + H;
+    const T* g = i + 2 * H;
+    const T* o = i + 3 * H;
+    T* d = d_gates + b * 4 * H;
+    const int64_t at = b * H;
+    for (int64_t j = 0; j < H; ++j) {
+      const T dh = (grad_h != nullptr ? grad_h[at + j] : T(0)) + dh_next[at + j];
+      const T tc = c_tanh[at + j];
+      const T dc = (grad_c != nullptr ? grad_c[at + j] : T(0)) + dc_next[at + j] + dh * o[j] * (T(1) - tc * tc);
+      d[j] = dc * g[j] * i[j] * (T(1) - i[j]);
+      d[H + j] = dc * c_in[at + j] * f[j] * (T(1) - f[j]);
+      d[2 * H + j] = dc * i[j] * (T(1) - g[j] * g[j]);
+      d[3 * H + j] = dh * tc * o[j] * (T(1) - o[j]);
+      dc_next[at + j] = dc * f[j];
+    }
+  }
+}
+CONCORD_VECTOR_CLONES void lstm_backward_rows_float(int64_t B, int64_t H, const float* gates, const float* c_in,
+                                                    const float* c_tanh, const float* grad_h, const float* grad_c,
+                                                    const float* dh_next, float* dc_next, float* d_gates) {
+  lstm_backward_rows<float>(B, H, gates, c_in, c_tanh, grad_h, grad_c, dh_next, dc_next, d_gates);
+}
+
+// GRU: d_gates [B, 3 H] receives the input side's pre-activations' gradients, d_hgates the hidden
+// side's (n's scaled by r); skip the part of h_in's gradient that does not pass W_hh (dh z).
+template <typename T>
+CONCORD_ALWAYS_INLINE void gru_backward_rows(int64_t B, int64_t H, const T* gates, const T* h_n, const T* h_in,
+                                             const T* grad_h, const T* dh_next, T* skip, T* d_gates, T* d_hgates) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* r = gates + b * 3 * H;
+    const T* z = r + H;
+    const T* n = r + 2 * H;
+    T* d = d_gates + b * 3 * H;
+    T* dhg = d_hgates + b * 3 * H;
+    const int64_t at = b * H;
+    for (int64_t j = 0; j < H; ++j) {
+      const T dh = (grad_h != nullptr ? grad_h[at + j] : T(0)) + dh_next[at + j];
+      const T dn = dh * (T(1) - z[j]) * (T(1) - n[j] * n[j]);
+      const T dr = dn * h_n[at + j] * r[j] * (T(1) - r[j]);
+      const T dz = dh * (h_in[at + j] - n[j]) * z[j] * (T(1) - z[j]);
+      d[j] = dr;
+      d[H + j] = dz;
+      d[2 * H + j] = dn;
+      dhg[j] = dr;
+      dhg[H + j] = dz;
+      dhg[2 * H + j] = dn * r[j];
+      skip[at + j] = dh * z[j];
+    }
+  }
+}
+CONCORD_VECTOR_CLONES void gru_backward_rows_float(int64_t B, int64_t H, const float* gates, const float* h_n,
+                                                   const float* h_in, const float* grad_h, const float* dh_next,
+                                                   float* skip, float* d_gates, float* d_hgates) {
+  gru_backward_rows<float>(B, H, gates, h_n, h_in, grad_h, dh_next, skip, d_gates, d_hgates);
+}
+
+template <typename T>
+void lstm_backward(int64_t B, int64_t H, const T* gates, const T* c_in, const T* c_tanh, const T* grad_h,
+                   const T* grad_c, const T* dh_next, T* dc_next, T* d_gates) {
+  if constexpr (std::is_same_v<T, float>) {
+    lstm_backward_rows_float(B, H, gates, c_in, c_tanh, grad_h, grad_c, dh_next, dc_next, d_gates);
+  } else {
+    lstm_backward_rows<T>(B, H, gates, c_in, c_tanh, grad_h, grad_c, dh_next, dc_next, d_gates);
+  }
+}
+
+template <typename T>
+void gru_backward(int64_t B, int64_t H, const T* gates, const T* h_n, const T* h_in, const T* grad_h, const T* dh_next,
+                  T* skip, T* d_gates, T* d_hgates) {
+  if constexpr (std::is_same_v<T, float>) {
+    gru_backward_rows_float(B, H, gates, h_n, h_in, grad_h, dh_next, skip, d_gates, d_hgates);
+  } else {
+    gru_backward_rows<T>(B, H, gates, h_n, h_in, grad_h, dh_next, skip, d_gates, d_hgates);
   }
 }
 
@@ -222,49 +393,17 @@ void run_backward(bool lstm, const Sizes& s, const T* x, const T* w_ih, const T*
     T* dg = d_gates + t * B * G;
     T* dgh = d_hidden_side + t * B * G;
     const T* h_in = work + layout.hidden_in + at;
+    const T* gh_t = grad_hidden != nullptr ? grad_hidden + at : nullptr;
     if (lstm) {
-      const T* c_in = work + layout.cells_in + at;
-      const T* c_tanh = work + layout.cell_tanh + at;
-      for (int64_t b = 0; b < B; ++b) {
-        const T* row = g + b * G;
-        T* drow = dg + b * G;
-        for (int64_t j = 0; j < H; ++j) {
-          const int64_t k = b * H + j;
-          const T dh = (grad_hidden != nullptr ? grad_hidden[at + k] : T(0)) + dh_next[k];
-          const T i = row[j], f = row[H + j], cell = row[2 * H + j], o = row[3 * H + j];
-          const T tc = c_tanh[k];
-          const T dc = (grad_cells != nullptr ? grad_cells[at + k] : T(0)) + dc_next[k] + dh * o * (T(1) - tc * tc);
-          drow[j] = dc * cell * i * (T(1) - i);
-          drow[H + j] = dc * c_in[k] * f * (T(1) - f);
-          drow[2 * H + j] = dc * i * (T(1) - cell * cell);
-          drow[3 * H + j] = dh * tc * o * (T(1) - o);
-          dc_next[k] = dc * f;
-        }
-      }
+      const T* gc_t = grad_cells != nullptr ? grad_cells + at : nullptr;
+      lstm_backward<T>(B, H, g, work + layout.cells_in + at, work + layout.cell_tanh + at, gh_t, gc_t, dh_next, dc_next,
+                       dg);
       gemm<T>(false, false, B, H, G, dg, G, w_hh, H, T(0), dh_next, H);
     } else {
-      const T* h_n = work + layout.hidden_n + at;
-      for (int64_t b = 0; b < B; ++b) {
-        const T* row = g + b * G;
-        T* drow = dg + b * G;
-        T* dhrow = dgh + b * G;
-        for (int64_t j = 0; j < H; ++j) {
-          const int64_t k = b * H + j;
-          const T dh = (grad_hidden != nullptr ? grad_hidden[at + k] : T(0)) + dh_next[k];
-          const T r = row[j], z = row[H + j], n = row[2 * H + j];
-          const T dn = dh * (T(1) - z) * (T(1) - n * n);
-          const T dr = dn * h_n[k] * r * (T(1) - r);
-          const T dz = dh * (h_in[k] - n) * z * (T(1) - z);
-          drow[j] = dr;
-          drow[H + j] = dz;
-          drow[2 * H + j] = dn;
-          dhrow[j] = dr;
-          dhrow[H + j] = dz;
-          dhrow[2 * H + j] = dn * r;
-          dh_next[k] = dh * z;
-        }
-      }
-      gemm<T>(false, false, B, H, G, dgh, G, w_hh, H, T(1), dh_next, H);
+      T* skip = dc_next;  // a GRU has no c: its row is scratch
+      gru_backward<T>(B, H, g, work + layout.hidden_n + at, h_in, gh_t, dh_next, skip, dg, dgh);
+      gemm<T>(false, false, B, H, G, dgh, G, w_hh, H, T(0), dh_next, H);
+      for (int64_t k = 0; k < BH; ++k) dh_next[k] += skip[k];
     }
     // The state going into step t was zeroed where an episode starts: no gradient flows past it.
     if (resets != nullptr) {
