@@ -121,7 +121,7 @@ const core::ConfigFields<DqnConfig>& DqnConfig::fields() {
       {"train_frequency", &DqnConfig::train_frequency, "Environment steps (over all envs) between updates"},
       {"gradient_steps", &DqnConfig::gradient_steps, "Gradient steps per update"},
       {"optimizer", &DqnConfig::optimizer, "adam or rmsprop"},
-      {"adam_eps", &DqnConfig::adam_eps, "Adam epsilon"},
+      {"optimizer_eps", &DqnConfig::adam_eps, "Adam epsilon", "adam_eps"},
       {"rmsprop_alpha", &DqnConfig::rmsprop_alpha, "RMSprop smoothing constant of the squared gradients"},
       {"rmsprop_eps", &DqnConfig::rmsprop_eps, "RMSprop epsilon"},
       {"rmsprop_centered", &DqnConfig::rmsprop_centered, "Centered RMSprop (normalise by the gradient's variance)"},
@@ -170,7 +170,7 @@ void DqnConfig::validate() const {
   problems.check(gradient_steps >= 1, "gradient_steps", gradient_steps, ">= 1");
   problems.check(optimizer == "adam" || optimizer == "rmsprop", "optimizer", "\"" + optimizer + "\"",
                  "\"adam\" or \"rmsprop\"");
-  problems.check(adam_eps > 0.0, "adam_eps", adam_eps, "> 0");
+  problems.check(adam_eps > 0.0, "optimizer_eps", adam_eps, "> 0");
   problems.check(rmsprop_alpha >= 0.0 && rmsprop_alpha < 1.0, "rmsprop_alpha", rmsprop_alpha, "in [0, 1)");
   problems.check(rmsprop_eps > 0.0, "rmsprop_eps", rmsprop_eps, "> 0");
   problems.check(rmsprop_momentum >= 0.0, "rmsprop_momentum", rmsprop_momentum, ">= 0");
