@@ -320,6 +320,22 @@ TEST(Launch, AStoppedRankIsNamedBesideTheFailure) {
       << result.output;
 }
 
+// Issue 70: a rank whose collective timed out declares the ranks that never reached it (beside the
+// control file, as comm::ProcessGroupCommunicator's report does through launch::declare_stalled_ranks:
+// tests/comm/process_group_test.cpp covers that side), and the launcher's line names them, not
+// only the rank that noticed and failed.
+TEST(Launch, ARankDeclaredStalledIsNamedBesideTheFailure) {
+  const CommandResult result = launch_script(
+      "-n 3 --grace-seconds 1",
+      "if [ $RANK = 0 ]; then printf \"1 42\\n\" > $(dirname $CONCORD_LAUNCH_CONTROL)/stalled-by-0; exit 1; fi; "
+      "exec sleep 60");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("rank 0 \\(pid [0-9]+\\) exited with status 1 \\(rank 1 "
+                                                      "stalled: rank 0 timed out at collective 42, which rank 1 never "
+                                                      "reached; the likelier cause\\)"))
+      << result.output;
+}
+
 TEST(Launch, KilledRankIsNamedWithItsSignal) {
   const CommandResult result = launch_script("-n 2", "if [ $RANK = 1 ]; then kill -9 $$; fi; exec sleep 60");
   EXPECT_EQ(result.exit_code, 1) << result.output;

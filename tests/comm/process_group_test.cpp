@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -100,6 +102,27 @@ int peer_dies(Communicator& comm) {
   return 0;
 }
 
+// Issue 70: rank 1 stalls while busy (not stopped: its threads run on) before the third
+// collective; rank 0's times out and must name rank 1, not itself and not rank 2, which reached it.
+int busy_stall(Communicator& comm) {
+  torch::Tensor value = torch::ones({16});
+  comm.allreduce(value);
+  comm.allreduce(value);
+  if (comm.rank() == 1) {
+    const auto until = std::chrono::steady_clock::now() + comm.timeout() * 2;
+    volatile uint64_t spins = 0;
+    while (std::chrono::steady_clock::now() < until) spins = spins + 1;
+    return 0;
+  }
+  try {
+    comm.allreduce(value);
+  } catch (const CommError& error) {
+    std::fprintf(stderr, "comm error: %s\n", error.what());
+    return 3;
+  }
+  return 0;
+}
+
 // The addresses (hex, as /proc/net/tcp and tcp6 write them) of this network namespace's TCP
 // sockets listening on `port`, one "listen <address>" line each.
 std::string listening_on(int port) {
@@ -141,6 +164,7 @@ int worker_main(const std::string& scenario) {
     if (scenario == "peer_dies") return peer_dies(*comm);
     if (scenario == "join") return 0;
     if (scenario == "listening") return report_listening(*comm);
+    if (scenario == "busy_stall") return busy_stall(*comm);
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
     return 2;
   } catch (const std::exception& error) {
@@ -278,6 +302,23 @@ TEST_F(ProcessGroup, APeerKilledMidRunIsAnErrorWithinTheTimeout) {
   EXPECT_EQ(ranks[1].exit_code, -SIGKILL);
   EXPECT_EQ(ranks[0].exit_code, 3) << ranks[0].output;
   EXPECT_THAT(ranks[0].output, HasSubstr("allreduce of 4096 bytes on rank 0 of 2"));
+}
+
+// Rank 0 times out first (rank 2's timeout is twice its own): its error names rank 1, which never reached
+// the collective, from the counts every rank publishes in the store, and not rank 2, which did.
+TEST_F(ProcessGroup, ARankStalledWhileBusyIsNamedByThePeerThatTimesOut) {
+  const auto ranks = test::run_ranks("busy_stall", 3, dir_,
+                                     {{0, {{"CONCORD_TEST_TIMEOUT_MS", "1500"}}},
+                                      {1, {{"CONCORD_TEST_TIMEOUT_MS", "1500"}}},
+                                      {2, {{"CONCORD_TEST_TIMEOUT_MS", "3000"}}}});
+  EXPECT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  EXPECT_EQ(ranks[0].exit_code, 3) << ranks[0].output;
+  EXPECT_THAT(ranks[0].output, HasSubstr("allreduce of 64 bytes on rank 0 of 3 timed out"));
+  EXPECT_THAT(
+      ranks[0].output,
+      HasSubstr("; rank 1 never reached this collective (its count of collectives entered: 2; this rank's: 3): it "
+                "stalled (busy or blocked outside the collectives, or stopped)"));
+  EXPECT_THAT(ranks[0].output, ::testing::Not(HasSubstr("rank 2 never")));
 }
 
 // --- Reading the launcher's variables (in this process) ---

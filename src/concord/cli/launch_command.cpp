@@ -130,6 +130,8 @@ void run_launch(LaunchFlags flags) {
     return topology.global_rank(static_cast<int>(index)) != 0 &&
            launch::read_launch_control(control_file).other_ranks_may_fail;
   };
+  // A rank whose collective timed out declares the ranks that never reached it: they are named.
+  options.explain_failure = [&](std::size_t) { return launch::read_stalled_ranks(control_file); };
   launch::SupervisionResult result;
   try {
     // torchrun's --max-restarts: a failed group is stopped as a whole and started again, up to
@@ -142,6 +144,7 @@ void run_launch(LaunchFlags flags) {
       if (!declared.empty()) run_dir = declared;
       std::error_code ignored;
       std::filesystem::remove(control_file, ignored);  // the new group declares afresh
+      launch::clear_stalled_ranks(control_file);
       spdlog::warn(
           "restart {} of {}: {}; {}", restart_count + 1, flags.max_restarts, result.failure,
           run_dir.empty() ? std::string("no run directory declared, starting afresh") : "continuing from " + run_dir);

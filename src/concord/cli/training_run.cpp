@@ -77,6 +77,9 @@ std::unique_ptr<comm::Communicator> join_ranks(const core::Config& config, const
   char fingerprint[16];
   std::snprintf(fingerprint, sizeof(fingerprint), "%08x", core::crc32c(config.to_toml()));
   options.config_fingerprint = fingerprint;
+  options.on_stalled_peers = [rank = launch.rank](const std::vector<int>& stalled, int64_t collective) {
+    launch::declare_stalled_ranks(rank, stalled, collective);
+  };
   return comm::connect(launch, options);
 }
 

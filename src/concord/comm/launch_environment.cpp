@@ -303,7 +303,8 @@ std::unique_ptr<Communicator> connect_gloo(const LaunchEnvironment& environment,
   try {
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", store),
                                                              environment.rank, environment.world_size, gloo_options);
-    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout);
+    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout,
+                                                      c10::Device(c10::kCPU), options.on_stalled_peers);
   } catch (const std::exception& error) {
     const std::string cause = first_line(error);
     throw CommError("rank " + std::to_string(environment.rank) + " could not connect the Gloo process group: " + cause);
@@ -335,7 +336,8 @@ std::unique_ptr<Communicator> connect_nccl(const LaunchEnvironment& environment,
 #if TORCH_VERSION_MAJOR >= 2
     group->setBoundDeviceId(device);
 #endif
-    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout, device);
+    return std::make_unique<ProcessGroupCommunicator>(std::move(group), std::move(store), options.timeout, device,
+                                                      options.on_stalled_peers);
   } catch (const std::exception& error) {
     throw CommError("rank " + std::to_string(environment.rank) +
                     " could not connect the NCCL process group: " + first_line(error));

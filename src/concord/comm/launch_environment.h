@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +43,9 @@ struct ConnectOptions {
   // Rank 0's rendezvous store listens on loopback for a loopback MASTER_ADDR, else on its address
   // towards MASTER_ADDR; true: on every interface, as LibTorch would (comm.store_on_all_interfaces).
   bool store_on_all_interfaces = false;
+  // Told the ranks a timed-out collective found stalled (ProcessGroupCommunicator): `concord
+  // train` passes them on to `concord launch` (launch::declare_stalled_ranks). Unset: not told.
+  std::function<void(const std::vector<int>& stalled, int64_t collective)> on_stalled_peers;
 };
 
 // Joins the run described by `environment`: a c10d TCPStore served by rank 0 at

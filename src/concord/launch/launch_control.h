@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace concord::launch {
 
@@ -24,6 +26,18 @@ void declare_other_ranks_may_fail();
 // continue from them. Does nothing outside `concord launch`; never throws (a restart then starts
 // afresh).
 void declare_run_dir(const std::filesystem::path& run_dir);
+
+// A rank declares the ranks it found stalled: a collective of its timed out, and they had never
+// reached it (comm::ProcessGroupCommunicator reads every rank's progress from the store), so
+// that the launcher names them rather than only the rank that noticed. Written beside the control
+// file, one file per declaring rank. Does nothing outside `concord launch`; never throws.
+void declare_stalled_ranks(int declaring_rank, const std::vector<int>& stalled, int64_t collective);
+
+// What ranks declared so, in the launcher: " (rank 1 stalled: rank 0 timed out at collective 42,
+// which rank 1 never reached; the likelier cause)", or "" where none did. clear_stalled_ranks
+// removes the declarations (a restarted group declares afresh).
+std::string read_stalled_ranks(const std::filesystem::path& control_file);
+void clear_stalled_ranks(const std::filesystem::path& control_file);
 
 // What rank 0 declared in `control_file`; false and "" where it declared nothing.
 struct LaunchControl {

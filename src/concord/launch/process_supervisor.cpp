@@ -364,7 +364,8 @@ class Supervisor {
       } else if (phase_ == Phase::kRunning && options_.tolerates_failure && options_.tolerates_failure(index)) {
         spdlog::warn("{} {}; the run goes on without it", child.label(), describe_wait_status(status));
       } else if (phase_ == Phase::kRunning) {
-        const std::string cause = child.label() + " " + describe_wait_status(status) + stopped_peers(index);
+        const std::string cause = child.label() + " " + describe_wait_status(status) + stopped_peers(index) +
+                                  (options_.explain_failure ? options_.explain_failure(index) : std::string());
         spdlog::error("{}; stopping the other ranks", cause);
         begin_stop(cause, SIGTERM);
       } else if (received_signal_ != 0 && stopped_as_asked(status)) {

@@ -46,6 +46,9 @@ struct SupervisorOptions {
   // going: true lets the others go on, the failure logged as a warning and not failing the run
   // (rank 0's policy drops a dead actor). Unset: every failure stops the run.
   std::function<bool(std::size_t index)> tolerates_failure;
+  // Asked when child `index` is the first to fail and stops the run: text appended to the failure
+  // line, e.g. " (rank 1 stalled: ...)" from what the ranks declared (launch::read_stalled_ranks).
+  std::function<std::string(std::size_t index)> explain_failure;
 };
 
 struct SupervisionResult {
