@@ -6,9 +6,12 @@
 // treasure, and whether the agent solved the task: 90 of its last 100 episodes reach it (the
 // run stops there, or at the episode budget).
 //
-// Sparse MountainCar and CartPole swing-up: success rate and mean return of the final greedy
+// Sparse MountainCar, CartPole swing-up and the sparse half-cheetah (MuJoCo/SparseHalfCheetah-v0,
+// 1 per step with the centre of mass past 5 m): success rate and mean return of the final greedy
 // policy (20 evaluation episodes per seed), for no bonus, SimHash with k in {16, 64, 256}, and
-// AE-SimHash.
+// AE-SimHash (--variants picks some). The cheetah observes its x (the 18-wide observation, as
+// VIME's and #Exploration's rllab cheetah observed its centre of mass) and its observations are
+// normalised for the policy; the hash sees them raw.
 //
 // Under `--policy multi_learner` the program starts itself as --ranks processes on loopback
 // (self_launch.h) for every run, and compares counts shared across the ranks (merged every 10
@@ -18,6 +21,7 @@
 //
 //   exploration --task deepsea --sizes 10,20,30 --seeds 3 [--policy hogwild | multi_learner]
 //   exploration --task mountaincar --seeds 3 --steps 300000
+//   exploration --task cheetah --seeds 3 --steps 200000 --variants baseline,simhash64
 //   exploration --quick              a smoke run (DeepSea 10, one seed, a small budget)
 //   any run: --set key=value (repeatable) overrides the config, as `concord train --set`
 
@@ -53,6 +57,7 @@ struct Options {
   int64_t steps = 300000;          // MountainCar, swing-up: environment steps per run
   std::string policy = "single";
   std::vector<std::string> bonuses{"none", "simhash"};  // DeepSea
+  std::vector<std::string> variants;                    // sparse tasks: keys of kVariants; empty: all
   std::vector<std::string> overrides;
   bool quick = false;
   int64_t ranks = 2;  // multi_learner: processes per run
@@ -261,17 +266,27 @@ void deep_sea_table(const Options& options) {
 // --- Sparse MountainCar, CartPole swing-up ---
 
 struct Variant {
+  const char* key;  // --variants
   const char* name;
   const char* bonus;
   int64_t bits;
 };
+const Variant kVariants[] = {{"baseline", "baseline", "none", 64},
+                             {"simhash16", "simhash k=16", "simhash", 16},
+                             {"simhash64", "simhash k=64", "simhash", 64},
+                             {"simhash256", "simhash k=256", "simhash", 256},
+                             {"ae_simhash", "ae_simhash", "ae_simhash", 64}};
 
-void sparse_task_table(const Options& options, const std::string& env_id) {
-  const Variant variants[] = {{"baseline", "none", 64},
-                              {"simhash k=16", "simhash", 16},
-                              {"simhash k=64", "simhash", 64},
-                              {"simhash k=256", "simhash", 256},
-                              {"ae_simhash", "ae_simhash", 64}};
+// `task_settings` come before --set, which can override them.
+void sparse_task_table(const Options& options, const std::string& env_id,
+                       const std::vector<std::string>& task_settings = {}) {
+  std::vector<Variant> variants;
+  for (const Variant& variant : kVariants) {
+    if (options.variants.empty() ||
+        std::find(options.variants.begin(), options.variants.end(), variant.key) != options.variants.end()) {
+      variants.push_back(variant);
+    }
+  }
   const int64_t episodes = options.quick ? 2 : 20;
   std::printf("%s, PPO, policy %s, %lld steps per run, greedy evaluation over %lld episodes per seed\n", env_id.c_str(),
               options.policy.c_str(), static_cast<long long>(options.steps), static_cast<long long>(episodes));
@@ -283,6 +298,7 @@ void sparse_task_table(const Options& options, const std::string& env_id) {
       Config config = base_config(options, env_id, seed);
       config.set("explore.bonus", std::string(variant.bonus), "bench");
       config.set("explore.simhash.k", variant.bits, "bench");
+      for (const std::string& assignment : task_settings) config.apply_override(assignment, "bench");
       for (const std::string& assignment : options.overrides) config.apply_override(assignment);
       config.set("train.total_timesteps", options.steps, "bench");
       concord::cli::TrainingRun training(config);
@@ -317,14 +333,21 @@ void sparse_task_table(const Options& options, const std::string& env_id) {
 
 int main(int argc, char** argv) {
   Options options;
-  CLI::App app{"Count-based exploration: DeepSea, sparse MountainCar and CartPole swing-up, with and without bonus"};
-  app.add_option("--task", options.task, "deepsea, mountaincar, swingup")
-      ->check(CLI::IsMember({"deepsea", "mountaincar", "swingup"}));
+  CLI::App app{
+      "Count-based exploration: DeepSea, sparse MountainCar, CartPole swing-up and half-cheetah, with and without "
+      "bonus"};
+  app.add_option("--task", options.task, "deepsea, mountaincar, swingup, cheetah")
+      ->check(CLI::IsMember({"deepsea", "mountaincar", "swingup", "cheetah"}));
   app.add_option("--sizes", options.sizes, "DeepSea sizes N (registered: 5, 10, ..., 50)")->delimiter(',');
   app.add_option("--seeds", options.seeds, "Seeds per configuration");
   app.add_option("--episodes", options.episode_budget, "DeepSea: episode budget per run");
-  app.add_option("--steps", options.steps, "MountainCar, swing-up: environment steps per run");
+  app.add_option("--steps", options.steps, "Sparse tasks: environment steps per run");
   app.add_option("--bonuses", options.bonuses, "DeepSea: explore.bonus values to compare")->delimiter(',');
+  std::vector<std::string> variant_keys;
+  for (const Variant& variant : kVariants) variant_keys.push_back(variant.key);
+  app.add_option("--variants", options.variants, "Sparse tasks: the variants to run (default all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(variant_keys));
   app.add_option("--policy", options.policy, "Distribution policy (train.policy)");
   app.add_option("--set", options.overrides, "Config override key=value (repeatable)");
   app.add_flag("--quick", options.quick, "Smoke run: DeepSea 10, one seed, small budgets");
@@ -351,6 +374,10 @@ int main(int argc, char** argv) {
     if (options.task == "deepsea") deep_sea_table(options);
     if (options.task == "mountaincar") sparse_task_table(options, "SparseMountainCar-v0");
     if (options.task == "swingup") sparse_task_table(options, "CartPoleSwingUp-v0");
+    if (options.task == "cheetah") {
+      sparse_task_table(options, "MuJoCo/SparseHalfCheetah-v0",
+                        {"env.exclude_current_positions_from_observation=false", "algo.normalize_observations=true"});
+    }
     if (options.quick && options.policy != "multi_learner") sparse_task_table(options, "SparseMountainCar-v0");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "exploration: %s\n", error.what());
