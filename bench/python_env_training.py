@@ -11,7 +11,7 @@ in microseconds per environment step:
                    rollout-bound (the same with 1 epoch of 1 minibatch per 8 x 128 steps)
   train (C++)      the same runs on the built-in CartPole-v1: the difference is the Python env's cost
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_env_training.py [--steps 20000]
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_env_training.py [--steps 20000] [--step-timeout 0]
 """
 
 import argparse
@@ -80,8 +80,9 @@ def bare_loop(steps):
     return (time.perf_counter() - start) / steps * 1e6
 
 
-def through_make(steps, num_envs, num_threads):
-    envs = concord.make("PyCartPole-v1", num_envs=num_envs, num_threads=num_threads, seed=0)
+def through_make(steps, num_envs, num_threads, step_timeout=None):
+    envs = concord.make("PyCartPole-v1", num_envs=num_envs, num_threads=num_threads, seed=0,
+                        step_timeout_seconds=step_timeout)
     actions = np.random.default_rng(0).integers(0, 2, size=(64, num_envs))
     envs.reset()
     iterations = steps // num_envs
@@ -114,18 +115,23 @@ def through_train(env_id, steps, policy, num_threads, root, overrides=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20000, help="environment steps per measurement")
+    parser.add_argument("--step-timeout", type=float, default=None,
+                        help="env.step_timeout_seconds for the Python env (0: no bound, no hand-over; "
+                             "default: the key's default)")
     args = parser.parse_args()
+    bound = {} if args.step_timeout is None else {"env.step_timeout_seconds": args.step_timeout}
     concord.register_env("PyCartPole-v1", PyCartPole, max_episode_steps=500, reward_threshold=475.0)
 
     rows = [("bare Python loop", bare_loop(args.steps))]
-    rows.append(("concord.make, 8 envs, 1 thread", through_make(args.steps, 8, 1)))
-    rows.append(("concord.make, 8 envs, 2 threads", through_make(args.steps, 8, 2)))
+    rows.append(("concord.make, 8 envs, 1 thread", through_make(args.steps, 8, 1, args.step_timeout)))
+    rows.append(("concord.make, 8 envs, 2 threads", through_make(args.steps, 8, 2, args.step_timeout)))
     with tempfile.TemporaryDirectory() as root:
         for mode, overrides in (("configured", None), ("rollout-bound", ROLLOUT_BOUND)):
             for env_id, label in (("PyCartPole-v1", "python"), ("CartPole-v1", "C++")):
-                micros = through_train(env_id, args.steps, "single", 1, root, overrides)
+                extra = bound if env_id == "PyCartPole-v1" else {}
+                micros = through_train(env_id, args.steps, "single", 1, root, {**(overrides or {}), **extra})
                 rows.append((f"train {mode} ({label} env), single", micros))
-            micros = through_train("PyCartPole-v1", args.steps, "sync_vector", 2, root, overrides)
+            micros = through_train("PyCartPole-v1", args.steps, "sync_vector", 2, root, {**(overrides or {}), **bound})
             rows.append((f"train {mode} (python env), sync_vector x2", micros))
     print(f"{'measurement':<48}{'us/step':>10}")
     for label, micros in rows:

@@ -126,6 +126,31 @@ class Doorbell {
   std::condition_variable woken_;
 };
 
+// Threads that may still touch Python after their call was abandoned: an abandoned interpreter
+// thread until its call came back and it let go of its thread state, and the thread that raises an
+// exception in that call. The interpreter's exit waits for them (at most kExitWait): a thread that
+// takes the GIL once the interpreter finalises is ended there, and its C++ frames would unwind
+// through Python objects without the GIL (it crashed the exit when a busy loop was abandoned).
+std::atomic<int> background_python{0};
+constexpr std::chrono::seconds kExitWait{2};
+
+void wait_for_background_python() {
+  py::gil_scoped_release release;
+  const Clock::time_point deadline = Clock::now() + kExitWait;
+  while (background_python.load() > 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Registers wait_for_background_python with Python's atexit, once per module; with the GIL.
+void wait_for_background_python_at_exit() {
+  static const bool registered = [] {
+    py::module_::import("atexit").attr("register")(py::cpp_function(&wait_for_background_python));
+    return true;
+  }();
+  (void)registered;
+}
+
 // A thread that runs jobs calling into Python, one at a time, for one engine thread (each engine
 // thread has its own: thread_local below). It holds a Python thread state of its own for its
 // life, so that taking the GIL for a job costs no thread-state set-up.
@@ -185,6 +210,7 @@ class InterpreterThread {
     std::exception_ptr error;
     std::atomic<bool> quit{false};
     std::atomic<bool> abandoned{false};
+    std::atomic<bool> counted{false};  // in background_python
     std::atomic<unsigned long> python_thread{0};
   };
 
@@ -217,17 +243,23 @@ class InterpreterThread {
       PyEval_RestoreThread(own_state);
       PyGILState_Release(gil_state);
     }
+    if (shared->counted.exchange(false)) --background_python;
   }
 
   // Marks the thread abandoned, and raises `exception` in the call it is running, from a thread of
   // its own: taking the GIL may wait for as long as the call holds it.
   void abandon(PyObject* exception) {
+    if (!shared_->counted.exchange(true)) ++background_python;
     shared_->abandoned = true;
+    shared_->posted.ring();  // a thread that finished its call just now ends instead of waiting for more
     const unsigned long target = shared_->python_thread;
+    ++background_python;
     std::thread([target, exception] {
-      if (!Py_IsInitialized()) return;
-      py::gil_scoped_acquire gil;
-      PyThreadState_SetAsyncExc(target, exception);
+      if (Py_IsInitialized()) {
+        py::gil_scoped_acquire gil;
+        PyThreadState_SetAsyncExc(target, exception);
+      }
+      --background_python;
     }).detach();
   }
 
@@ -356,6 +388,10 @@ class PythonEnv final : public envs::Env {
 
   ~PythonEnv() override {
     if (stuck_ || !Py_IsInitialized()) return;  // a call still runs in it, or the interpreter is gone
+    if (timeout_seconds_ == 0.0) {
+      state_->close();
+      return;
+    }
     try {
       std::shared_ptr<PythonEnvState> state = state_;
       interpreter_thread().run([state] { state->close(); }, timeout(), /*stop_on_signal=*/false, PyExc_TimeoutError,
@@ -401,6 +437,10 @@ class PythonEnv final : public envs::Env {
     if (stuck_) {
       throw std::runtime_error(state_->where(method) + "cannot run: an earlier call of this env never returned");
     }
+    if (timeout_seconds_ == 0.0) {
+      job();  // env.step_timeout_seconds = 0: no bound, no hand-over (the fastest)
+      return;
+    }
     int signal_number = 0;
     const InterpreterThread::Outcome outcome = interpreter_thread().run(
         std::move(job), timeout(), /*stop_on_signal=*/true, PyExc_TimeoutError, &signal_number);
@@ -423,6 +463,7 @@ class PythonEnv final : public envs::Env {
 std::unique_ptr<envs::Env> make_python_env(const std::string& id, const py::object& factory, int max_episode_steps,
                                            std::optional<double> reward_threshold, double timeout_seconds) {
   py::gil_scoped_acquire gil;
+  wait_for_background_python_at_exit();
   try {
     py::object env = factory();
     envs::EnvSpec spec{id,
@@ -440,9 +481,9 @@ std::unique_ptr<envs::Env> make_python_env(const std::string& id, const py::obje
 // env.step_timeout_seconds as given, refused in one line where it is no limit.
 double step_timeout(const std::string& id, const envs::EnvOptions& options) {
   const double seconds = options.step_timeout_seconds.value_or(envs::kDefaultStepTimeoutSeconds);
-  if (!(seconds > 0.0) || seconds > 1e9) {
+  if (!(seconds >= 0.0) || seconds > 1e9) {
     throw std::invalid_argument("env.step_timeout_seconds = " + seconds_text(seconds) + " for environment '" + id +
-                                "' must be above 0 and at most 1e9");
+                                "' must lie in [0, 1e9] (0: no bound)");
   }
   return seconds;
 }

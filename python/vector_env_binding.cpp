@@ -417,7 +417,8 @@ const std::vector<std::string> kEnvOptionNames{"sticky_action_probability",
                                                "uph_cost_weight",
                                                "impact_cost_weight",
                                                "impact_cost_range",
-                                               "observe_sensors"};
+                                               "observe_sensors",
+                                               "step_timeout_seconds"};
 
 std::string known_env_options() {
   std::string known;
@@ -460,6 +461,8 @@ envs::EnvOptions to_env_options(const py::kwargs& kwargs) {
       options.difficulty_ramping = as_bool(name, value);
     } else if (name == "sticky_action_probability") {
       options.sticky_action_probability = as_number(name, value);
+    } else if (name == "step_timeout_seconds") {
+      options.step_timeout_seconds = as_number(name, value);
     } else if (name == "model_file") {
       if (!py::isinstance<py::str>(value)) {
         throw py::value_error("make(): model_file must be a str, got " + std::string(py::repr(value)));

@@ -435,3 +435,13 @@ def test_sigint_during_a_hung_python_env_ends_the_run_at_once(tmp_path, how):
     assert waited < 1.0, f"the run ended {waited:.2f} s after SIGINT"
     (run_dir,) = tmp_path.iterdir()
     assert (run_dir / "checkpoint.ckpt").is_file()
+
+
+def test_step_timeout_zero_calls_python_on_the_engines_thread_and_other_envs_refuse_the_key(tmp_path):
+    run = train_sign(tmp_path, total_timesteps=512, overrides={"run.log_level": "warn", "env.step_timeout_seconds": 0})
+    assert run.global_step >= 512
+    with pytest.raises(ValueError, match="env.step_timeout_seconds is set, but CartPole-v1 has no such setting"):
+        concord.train(env="CartPole-v1", total_timesteps=256, progress=False, run_root=tmp_path,
+                      overrides={"env.step_timeout_seconds": 5})
+    with pytest.raises(ValueError, match=r"env.step_timeout_seconds must be at least 0, got -1"):
+        train_sign(tmp_path, overrides={"env.step_timeout_seconds": -1})

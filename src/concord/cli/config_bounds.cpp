@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -91,6 +92,7 @@ const std::vector<ConfigBound>& config_bounds() {
       {"run.seed", 0, 4611686018427387904.0},
       // Waits: a timeout of 0 fails every wait, inf overflows the clock.
       {"train.checkpoint_interval_seconds", 0, kLongestSeconds, false, "0: off"},
+      {"env.step_timeout_seconds", 0, kLongestSeconds, false, "0: no bound, each call on the engine's own thread"},
       {"*timeout_seconds", 0, kLongestSeconds},
       {"*_seconds", 0, kLongestSeconds},
   };
@@ -159,7 +161,8 @@ std::vector<std::string> config_bound_problems(const core::Config& config, bool 
         continue;
       }
       if (bound == nullptr) continue;
-      const bool timeout = ::fnmatch("*timeout_seconds", key.c_str(), 0) == 0;
+      // A timeout of 0 fails every wait, unless its own row gives 0 a meaning.
+      const bool timeout = std::strcmp(bound->pattern, "*timeout_seconds") == 0;
       if (timeout ? !(*real > bound->lowest) : *real < bound->lowest) {
         problems.push_back(with_note(
             key + " must be " + (timeout ? "above " : "at least ") + number(bound->lowest) + ", got " + number(*real),
