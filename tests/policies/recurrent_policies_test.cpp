@@ -157,5 +157,32 @@ TEST(RecurrentLearning, PpoWithAnLstmLearnsCartPoleWithoutVelocities) {
       test::LearningBar{100.0}));
 }
 
+// The same agent and budget under each policy that carries its state on threads, to the same bar
+// (sync_vector and seed_rl train exactly as single: tested bit for bit above and in seed_rl_test).
+class RecurrentPolicyLearning : public ::testing::TestWithParam<std::pair<std::string, std::vector<std::string>>> {};
+
+TEST_P(RecurrentPolicyLearning, PpoWithAnLstmLearnsCartPoleWithoutVelocities) {
+  const std::string policy = GetParam().first;
+  const std::vector<std::string> overrides = GetParam().second;
+  const core::Config config = recurrent_ppo(overrides);
+  EXPECT_TRUE(test::learns(
+      [&](uint64_t seed) {
+        Trained trained = train(policy, config, no_velocity(8, 1, seed), 25'600, seed);
+        return testing::evaluate(*trained.learner, no_velocity(8, 1, seed), seed);
+      },
+      test::LearningBar{100.0}))
+      << policy;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, RecurrentPolicyLearning,
+    ::testing::Values(std::make_pair(std::string("hogwild"), std::vector<std::string>{"policy.hogwild.actors=2"}),
+                      std::make_pair(std::string("async_learner"), std::vector<std::string>{}),
+                      std::make_pair(std::string("central_inference"),
+                                     std::vector<std::string>{"policy.central_inference.actors=4"})),
+    [](const ::testing::TestParamInfo<std::pair<std::string, std::vector<std::string>>>& info) {
+      return info.param.first;
+    });
+
 }  // namespace
 }  // namespace concord::policies
