@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "concord/envs/mujoco/mujoco_env.h"
 #include "concord/envs/registry.h"
 #include "concord/envs/rendering.h"
 #include "concord/envs/vector_env.h"
@@ -52,11 +53,14 @@ bool is_integer_kind(const py::array& array) { return array.dtype().kind() == 'i
 class VectorEnv {
  public:
   VectorEnv(envs::VectorEnvConfig config, const py::object& render_mode)
-      : env_(make_engine(std::move(config))),
+      : env_(make_engine(std::move(config), locomotion_envs_)),
         config_(env_->config()),
         spec_(env_->spec()),
         async_(env_->is_async()),
         batch_size_(env_->batch_size()) {
+    if (!locomotion_envs_.empty()) info_terms_ = locomotion_envs_.front()->info_terms();
+    if (info_terms_.empty()) locomotion_envs_.clear();
+    if (!locomotion_envs_.empty()) reset_pending_.assign(locomotion_envs_.size(), 0);
     if (render_mode.is_none()) return;
     if (!py::isinstance<py::str>(render_mode) || render_mode.cast<std::string>() != "rgb_array") {
       throw py::value_error("make(): render_mode must be None or 'rgb_array', got " +
@@ -82,6 +86,7 @@ class VectorEnv {
       py::gil_scoped_release release;
       if (async_) {
         use.env().async_reset(env_seed);
+        std::fill(reset_pending_.begin(), reset_pending_.end(), 1);
         batch = use.env().recv();
       } else {
         batch = use.env().reset(env_seed);
@@ -90,6 +95,7 @@ class VectorEnv {
     remember(batch);
     py::dict info;
     if (async_) info["env_id"] = py::array_t<int32_t>(batch.size, batch.env_ids);
+    if (!locomotion_envs_.empty()) add_info_terms(info, batch, /*all_reset=*/true);
     return py::make_tuple(observations(batch.observations, batch.size), info);
   }
 
@@ -119,8 +125,11 @@ class VectorEnv {
     require_async("async_reset()");
     const std::optional<uint64_t> env_seed = to_seed(seed, "async_reset()");
     Use use(*this, "async_reset()");
-    py::gil_scoped_release release;
-    use.env().async_reset(env_seed);
+    {
+      py::gil_scoped_release release;
+      use.env().async_reset(env_seed);
+    }
+    std::fill(reset_pending_.begin(), reset_pending_.end(), 1);
   }
 
   void send(const py::handle& actions, const py::object& env_id) {
@@ -186,6 +195,7 @@ class VectorEnv {
     if (!env_) return;
     if (busy_) throw std::runtime_error("close(): this VectorEnv is in use by another thread");
     std::unique_ptr<envs::VectorEnv> env = std::move(env_);
+    locomotion_envs_.clear();
     py::gil_scoped_release release;  // joins the pool's threads
     env.reset();
   }
@@ -231,11 +241,72 @@ class VectorEnv {
   int64_t num_in_flight() const { return env_ ? env_->num_in_flight() : 0; }
 
  private:
-  static std::unique_ptr<envs::VectorEnv> make_engine(envs::VectorEnvConfig config) {
+  // The engine hands out no env, so that stepping one stays the engine's own business: the envs
+  // are made through a registry of this binding's that keeps each MuJoCo env's address (env i at
+  // [i]), from which the step info of a locomotion task is read between calls.
+  static std::unique_ptr<envs::VectorEnv> make_engine(envs::VectorEnvConfig config,
+                                                      std::vector<const envs::mujoco::MujocoEnv*>& mujoco_envs) {
+    envs::Registry remembering;
+    remembering.add_configurable(config.env_id, [&mujoco_envs, id = config.env_id](const envs::EnvOptions& options) {
+      std::unique_ptr<envs::Env> env = envs::Registry::global().make(id, options);
+      const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(env.get());
+      if (mujoco_env != nullptr) mujoco_envs.push_back(mujoco_env);
+      return env;
+    });
     // Making a thousand envs and starting the pool's threads needs no Python.
     py::gil_scoped_release release;
-    return std::make_unique<envs::VectorEnv>(std::move(config));
+    auto engine = std::make_unique<envs::VectorEnv>(std::move(config), remembering);
+    if (mujoco_envs.size() != static_cast<size_t>(engine->num_envs())) mujoco_envs.clear();
+    return engine;
   }
+
+  // A locomotion task's terms under Gymnasium v5's info keys, laid out as its SyncVectorEnv lays
+  // them out in SAME_STEP mode: info[key] (float64) and info["_" + key] (bool, the rows that
+  // have it) for each key some row has. A row that a reset gave has what the reset's info holds
+  // (x_position); an env whose episode ended this step was reset, so its row is such a row and
+  // info["final_info"] holds the ended step's terms. The batch's envs are idle (sync: the step
+  // is over; async: not sent again yet).
+  void add_info_terms(py::dict& info, const envs::Batch& batch, bool all_reset) {
+    std::vector<uint8_t> reset_row(static_cast<size_t>(batch.size), all_reset ? 1 : 0);
+    bool any_final = false;
+    for (int64_t row = 0; row < batch.size; ++row) {
+      auto& pending = reset_pending_[static_cast<size_t>(env_of(batch, row))];
+      if (pending) reset_row[static_cast<size_t>(row)] = 1;
+      pending = 0;
+      any_final = any_final || (!reset_row[static_cast<size_t>(row)] && batch.has_final[row] != 0);
+    }
+    py::dict final_info;
+    for (const envs::mujoco::InfoTerm& term : info_terms_) {
+      py::array_t<double> values(batch.size), final_values(batch.size);
+      py::array_t<bool> given(batch.size), final_given(batch.size);
+      double* value = values.mutable_data();
+      double* final_value = final_values.mutable_data();
+      bool* has = given.mutable_data();
+      bool* final_has = final_given.mutable_data();
+      bool any = false;
+      for (int64_t row = 0; row < batch.size; ++row) {
+        const envs::mujoco::MujocoEnv& env = *locomotion_envs_[static_cast<size_t>(env_of(batch, row))];
+        const bool ended = !reset_row[static_cast<size_t>(row)] && batch.has_final[row] != 0;
+        has[row] = (!ended && !reset_row[static_cast<size_t>(row)]) || term.at_reset;
+        value[row] = has[row] ? env.last_reward().*term.value : 0.0;
+        any = any || has[row];
+        final_has[row] = ended;
+        final_value[row] = ended ? env.ended_reward().*term.value : 0.0;
+      }
+      const std::string mask = "_" + std::string(term.name);
+      if (any) {
+        info[term.name] = values;
+        info[mask.c_str()] = given;
+      }
+      if (any_final) {
+        final_info[term.name] = final_values;
+        final_info[mask.c_str()] = final_given;
+      }
+    }
+    if (any_final) info["final_info"] = final_info;
+  }
+
+  int64_t env_of(const envs::Batch& batch, int64_t row) const { return async_ ? batch.env_ids[row] : row; }
 
   // One call into the engine. The engine serves one owner thread; with the GIL released during a
   // step, a second Python thread could enter, so it is refused instead (busy_ is only touched
@@ -375,10 +446,16 @@ class VectorEnv {
       info["episode"] = episode;
       info["_episode"] = bools(batch.has_final, batch.size);
     }
+    if (!locomotion_envs_.empty()) add_info_terms(info, batch, /*all_reset=*/false);
     return py::make_tuple(observations(batch.observations, batch.size), py::array_t<float>(batch.size, batch.rewards),
                           bools(batch.terminated, batch.size), bools(batch.truncated, batch.size), info);
   }
 
+  // Declared before env_, which make_engine fills it beside: a locomotion task's envs, in env
+  // order, and the info terms they report; empty for every other env.
+  std::vector<const envs::mujoco::MujocoEnv*> locomotion_envs_;
+  std::vector<envs::mujoco::InfoTerm> info_terms_;
+  std::vector<uint8_t> reset_pending_;  // async: envs whose reset recv() has not returned yet
   std::unique_ptr<envs::VectorEnv> env_;
   envs::VectorEnvConfig config_;
   envs::EnvSpec spec_;

@@ -96,3 +96,100 @@ def concord_model(name):
     import pathlib
 
     return str(pathlib.Path(__file__).resolve().parents[2] / "assets" / "mujoco" / name)
+
+
+TERMS = ("x_position", "x_velocity", "reward_forward", "reward_ctrl", "reward_survive", "reward_contact")
+
+
+def step_terms(info):
+    return {key for key in TERMS if key in info}
+
+
+def test_locomotion_step_info_holds_gymnasiums_terms():
+    # HalfCheetah-v5's info: x_position (qpos[0], which the observation holds when it keeps the
+    # positions), x_velocity, reward_forward, reward_ctrl; the reward is their sum.
+    with make("MuJoCo/HalfCheetah-v5", num_envs=3, seed=1, forward_reward_weight=2.0,
+              exclude_current_positions_from_observation=False) as envs:
+        obs, info = envs.reset(seed=4)
+        assert step_terms(info) == {"x_position"} and info["_x_position"].all()
+        np.testing.assert_allclose(info["x_position"], obs[:, 0], rtol=1e-6, atol=1e-7)
+        rng = np.random.default_rng(1)
+        for _ in range(5):
+            actions = rng.uniform(-1, 1, (3, 6)).astype(np.float32)
+            obs, rewards, _, _, info = envs.step(actions)
+            assert step_terms(info) == {"x_position", "x_velocity", "reward_forward", "reward_ctrl"}
+            for key in step_terms(info):
+                assert info[key].dtype == np.float64 and info["_" + key].all()
+            np.testing.assert_allclose(info["x_position"], obs[:, 0], rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(info["reward_forward"], 2.0 * info["x_velocity"])
+            np.testing.assert_allclose(info["reward_ctrl"], -0.1 * (actions.astype(np.float64) ** 2).sum(1), rtol=1e-12)
+            np.testing.assert_allclose(rewards, info["reward_forward"] + info["reward_ctrl"], rtol=1e-5, atol=1e-5)
+
+
+STEP_TERMS = {"x_velocity", "reward_forward", "reward_ctrl", "reward_survive"}
+
+
+def test_an_ended_episodes_terms_are_in_final_info():
+    # Same-step auto-reset, as Gymnasium's SyncVectorEnv: an env that ended has its reset's info
+    # (x_position only) in info and the ended step's terms in info["final_info"].
+    with make("MuJoCo/Hopper-v5", num_envs=4, seed=2, exclude_current_positions_from_observation=False) as envs:
+        envs.reset(seed=3)
+        rng = np.random.default_rng(2)
+        endings = 0
+        for _ in range(200):
+            obs, rewards, terminated, truncated, info = envs.step(rng.uniform(-1, 1, (4, 3)).astype(np.float32))
+            ended = terminated | truncated
+            live = ~ended
+            # A key is there when some env's step (or reset: x_position) gave it.
+            assert step_terms(info) == {"x_position"} | (STEP_TERMS if live.any() else set())
+            assert info["_x_position"].all()
+            np.testing.assert_allclose(info["x_position"], obs[:, 0], rtol=1e-6, atol=1e-7)  # after the reset
+            if live.any():
+                for key in STEP_TERMS:
+                    np.testing.assert_array_equal(info["_" + key], live)
+                np.testing.assert_allclose(
+                    rewards[live],
+                    (info["reward_forward"] + info["reward_ctrl"] + info["reward_survive"])[live], rtol=1e-5, atol=1e-5)
+            if not ended.any():
+                assert "final_info" not in info or not info["final_info"]
+                continue
+            endings += int(ended.sum())
+            final = info["final_info"]
+            assert step_terms(final) == {"x_position"} | STEP_TERMS
+            for key in step_terms(final):
+                np.testing.assert_array_equal(final["_" + key], ended)
+            np.testing.assert_allclose(
+                rewards[ended],
+                (final["reward_forward"] + final["reward_ctrl"] + final["reward_survive"])[ended], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(final["x_position"][ended], info["final_obs"][ended, 0], rtol=1e-6, atol=1e-7)
+            # A terminated Hopper is unhealthy: no survival reward on its last step.
+            assert (final["reward_survive"][terminated] == 0.0).all()
+        assert endings >= 4
+
+
+def test_ant_humanoid_and_async_envs_carry_their_terms():
+    with make("MuJoCo/Ant-v5", num_envs=2) as envs:
+        envs.reset(seed=0)
+        _, rewards, _, _, info = envs.step(np.full((2, 8), 0.5, np.float32))
+        assert step_terms(info) == set(TERMS)
+        np.testing.assert_allclose(
+            rewards, sum(info[key] for key in TERMS if key.startswith("reward_")), rtol=1e-5, atol=1e-5)
+    with make("MuJoCo/Swimmer-v5", num_envs=4, batch_size=2, seed=6) as envs:
+        envs.async_reset(seed=1)
+        for _ in range(2):  # the reset's rows hold what a reset's info holds
+            info = envs.recv()[4]
+            assert step_terms(info) == {"x_position"} and info["_x_position"].all()
+            envs.send(np.zeros((2, 2), np.float32), info["env_id"])
+        _, rewards, _, _, info = envs.recv()
+        assert step_terms(info) == {"x_position", "x_velocity", "reward_forward", "reward_ctrl"}
+        np.testing.assert_allclose(rewards, info["reward_forward"] + info["reward_ctrl"], rtol=1e-5, atol=1e-5)
+
+
+def test_other_envs_carry_no_step_terms():
+    for env_id, actions in (("CartPole-v1", np.zeros(2, np.int64)),
+                            ("MuJoCo/InvertedPendulum-v5", np.zeros((2, 1), np.float32)),
+                            ("MuJoCo/SparseHalfCheetah-v0", np.zeros((2, 6), np.float32))):
+        with make(env_id, num_envs=2) as envs:
+            _, info = envs.reset(seed=0)
+            assert not step_terms(info)
+            assert not step_terms(envs.step(actions)[4])

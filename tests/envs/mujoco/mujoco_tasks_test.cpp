@@ -201,9 +201,16 @@ int check_rewards(MujocoEnv& env, const Rules& rules, int steps) {
     EXPECT_NEAR(terms.ctrl, -rules.ctrl_weight * square_sum(action), 1e-12) << "step " << t;
     EXPECT_EQ(terms.contact, 0.0) << "step " << t;
     EXPECT_EQ(static_cast<float>(terms.total()), result.reward) << "step " << t;
+    EXPECT_EQ(terms.x_position, env.data()->qpos[0]) << "step " << t;
     if (result.terminated || result.truncated) {
       terminations += result.terminated ? 1 : 0;
+      const LocomotionReward ended = terms;
       env.reset(std::nullopt, obs.data());
+      // The reset keeps the ended step's terms apart and clears the last step's, but x_position.
+      EXPECT_EQ(env.ended_reward().total(), ended.total()) << "step " << t;
+      EXPECT_EQ(env.ended_reward().x_position, ended.x_position) << "step " << t;
+      EXPECT_EQ(env.last_reward().total(), 0.0) << "step " << t;
+      EXPECT_EQ(env.last_reward().x_position, env.data()->qpos[0]) << "step " << t;
     }
   }
   return terminations;

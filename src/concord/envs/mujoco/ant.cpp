@@ -36,7 +36,9 @@ Ant::Ant(const TaskOptions& options, std::shared_ptr<const MujocoModel> model)
           }(),
           model, options.frame_skip),
       options_(options),
-      torso_(model->require(mjOBJ_BODY, "torso", kId)) {}
+      torso_(model->require(mjOBJ_BODY, "torso", kId)) {
+  report_locomotion_info(/*survive=*/true, /*contact=*/true);
+}
 
 bool Ant::is_healthy() const {
   const mjData* d = data();

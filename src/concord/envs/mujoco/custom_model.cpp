@@ -50,7 +50,9 @@ CustomModel::CustomModel(const TaskOptions& options, std::shared_ptr<const Mujoc
           }(),
           model, options.frame_skip),
       options_(options),
-      body_(options.forward_body.empty() ? 1 : model->require(mjOBJ_BODY, options.forward_body, kId)) {}
+      body_(options.forward_body.empty() ? 1 : model->require(mjOBJ_BODY, options.forward_body, kId)) {
+  report_locomotion_info(/*survive=*/false, /*contact=*/false, /*x_position=*/false);
+}
 
 void CustomModel::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);

@@ -28,7 +28,9 @@ HalfCheetah::HalfCheetah(const TaskOptions& options, std::shared_ptr<const Mujoc
                            /*reward_threshold=*/4800.0};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_locomotion_info(/*survive=*/false, /*contact=*/false);
+}
 
 void HalfCheetah::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/true);

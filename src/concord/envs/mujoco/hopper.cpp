@@ -36,7 +36,9 @@ Hopper::Hopper(const TaskOptions& options, std::shared_ptr<const MujocoModel> mo
                            /*reward_threshold=*/3800.0};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_locomotion_info(/*survive=*/true, /*contact=*/false);
+}
 
 bool Hopper::is_healthy() const {
   const mjData* d = data();

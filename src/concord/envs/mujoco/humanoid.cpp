@@ -34,7 +34,9 @@ Humanoid::Humanoid(const TaskOptions& options, std::shared_ptr<const MujocoModel
                            /*reward_threshold=*/std::nullopt};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_locomotion_info(/*survive=*/true, /*contact=*/true);
+}
 
 bool Humanoid::is_healthy() const {
   const double z = data()->qpos[2];

@@ -19,6 +19,16 @@ MujocoEnv::MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int
 
 MujocoEnv::~MujocoEnv() { mj_deleteData(data_); }
 
+void MujocoEnv::report_locomotion_info(bool survive, bool contact, bool x_position) {
+  info_terms_.clear();
+  if (x_position) info_terms_.push_back({"x_position", &LocomotionReward::x_position, /*at_reset=*/true});
+  info_terms_.push_back({"x_velocity", &LocomotionReward::x_velocity});
+  info_terms_.push_back({"reward_forward", &LocomotionReward::forward});
+  info_terms_.push_back({"reward_ctrl", &LocomotionReward::ctrl});
+  if (survive) info_terms_.push_back({"reward_survive", &LocomotionReward::survive});
+  if (contact) info_terms_.push_back({"reward_contact", &LocomotionReward::contact});
+}
+
 Space MujocoEnv::action_space_of(const MujocoModel& model, const std::string& task) {
   const mjModel* m = model.get();
   std::vector<float> low(m->nu), high(m->nu);
@@ -78,11 +88,13 @@ void MujocoEnv::reset_data() {
 
 void MujocoEnv::reset_with_noise(double scale, bool normal_velocity) {
   const mjModel* m = model();
+  ended_reward_ = last_reward_;
   last_reward_ = LocomotionReward{};
   reset_data();
   for (int i = 0; i < m->nq; ++i) data_->qpos[i] = m->qpos0[i] + uniform(-scale, scale);
   for (int i = 0; i < m->nv; ++i) data_->qvel[i] = normal_velocity ? scale * normal() : uniform(-scale, scale);
   mj_forward(m, data_);
+  last_reward_.x_position = m->nq > 0 ? data_->qpos[0] : 0.0;
 }
 
 double MujocoEnv::normal() {
@@ -130,6 +142,7 @@ StepResult MujocoEnv::locomotion_step(const TaskOptions& options, double x_veloc
   last_reward_.survive = healthy ? options.healthy_reward : 0.0;
   last_reward_.ctrl = -options.ctrl_cost_weight * action_square_sum(action);
   last_reward_.contact = -contact_cost;
+  last_reward_.x_position = model()->nq > 0 ? data_->qpos[0] : 0.0;
   StepResult result;
   result.reward = static_cast<float>(last_reward_.total());
   result.terminated = !healthy && options.terminate_when_unhealthy;

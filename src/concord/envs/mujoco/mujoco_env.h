@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "concord/envs/env.h"
 #include "concord/envs/mujoco/mujoco_model.h"
@@ -21,7 +22,16 @@ struct LocomotionReward {
   double survive = 0.0;     // reward_survive: healthy_reward while healthy, else 0
   double ctrl = 0.0;        // reward_ctrl: -ctrl_cost_weight x sum(a^2)
   double contact = 0.0;     // reward_contact: minus the contact cost (Ant, Humanoid), else 0
+  double x_position = 0.0;  // qpos[0] after the step, or after the reset (not a reward term)
   double total() const { return forward + survive + ctrl + contact; }
+};
+
+// One LocomotionReward term under its key in Gymnasium v5's step `info`; at_reset: the reset's
+// info holds it too (x_position).
+struct InfoTerm {
+  const char* name;
+  double LocomotionReward::*value;
+  bool at_reset = false;
 };
 
 // Whether `value` lies in the open interval (range.first, range.second): Gymnasium's health ranges.
@@ -54,8 +64,17 @@ class MujocoEnv : public FloatEnv {
   int64_t unstable_steps() const { return unstable_steps_; }
   static int64_t unstable_steps_in_process() { return process_unstable_steps_.load(std::memory_order_relaxed); }
   // The reward terms of the last step of a locomotion task (HalfCheetah, Swimmer, Hopper, Walker2d,
-  // Ant, Humanoid, Custom-v0); all zero after a reset, a diverged step, or in the other tasks.
+  // Ant, Humanoid, Custom-v0); all zero after a reset (but x_position), a diverged step, or in the
+  // other tasks.
   const LocomotionReward& last_reward() const { return last_reward_; }
+  // The terms of the last step before the latest reset, which the reset cleared from
+  // last_reward(): under the vector engine's same-step auto-reset, the step that ended the episode.
+  const LocomotionReward& ended_reward() const { return ended_reward_; }
+  // The terms that Gymnasium v5's step `info` of this task holds, under its keys: x_position
+  // (not Custom-v0's), x_velocity, reward_forward and reward_ctrl, then reward_survive (tasks with
+  // health) and reward_contact (Ant, Humanoid); empty in the tasks without locomotion terms.
+  // Python's step info carries them.
+  const std::vector<InfoTerm>& info_terms() const { return info_terms_; }
 
   // The Box of the model's actuators' control ranges, float32. Throws std::invalid_argument
   // naming the task, the file and the actuator when one has no control range.
@@ -65,6 +84,9 @@ class MujocoEnv : public FloatEnv {
 
  protected:
   MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int frame_skip);
+  // A locomotion task's constructor names its info_terms(): those every one has, and its
+  // reward_survive and reward_contact when it has them; x_position = false leaves x_position out.
+  void report_locomotion_info(bool survive, bool contact, bool x_position = true);
 
   // Gymnasium's reset: mj_resetData (reset_data), then qpos = qpos0 + U(-scale, scale) per coordinate and
   // qvel = U(-scale, scale) (or scale x N(0, 1) with `normal_velocity`), then mj_forward.
@@ -110,6 +132,8 @@ class MujocoEnv : public FloatEnv {
   int frame_skip_ = 1;
   int64_t unstable_steps_ = 0;
   LocomotionReward last_reward_;
+  LocomotionReward ended_reward_;
+  std::vector<InfoTerm> info_terms_;
   static std::atomic<int64_t> process_unstable_steps_;
 };
 

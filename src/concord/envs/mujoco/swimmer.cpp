@@ -28,7 +28,9 @@ Swimmer::Swimmer(const TaskOptions& options, std::shared_ptr<const MujocoModel> 
                            /*reward_threshold=*/360.0};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_locomotion_info(/*survive=*/false, /*contact=*/false);
+}
 
 void Swimmer::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);

@@ -36,7 +36,9 @@ Walker2d::Walker2d(const TaskOptions& options, std::shared_ptr<const MujocoModel
                            /*reward_threshold=*/std::nullopt};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_locomotion_info(/*survive=*/true, /*contact=*/false);
+}
 
 bool Walker2d::is_healthy() const {
   const mjData* d = data();
