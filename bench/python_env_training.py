@@ -116,7 +116,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20000, help="environment steps per measurement")
     parser.add_argument("--step-timeout", type=float, default=None,
-                        help="env.step_timeout_seconds for the Python env (0: no bound, no hand-over; "
+                        help="env.step_timeout_seconds for the Python env (0: no bound, no watch; "
                              "default: the key's default)")
     args = parser.parse_args()
     bound = {} if args.step_timeout is None else {"env.step_timeout_seconds": args.step_timeout}

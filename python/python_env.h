@@ -28,10 +28,11 @@ envs::Space box_space(const py::handle& low, const py::handle& high, const py::h
 // Registers `factory` (a callable returning an object with reset(seed=None) -> (obs, info),
 // step(action) -> (obs, reward, terminated, truncated, info), observation_space and action_space)
 // under `id` in this module's registry. Every env it makes calls Python holding the GIL and is
-// marked EnvSpec::calls_interpreter; its reset() and step() run on an interpreter thread while the
-// engine's thread waits at most env.step_timeout_seconds (EnvOptions::step_timeout_seconds) and
-// stops waiting at SIGINT or SIGTERM (envs::EnvInterrupted). With `check`, one env is made at
-// once so that a bad space fails here. Throws std::invalid_argument for an id already registered.
+// marked EnvSpec::calls_interpreter; the engine's thread calls its reset() and step() itself, and
+// a watchdog stops one that runs longer than env.step_timeout_seconds
+// (EnvOptions::step_timeout_seconds), or runs when SIGINT or SIGTERM comes (envs::EnvInterrupted):
+// python_env.cpp. With `check`, one env is made at once so that a bad space fails here. Throws std::invalid_argument
+// for an id already registered.
 void register_python_env(const std::string& id, const py::object& factory, int max_episode_steps,
                          std::optional<double> reward_threshold, bool check);
 

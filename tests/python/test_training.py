@@ -3,6 +3,7 @@
 import os
 import pathlib
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -344,14 +345,17 @@ def test_config_takes_a_preset_name_and_paths_from_the_callers_folder(tmp_path, 
 
 
 # A Python env whose step hangs on its 200th call (after the first update, so a checkpoint exists),
-# in a process of its own: `time.sleep` blocks in C, a busy loop runs Python code. It prints
-# "hanging" just before, so that the test times from there.
+# in a process of its own: `time.sleep` blocks in C, a busy loop runs Python code, both on Python's
+# main thread (policy single); "worker-sleep" sleeps on an engine thread of sync_vector (its first
+# step from the 200th on that runs there; each step takes 2 ms, so that the engine spreads them).
+# It prints "hanging" just before, so that the test times from there.
 HANGING_RUN = r"""
-import sys, time
+import sys, threading, time
 import numpy as np
 import concord
 
 how, limit, run_root = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+on_worker = how == "worker-sleep"
 
 
 class HangingEnv:
@@ -365,9 +369,12 @@ class HangingEnv:
 
     def step(self, action):
         self.steps += 1
-        if self.steps == 200:
+        if on_worker:
+            time.sleep(0.002)
+        if self.steps == 200 if not on_worker else (self.steps >= 200 and
+                                                     threading.current_thread() is not threading.main_thread()):
             print("hanging", flush=True)
-            if how == "sleep":
+            if how != "busy":
                 time.sleep(3600)
             while True:
                 pass
@@ -376,6 +383,7 @@ class HangingEnv:
 
 concord.register_env("test/Hanging-v0", HangingEnv)
 concord.train(env="test/Hanging-v0", num_envs=2, total_timesteps=100000, progress=False, run_root=run_root,
+              policy="sync_vector" if on_worker else "single", num_threads=2 if on_worker else 1,
               overrides={"run.log_level": "warn", "algo.ppo.num_steps": 64, "env.step_timeout_seconds": limit})
 """
 
@@ -435,6 +443,31 @@ def test_sigint_during_a_hung_python_env_ends_the_run_at_once(tmp_path, how):
     assert waited < 1.0, f"the run ended {waited:.2f} s after SIGINT"
     (run_dir,) = tmp_path.iterdir()
     assert (run_dir / "checkpoint.ckpt").is_file()
+
+
+# A call that the exception raised in it does not end (time.sleep on a thread other than Python's
+# main one retries after EINTR) ends the process: within the limit, the watchdog's period and its
+# 0.4 s of grace, after the checkpoint of the last update, in one line that says which step it holds.
+@pytest.mark.parametrize("signalled", [False, True])
+def test_a_call_that_cannot_be_interrupted_ends_the_process_after_the_checkpoint(tmp_path, signalled):
+    run = HangingRun(tmp_path, "worker-sleep", limit=600.0 if signalled else 1.0)
+    since = run.hung_at
+    if signalled:
+        time.sleep(0.2)
+        run.process.send_signal(signal.SIGINT)
+        since = time.monotonic()
+    errors = run.finish()
+    said = ("had not returned when SIGINT arrived, nor within 400 ms of the KeyboardInterrupt" if signalled else
+            "did not return within env.step_timeout_seconds = 1 s, nor within 400 ms of the TimeoutError")
+    message = f"concord: error: environment 'test/Hanging-v0': step() {said} raised in it"
+    assert run.process.returncode == (128 + signal.SIGINT if signalled else 1) and message in errors, errors
+    waited = run.seconds_until(message, since=since)
+    assert waited < (1.0 if signalled else 2.0), f"the process ended {waited:.2f} s after the env hung"
+    (run_dir,) = tmp_path.iterdir()
+    line = next(line for _, line in run.lines if message in line)
+    step = int(re.search(r"the checkpoint .*checkpoint\.ckpt holds step (\d+) \(update \d+\)$", line).group(1))
+    last_update = int((run_dir / "metrics.csv").read_text().splitlines()[-1].split(",")[0])
+    assert step == last_update >= 128 and (run_dir / "checkpoint.ckpt").is_file()
 
 
 def test_step_timeout_zero_calls_python_on_the_engines_thread_and_other_envs_refuse_the_key(tmp_path):

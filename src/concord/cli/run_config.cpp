@@ -97,8 +97,8 @@ core::ConfigSchema concord_schema() {
   schema.declare("env.recv_timeout_seconds", 60.0, "Longest wait for an asynchronous batch before failing");
   schema.declare("env.step_timeout_seconds", envs::kDefaultStepTimeoutSeconds,
                  "Python envs: the longest one reset() or step() may take before the run fails naming the env "
-                 "(each call is handed to an interpreter thread; 0: no bound, the engine's thread calls Python "
-                 "itself, faster); other environments refuse a value other than the default");
+                 "(a watchdog thread stops a call past it; 0: no bound, no watch); other environments refuse a "
+                 "value other than the default");
   schema.declare("env.sticky_action_probability", 0.1,
                  "MinAtar: chance that the previous action is repeated instead of the chosen one; other "
                  "environments refuse a value other than the default");

@@ -12,6 +12,7 @@
 #include "concord/cli/run_config.h"
 #include "concord/core/atomic_file.h"
 #include "concord/core/checkpoint.h"
+#include "concord/core/stop_request.h"
 #include "concord/policies/policy_registry.h"
 
 namespace concord::cli {
@@ -30,6 +31,8 @@ void save_training_checkpoint(const std::filesystem::path& run_dir, const algos:
   checkpoint.metadata["config"] = config.to_toml();
   const std::filesystem::path latest = checkpoint_path(run_dir);
   core::save_checkpoint(latest, checkpoint);
+  core::set_run_checkpoint_note("the checkpoint " + latest.string() + " holds step " +
+                                std::to_string(state.global_step) + " (update " + std::to_string(state.updates) + ")");
   const int64_t keep =
       config.schema().contains("train.keep_checkpoints") ? config.get_int("train.keep_checkpoints") : 1;
   if (keep > 1) keep_checkpoint(run_dir, latest, state.global_step, keep);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
 #include "concord/core/progress_bar.h"
+#include "concord/core/stop_request.h"
 #include "concord/core/timer.h"
 
 namespace concord::cli {
@@ -121,6 +123,30 @@ std::string without_checkpoint(std::string message) {
   if (at == std::string::npos) return message + "; " + truth;
   return message.replace(at, claim.size(), truth);
 }
+
+// core::run_checkpoint_note for the length of a run: the checkpoint it resumed from, or none yet
+// (save_training_checkpoint updates it); cleared when the run ends.
+struct RunCheckpointNote {
+  RunCheckpointNote(const std::string& resumed_from, const policies::TrainingState& state) {
+    core::set_run_checkpoint_note(resumed_from.empty() ? "no checkpoint yet"
+                                                       : "the checkpoint " + resumed_from + " holds step " +
+                                                             std::to_string(state.global_step) + " (update " +
+                                                             std::to_string(state.updates) + ")");
+  }
+  ~RunCheckpointNote() { core::set_run_checkpoint_note(""); }
+  RunCheckpointNote(const RunCheckpointNote&) = delete;
+  RunCheckpointNote& operator=(const RunCheckpointNote&) = delete;
+};
+
+// core::set_last_resort_checkpoint for the length of a run's training loop.
+struct LastResortCheckpoint {
+  explicit LastResortCheckpoint(std::function<void()> save) { core::set_last_resort_checkpoint(std::move(save)); }
+  ~LastResortCheckpoint() { clear(); }
+  // Once the loop has come back: the run saves for itself (after a save under way ended).
+  static void clear() { core::set_last_resort_checkpoint(nullptr); }
+  LastResortCheckpoint(const LastResortCheckpoint&) = delete;
+  LastResortCheckpoint& operator=(const LastResortCheckpoint&) = delete;
+};
 
 // A run that will do nothing, or nearly nothing, says so before it starts.
 void warn_if_little_to_do(TrainingRun& training, const policies::TrainingState& state) {
@@ -261,6 +287,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
       start_run(std::move(config), "train", resume_dir.empty() ? restarted.run_dir : resume_dir, "", std::move(lock));
   for (const std::string& note : renamed_keys) spdlog::warn("{}", note);
   if (!resume_dir.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
+  // What the run holds on disk, for a line written by a thread that ends the process at once.
+  const RunCheckpointNote note(resume_dir.empty() ? "" : checkpoint_path(run.run_dir).string(), state);
   // At step 0 for a restart without a checkpoint: the failed group's rows go.
   if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);
   // env.num_envs is the run's total, whatever the number of ranks sharing it.
@@ -285,6 +313,11 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     // The last completed update, for a checkpoint after an error (save_checkpoint_after_error).
     policies::TrainingState last_update = state;
     const torch::Tensor parameters_then = learner.flat_parameters().values().detach().clone();
+    // A Python env call that cannot be interrupted ends the process from another thread: it saves
+    // this checkpoint first (the learner is still, for its thread waits for that call).
+    const LastResortCheckpoint last_resort([&] {
+      save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
+    });
     // log.interval_steps: an update is recorded once global_step reaches the next multiple of the
     // interval (every update at 0); the last update is recorded at the end whatever the interval.
     const int64_t log_interval = training.log_interval_steps();
@@ -327,11 +360,14 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     callbacks.should_stop = stop_condition(signals, hooks);
     try {
       training.train(state, callbacks);
+      LastResortCheckpoint::clear();
     } catch (const policies::NonFiniteMetric& error) {
+      LastResortCheckpoint::clear();
       // The learner's numbers went wrong: the last checkpoint is the one to keep, where there is one.
       if (std::filesystem::exists(checkpoint_path(run.run_dir))) throw;
       throw policies::NonFiniteMetric(without_checkpoint(error.what()));
     } catch (const std::exception& error) {
+      LastResortCheckpoint::clear();
       save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
     }
