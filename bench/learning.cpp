@@ -7,7 +7,7 @@
 //
 //   learning                                   every tuned config, 3 seeds
 //   learning --configs configs/ppo_acrobot.toml --seeds 5
-//   learning --configs configs/ppo_lstm_cartpole_novel.toml --set algo.recurrent=\"\"   (one change)
+//   learning --configs configs/ppo_acrobot.toml --set algo.ppo.update_epochs=4   (one change)
 //   learning --quick                           a smoke run: 1 seed, a few updates, 2 episodes
 
 #include <CLI/CLI.hpp>

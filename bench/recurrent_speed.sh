@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # recurrent_speed: recurrent PPO's steps/s at CartPole scale (configs/ppo_lstm_cartpole_novel.toml:
-# 8 envs x 32 steps, 20 epochs, a 64-wide layer then an LSTM of 64 cells for actor and critic),
-# beside the same agent without memory and, with --pytorch PATH, beside a PyTorch implementation of
+# 8 envs x 32 steps, 20 epochs, an LSTM of 64 cells then a 64-wide layer for actor and critic),
+# beside the same agent without memory (the 64-wide layer alone) and, with --pytorch PATH, beside a PyTorch implementation of
 # the same agent run in the same loop (bench/README.md: it lives outside the repository). Each
 # repeat runs the three one after another, so that they share the machine's load.
 #
@@ -37,7 +37,8 @@ echo "recurrent_speed: $steps steps a Concord run, $pytorch_steps a PyTorch run,
 printf '%7s  %18s  %18s  %18s  %8s\n' "repeat" "concord lstm" "concord no memory" "pytorch lstm" "ratio"
 for repeat in $(seq 1 "$repeats"); do
   lstm="$(concord_sps)"
-  feed_forward="$(concord_sps --set 'algo.recurrent=""' --set algo.recurrent_size=128)"
+  feed_forward="$(concord_sps --set 'algo.recurrent=""' --set algo.recurrent_size=128 --set 'algo.head_hidden_sizes=[]' \
+    --set 'algo.hidden_sizes=[64]')"
   torch_sps="-"
   ratio="-"
   if [ -n "$pytorch" ]; then

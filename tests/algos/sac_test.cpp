@@ -431,6 +431,9 @@ TEST(Sac, RefusesADiscreteActionSpaceInOneLine) {
   config = small_pendulum_sac_config();
   config.network.torso = "cnn";
   EXPECT_THROW(Sac{config}, std::invalid_argument);
+  config = small_pendulum_sac_config();
+  config.network.orthogonal_init = false;  // its layers have PyTorch's defaults already
+  EXPECT_THROW(Sac{config}, std::invalid_argument);
 }
 
 TEST(Sac, ValidateListsBadHyperparameters) {

@@ -176,6 +176,14 @@ TEST(QNetworkTest, RefusesContinuousActionsAndBadObservations) {
   QNetworkConfig bad_torso = cartpole();
   bad_torso.torso.torso = "transformer";
   EXPECT_THROW(QNetwork{bad_torso}, std::invalid_argument);
+  // The actor-critic's initialisation and head-layer keys mean nothing to a Q-network: refused.
+  QNetworkConfig default_init = cartpole();
+  default_init.torso.orthogonal_init = false;
+  EXPECT_THROW(QNetwork{default_init}, std::invalid_argument);
+  QNetworkConfig head_layers = cartpole();
+  head_layers.torso.recurrent = "gru";
+  head_layers.torso.head_hidden_sizes = {16};
+  EXPECT_THROW(QNetwork{head_layers}, std::invalid_argument);
 
   QNetwork network(cartpole());
   try {

@@ -3,6 +3,7 @@
 // episode's own state, and the feed-forward methods refuse it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@ namespace {
 constexpr int64_t kSteps = 7;
 constexpr int64_t kEnvs = 3;
 
-ActorCriticConfig recurrent_config(const std::string& kind, bool shared, ActionKind action_kind) {
+// heads: sb3-contrib RecurrentPPO's arrangement, the core on the raw observation, then hidden
+// layers before each head, every layer with PyTorch's default initialisation.
+ActorCriticConfig recurrent_config(const std::string& kind, bool shared, ActionKind action_kind, bool heads = false) {
   ActorCriticConfig config;
   config.obs_shape = {3};
   config.action_kind = action_kind;
@@ -31,6 +34,12 @@ ActorCriticConfig recurrent_config(const std::string& kind, bool shared, ActionK
   config.shared_torso = shared;
   config.recurrent = kind;
   config.recurrent_size = 8;
+  if (heads) {
+    config.hidden_sizes = {};
+    config.head_hidden_sizes = {16, 8};
+    config.activation = "relu";
+    config.orthogonal_init = false;
+  }
   return config;
 }
 
@@ -68,12 +77,12 @@ Acted act_step_by_step(ActorCritic& model, const torch::Tensor& obs, const torch
   return acted;
 }
 
-class RecurrentActorCritic : public ::testing::TestWithParam<std::tuple<std::string, bool, ActionKind>> {};
+class RecurrentActorCritic : public ::testing::TestWithParam<std::tuple<std::string, bool, ActionKind, bool>> {};
 
 TEST_P(RecurrentActorCritic, ASequenceReRunFromItsStartStateGivesWhatActingStepByStepGave) {
   torch::manual_seed(3);
-  const auto [kind, shared, action_kind] = GetParam();
-  ActorCritic model(recurrent_config(kind, shared, action_kind));
+  const auto [kind, shared, action_kind, heads] = GetParam();
+  ActorCritic model(recurrent_config(kind, shared, action_kind, heads));
   const torch::Tensor obs = torch::randn({kSteps, kEnvs, 3});
   const torch::Tensor starts = episode_starts();
   const Acted acted = act_step_by_step(model, obs, starts);
@@ -102,8 +111,8 @@ TEST_P(RecurrentActorCritic, ASequenceReRunFromItsStartStateGivesWhatActingStepB
 
 TEST_P(RecurrentActorCritic, AnEpisodeStartResetsTheStateToTheInitialOne) {
   torch::manual_seed(4);
-  const auto [kind, shared, action_kind] = GetParam();
-  ActorCritic model(recurrent_config(kind, shared, action_kind));
+  const auto [kind, shared, action_kind, heads] = GetParam();
+  ActorCritic model(recurrent_config(kind, shared, action_kind, heads));
   torch::NoGradGuard no_grad;
   const torch::Tensor obs = torch::randn({kEnvs, 3});
   const core::TensorMap remembered = model->act(torch::randn({kEnvs, 3}), {}, {}).state;
@@ -120,8 +129,8 @@ TEST_P(RecurrentActorCritic, AnEpisodeStartResetsTheStateToTheInitialOne) {
 
 TEST_P(RecurrentActorCritic, ATruncationBootstrapsFromTheEndedEpisodesOwnState) {
   torch::manual_seed(5);
-  const auto [kind, shared, action_kind] = GetParam();
-  ActorCritic model(recurrent_config(kind, shared, action_kind));
+  const auto [kind, shared, action_kind, heads] = GetParam();
+  ActorCritic model(recurrent_config(kind, shared, action_kind, heads));
   const torch::Tensor obs = torch::randn({kSteps, kEnvs, 3});
   const torch::Tensor final_obs = torch::randn({kSteps, kEnvs, 3});
   const torch::Tensor starts = episode_starts();
@@ -140,10 +149,46 @@ TEST_P(RecurrentActorCritic, ATruncationBootstrapsFromTheEndedEpisodesOwnState) 
 }
 
 INSTANTIATE_TEST_SUITE_P(KindsAndTorsos, RecurrentActorCritic,
-                         ::testing::Values(std::make_tuple("lstm", false, ActionKind::kDiscrete),
-                                           std::make_tuple("lstm", true, ActionKind::kContinuous),
-                                           std::make_tuple("gru", false, ActionKind::kContinuous),
-                                           std::make_tuple("gru", true, ActionKind::kDiscrete)));
+                         ::testing::Values(std::make_tuple("lstm", false, ActionKind::kDiscrete, false),
+                                           std::make_tuple("lstm", true, ActionKind::kContinuous, false),
+                                           std::make_tuple("gru", false, ActionKind::kContinuous, false),
+                                           std::make_tuple("gru", true, ActionKind::kDiscrete, false),
+                                           std::make_tuple("lstm", false, ActionKind::kDiscrete, true),
+                                           std::make_tuple("gru", true, ActionKind::kContinuous, true)));
+
+// RecurrentPPO's arrangement: each head has its own hidden layers on the core (shared core or
+// not), and orthogonal_init = false leaves every layer as PyTorch builds it: the policy head is no
+// longer scaled to 0.01 and the core's biases are not zero.
+TEST(RecurrentActorCriticHeads, HeadLayersSitBetweenTheCoreAndEachHeadWithPyTorchsInitialisation) {
+  torch::manual_seed(7);
+  ActorCritic model(recurrent_config("lstm", true, ActionKind::kDiscrete, /*heads=*/true));
+  const auto parameters = model->named_parameters();
+  EXPECT_EQ(parameters["actor_head_layers.fc0.weight"].sizes(), torch::IntArrayRef({16, 8}));
+  EXPECT_EQ(parameters["critic_head_layers.fc1.weight"].sizes(), torch::IntArrayRef({8, 16}));
+  EXPECT_EQ(parameters["actor_head.weight"].sizes(), torch::IntArrayRef({2, 8}));
+  EXPECT_EQ(parameters["core.lstm.weight_ih_l0"].sizes(), torch::IntArrayRef({32, 3}));  // the raw observation
+  EXPECT_GT(parameters["actor_head.weight"].abs().max().item<double>(), 0.05);
+  EXPECT_GT(parameters["core.lstm.bias_ih_l0"].abs().max().item<double>(), 0.0);
+  // PyTorch's LSTM draws every parameter from U(-1/sqrt(hidden), 1/sqrt(hidden)).
+  EXPECT_LE(parameters["core.lstm.weight_hh_l0"].abs().max().item<double>(), 1.0 / std::sqrt(8.0));
+
+  ActorCritic orthogonal(recurrent_config("lstm", true, ActionKind::kDiscrete));
+  EXPECT_EQ(orthogonal->named_parameters()["core.lstm.bias_ih_l0"].abs().max().item<double>(), 0.0);
+  EXPECT_EQ(orthogonal->named_parameters().find("actor_head_layers.fc0.weight"), nullptr);
+}
+
+TEST(RecurrentActorCriticHeads, HeadLayersWithoutACoreAreRefusedNamingTheKey) {
+  ActorCriticConfig config = recurrent_config("", false, ActionKind::kDiscrete);
+  config.recurrent_size = ActorCriticConfig{}.recurrent_size;
+  config.head_hidden_sizes = {64};
+  try {
+    config.validate();
+    FAIL() << "validate() accepted head_hidden_sizes without a core";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("head_hidden_sizes=[64] applies only to a recurrent core"), std::string::npos) << message;
+  }
+}
 
 TEST(RecurrentActorCriticRefusals, TheFeedForwardMethodsRefuseANetworkWithMemory) {
   ActorCritic model(recurrent_config("lstm", false, ActionKind::kDiscrete));

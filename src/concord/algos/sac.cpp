@@ -174,6 +174,11 @@ void SacConfig::validate() const {
         "\", algo.shared_torso=" + (network.shared_torso ? "true" : "false") + " and algo.normalize_observations=" +
         (network.normalize_observations ? "true" : "false") + " must be \"mlp\", false and false");
   }
+  if (!network.orthogonal_init) {
+    throw std::invalid_argument(
+        "SAC: orthogonal_init = false asks for PyTorch's default initialisation, which SAC's networks always have "
+        "(CleanRL's sac_continuous_action.py; set algo.orthogonal_init = true)");
+  }
   network.validate();
   core::ConfigProblems problems;
   problems.check(buffer_size >= 1, "buffer_size", buffer_size, ">= 1");

@@ -88,7 +88,8 @@ void ActorCriticConfig::validate() const {
   const std::string grid = "torso=grid_cnn" + torso_is;
   const std::string cnn = "torso=cnn" + torso_is;
   problems.check_applies(torso == "mlp", "hidden_sizes", hidden_sizes, defaults.hidden_sizes, mlp);
-  problems.check_applies(torso == "mlp", "activation", activation, defaults.activation, mlp);
+  problems.check_applies(torso == "mlp" || !head_hidden_sizes.empty(), "activation", activation, defaults.activation,
+                         "torso=mlp or head_hidden_sizes" + torso_is + " with no head_hidden_sizes");
   problems.check_applies(torso == "grid_cnn", "grid_channels", grid_channels, defaults.grid_channels, grid);
   problems.check_applies(torso == "grid_cnn", "grid_kernel_size", grid_kernel_size, defaults.grid_kernel_size, grid);
   problems.check_applies(torso == "grid_cnn", "grid_stride", grid_stride, defaults.grid_stride, grid);
@@ -101,6 +102,11 @@ void ActorCriticConfig::validate() const {
                  "\"lstm\", \"gru\" or \"\" (none)");
   problems.check(recurrent_size >= 1, "recurrent_size", recurrent_size, ">= 1");
   problems.check_applies(!recurrent.empty(), "recurrent_size", recurrent_size, defaults.recurrent_size,
+                         "a recurrent core (recurrent = \"lstm\" or \"gru\"), and there is none");
+  bool positive_head_sizes = true;
+  for (int64_t size : head_hidden_sizes) positive_head_sizes = positive_head_sizes && size >= 1;
+  problems.check(positive_head_sizes, "head_hidden_sizes", head_hidden_sizes, "all >= 1");
+  problems.check_applies(!recurrent.empty(), "head_hidden_sizes", head_hidden_sizes, defaults.head_hidden_sizes,
                          "a recurrent core (recurrent = \"lstm\" or \"gru\"), and there is none");
   problems.throw_if_any("network config (algo.<key>)");
 }
@@ -138,6 +144,12 @@ const core::ConfigFields<ActorCriticConfig>& ActorCriticConfig::fields() {
        "Memory after the torso: lstm or gru (each env's state carried from step to step, reset where an "
        "episode starts), or empty for none"},
       {"recurrent_size", &ActorCriticConfig::recurrent_size, "Cells of the recurrent core (with recurrent)"},
+      {"orthogonal_init", &ActorCriticConfig::orthogonal_init,
+       "Orthogonal initialisation as CleanRL's (gain sqrt(2) for torso layers, 0.01 for the policy head, 1 for the "
+       "value head); false: PyTorch's defaults for every layer (Stable-Baselines3's ortho_init=False)"},
+      {"head_hidden_sizes", &ActorCriticConfig::head_hidden_sizes,
+       "With recurrent: hidden layers between the core and each head, with algo.activation (sb3-contrib "
+       "RecurrentPPO's net_arch after its LSTM); empty: the heads read the core"},
   };
   return kFields;
 }
@@ -201,10 +213,20 @@ void ActorCriticImpl::reset() {
     }
     features = config_.recurrent_size;
   }
+  actor_head_layers_ = nullptr;
+  critic_head_layers_ = nullptr;
+  if (recurrent() && !config_.head_hidden_sizes.empty()) {
+    actor_head_layers_ =
+        register_module("actor_head_layers", MlpTorso(features, config_.head_hidden_sizes, config_.activation));
+    critic_head_layers_ =
+        register_module("critic_head_layers", MlpTorso(features, config_.head_hidden_sizes, config_.activation));
+    features = config_.head_hidden_sizes.back();
+  }
   actor_head_ = register_module("actor_head", torch::nn::Linear(features, config_.action_dim));
   orthogonal_init(actor_head_, kPolicyHeadGain);
   critic_head_ = register_module("critic_head", torch::nn::Linear(features, 1));
   orthogonal_init(critic_head_, kValueHeadGain);
+  if (!config_.orthogonal_init) pytorch_default_init(*this);
   if (config_.action_kind == ActionKind::kContinuous) {
     log_std_ = register_parameter("log_std", torch::full({config_.action_dim}, config_.init_log_std, torch::kFloat32));
   } else {
@@ -396,6 +418,14 @@ core::TensorMap ActorCriticImpl::initial_state(int64_t batch) const {
   return pack_state(std::move(actor), std::move(critic));
 }
 
+torch::Tensor ActorCriticImpl::actor_head_on_core(const torch::Tensor& h) {
+  return actor_head_->forward(actor_head_layers_ ? actor_head_layers_->forward(h) : h);
+}
+
+torch::Tensor ActorCriticImpl::critic_head_on_core(const torch::Tensor& h) {
+  return critic_head_->forward(critic_head_layers_ ? critic_head_layers_->forward(h) : h).squeeze(-1);
+}
+
 RecurrentPolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs, const core::TensorMap& state,
                                                const torch::Tensor& starts) {
   if (!recurrent()) throw std::logic_error("ActorCritic::forward: a state was given to a network without memory");
@@ -405,14 +435,14 @@ RecurrentPolicyOutput ActorCriticImpl::forward(const torch::Tensor& obs, const c
   const torch::Tensor critic_h =
       critic_core_ ? critic_core_->step(run_torso(critic_torso_, x), starts, critic_state) : actor_h;
   RecurrentPolicyOutput result;
-  const torch::Tensor head_out = actor_head_->forward(actor_h);
+  const torch::Tensor head_out = actor_head_on_core(actor_h);
   if (config_.action_kind == ActionKind::kDiscrete) {
     result.out.logits = head_out;
   } else {
     result.out.mean = head_out;
     result.out.log_std = log_std_;
   }
-  result.out.value = critic_head_->forward(critic_h).squeeze(-1);
+  result.out.value = critic_head_on_core(critic_h);
   result.state = pack_state(std::move(actor_state), std::move(critic_state));
   return result;
 }
@@ -435,7 +465,7 @@ torch::Tensor ActorCriticImpl::value(const torch::Tensor& obs, const core::Tenso
   const torch::Tensor x = prepare(obs);
   auto [actor_state, critic_state] = unpack_state(state, x.size(0));
   std::vector<torch::Tensor>& own = critic_core_ ? critic_state : actor_state;
-  return critic_head_->forward(critic_core()->step(run_torso(critic_torso(), x), starts, own)).squeeze(-1);
+  return critic_head_on_core(critic_core()->step(run_torso(critic_torso(), x), starts, own));
 }
 
 ActionEvaluation ActorCriticImpl::evaluate_sequence(const torch::Tensor& obs, const torch::Tensor& actions,
@@ -453,9 +483,8 @@ ActionEvaluation ActorCriticImpl::evaluate_sequence(const torch::Tensor& obs, co
           ? critic_core_->unroll(run_torso(critic_torso_, x).unflatten(0, {steps, batch}), starts, critic_state)
                 .flatten(0, 1)
           : actor_h;
-  const torch::Tensor head_out = actor_head_->forward(actor_h);
-  return evaluation_of(make_distribution(head_out), head_out, actions.flatten(0, 1),
-                       critic_head_->forward(critic_h).squeeze(-1));
+  const torch::Tensor head_out = actor_head_on_core(actor_h);
+  return evaluation_of(make_distribution(head_out), head_out, actions.flatten(0, 1), critic_head_on_core(critic_h));
 }
 
 torch::Tensor ActorCriticImpl::final_values_sequence(const torch::Tensor& obs, const torch::Tensor& final_obs,
@@ -480,7 +509,7 @@ torch::Tensor ActorCriticImpl::final_values_sequence(const torch::Tensor& obs, c
     const int64_t t = step_index[i];
     std::vector<torch::Tensor> ended = states_after[static_cast<size_t>(t)];
     const torch::Tensor h = critic_core()->step(run_torso(critic_torso(), prepare(final_obs[t])), {}, ended);
-    const torch::Tensor step_values = critic_head_->forward(h).squeeze(-1).to(values.scalar_type());
+    const torch::Tensor step_values = critic_head_on_core(h).to(values.scalar_type());
     values[t].copy_(torch::where(truncated[t].gt(0.0), step_values, torch::zeros_like(step_values)));
   }
   return values;

@@ -70,6 +70,14 @@ struct ActorCriticConfig {
   // the heads; "" for none (a feed-forward network).
   std::string recurrent;
   int64_t recurrent_size = 128;
+  // With memory only: hidden layers (with `activation`) between each core and its head, one stack
+  // for the actor and one for the critic, as sb3-contrib's RecurrentPPO puts its net_arch after its
+  // LSTM; empty: the heads read the core directly (CleanRL's ppo_atari_lstm.py).
+  std::vector<int64_t> head_hidden_sizes;
+  // Every layer orthogonal as CleanRL initialises it (init.h: torso layers gain sqrt(2), the
+  // policy head 0.01, the value head 1, a core gain 1 with zero biases); false: PyTorch's defaults
+  // for every layer (Stable-Baselines3's ortho_init=False, as RL Zoo's ppo_lstm presets use).
+  bool orthogonal_init = true;
 
   // Throws std::invalid_argument listing every bad field with its value.
   void validate() const;
@@ -268,12 +276,18 @@ class ActorCriticImpl : public torch::nn::Cloneable<ActorCriticImpl> {
   Torso& critic_torso() { return config_.shared_torso ? actor_torso_ : critic_torso_; }
   RecurrentCore& critic_core() { return config_.shared_torso ? actor_core_ : critic_core_; }
   ActionDistribution make_distribution(const torch::Tensor& head_out) const;
+  // The heads on a core's output h [N, recurrent_size], through the head layers when there are
+  // any: the actor's output (logits or mean) and the value [N].
+  torch::Tensor actor_head_on_core(const torch::Tensor& h);
+  torch::Tensor critic_head_on_core(const torch::Tensor& h);
 
   ActorCriticConfig config_;
-  Torso actor_torso_;                   // the shared torso when config_.shared_torso
-  Torso critic_torso_;                  // unset when config_.shared_torso
-  RecurrentCore actor_core_{nullptr};   // the shared core when config_.shared_torso; unset without memory
-  RecurrentCore critic_core_{nullptr};  // unset when config_.shared_torso or without memory
+  Torso actor_torso_;                     // the shared torso when config_.shared_torso
+  Torso critic_torso_;                    // unset when config_.shared_torso
+  RecurrentCore actor_core_{nullptr};     // the shared core when config_.shared_torso; unset without memory
+  RecurrentCore critic_core_{nullptr};    // unset when config_.shared_torso or without memory
+  MlpTorso actor_head_layers_{nullptr};   // config_.head_hidden_sizes, with memory only
+  MlpTorso critic_head_layers_{nullptr};  // likewise, the critic's own
   torch::nn::Linear actor_head_{nullptr};
   torch::nn::Linear critic_head_{nullptr};
   torch::Tensor log_std_;            // [d], continuous actions only

@@ -4,6 +4,7 @@
 
 #include <torch/nn/init.h>
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/rnn.h>
 
 namespace concord::nn {
 namespace {
@@ -39,6 +40,20 @@ void orthogonal_init(torch::nn::Module& module, double gain, double bias_const) 
       init_weight_and_bias(conv2->weight, conv2->bias, gain, bias_const);
     } else if (auto* conv3 = dynamic_cast<torch::nn::Conv3dImpl*>(target)) {
       init_weight_and_bias(conv3->weight, conv3->bias, gain, bias_const);
+    }
+  }
+}
+
+void pytorch_default_init(torch::nn::Module& module, bool recurrent) {
+  for (const auto& child : module.modules(/*include_self=*/false)) {
+    if (auto* linear = child->as<torch::nn::Linear>()) {
+      linear->reset_parameters();
+    } else if (auto* conv = child->as<torch::nn::Conv2d>()) {
+      conv->reset_parameters();
+    } else if (auto* lstm = child->as<torch::nn::LSTM>(); lstm != nullptr && recurrent) {
+      lstm->reset_parameters();
+    } else if (auto* gru = child->as<torch::nn::GRU>(); gru != nullptr && recurrent) {
+      gru->reset_parameters();
     }
   }
 }

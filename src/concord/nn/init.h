@@ -19,4 +19,10 @@ void orthogonal_init(const torch::nn::Linear& linear, double gain, double bias_c
 // descendants; other modules and free parameters are left as they are.
 void orthogonal_init(torch::nn::Module& module, double gain, double bias_const = 0.0);
 
+// PyTorch's default initialisation (what a freshly built nn.Linear, nn.Conv2d, nn.LSTM or nn.GRU
+// has: Kaiming-uniform weights, uniform biases in +-1/sqrt(fan_in), and +-1/sqrt(hidden) for a
+// recurrent layer) for every such layer below `module` (not itself: a constructor's module has no
+// shared_ptr yet); `recurrent` false leaves LSTM and GRU layers as they are.
+void pytorch_default_init(torch::nn::Module& module, bool recurrent = true);
+
 }  // namespace concord::nn

@@ -8,24 +8,9 @@
 #include <torch/nn/modules/conv.h>
 
 #include "concord/nn/fused_linear_stack.h"
+#include "concord/nn/init.h"
 
 namespace concord::nn {
-namespace {
-
-// PyTorch's default initialisation (what a freshly built nn.Linear or nn.Conv2d has) for every
-// linear and convolutional layer below `module` (not itself: a constructor's module has no
-// shared_ptr yet).
-void pytorch_default_init(torch::nn::Module& module) {
-  for (const auto& child : module.modules(/*include_self=*/false)) {
-    if (auto* linear = child->as<torch::nn::Linear>()) {
-      linear->reset_parameters();
-    } else if (auto* conv = child->as<torch::nn::Conv2d>()) {
-      conv->reset_parameters();
-    }
-  }
-}
-
-}  // namespace
 
 void QNetworkConfig::validate() const {
   if (torso.action_kind != ActionKind::kDiscrete) {
@@ -36,6 +21,16 @@ void QNetworkConfig::validate() const {
     throw std::invalid_argument(
         "QNetwork: normalize_observations is not supported (set algo.normalize_observations "
         "= false)");
+  }
+  if (!torso.orthogonal_init) {
+    throw std::invalid_argument(
+        "QNetwork: orthogonal_init = false asks for PyTorch's default initialisation, which its linear layers "
+        "always have (set algo.orthogonal_init = true)");
+  }
+  if (!torso.head_hidden_sizes.empty()) {
+    throw std::invalid_argument(
+        "QNetwork: head_hidden_sizes is not supported (its heads read the torso or the core; set "
+        "algo.head_hidden_sizes = [])");
   }
   torso.validate();
 }
@@ -77,7 +72,8 @@ void QNetworkImpl::reset() {
     value_head_ = nullptr;
     advantage_head_ = nullptr;
   }
-  pytorch_default_init(*this);
+  // R2D2 measured with the core orthogonal (recurrent_core.h), the other layers PyTorch's.
+  pytorch_default_init(*this, /*recurrent=*/false);
 }
 
 torch::Tensor QNetworkImpl::features(const torch::Tensor& x) {
