@@ -58,7 +58,8 @@ TEST(TrainingVerdict, SolvedRunReportsReturnsAndThreshold) {
   // Means over the latest episodes at each update: 22, then 1344/5 = 268.8, then 1844/6 = 307.3.
   EXPECT_EQ(text_of(lines, "return"),
             "last 307.3, best 307.3, first 22.0 (mean of the latest 6 episodes, at each update)");
-  EXPECT_EQ(text_of(lines, "threshold"), "475: not reached (best 307.3)");
+  EXPECT_EQ(text_of(lines, "threshold"),
+            "475: not reached in training (best 307.3; training explores, concord eval measures the greedy policy)");
   EXPECT_EQ(text_of(lines, "warning"), "");
 }
 
@@ -121,7 +122,8 @@ TEST(TrainingVerdict, ReturnThatNeverLeftTheStartSuggestsPresets) {
   facts.presets = {"ppo_mountain_car"};
   facts.returns = track({{-200.0}, {-200.0}, {-199.0}});
   const auto lines = training_verdict(facts);
-  EXPECT_EQ(text_of(lines, "threshold"), "-110: not reached (best -199.7)");
+  EXPECT_EQ(text_of(lines, "threshold"),
+            "-110: not reached in training (best -199.7; training explores, concord eval measures the greedy policy)");
   EXPECT_EQ(text_of(lines, "warning"),
             "the mean return never left the untrained policy's level (first -200.0, best -199.7), so the agent "
             "learned nothing visible: train for more steps (--total-timesteps) or start from a shipped preset for "
