@@ -243,7 +243,7 @@ class VectorEnv {
  private:
   // The engine hands out no env, so that stepping one stays the engine's own business: the envs
   // are made through a registry of this binding's that keeps each MuJoCo env's address (env i at
-  // [i]), from which the step info of a locomotion task is read between calls.
+  // [i]), from which the step info of a MuJoCo task is read between calls.
   static std::unique_ptr<envs::VectorEnv> make_engine(envs::VectorEnvConfig config,
                                                       std::vector<const envs::mujoco::MujocoEnv*>& mujoco_envs) {
     envs::Registry remembering;
@@ -260,10 +260,10 @@ class VectorEnv {
     return engine;
   }
 
-  // A locomotion task's terms under Gymnasium v5's info keys, laid out as its SyncVectorEnv lays
+  // A MuJoCo task's terms under Gymnasium v5's info keys, laid out as its SyncVectorEnv lays
   // them out in SAME_STEP mode: info[key] (float64) and info["_" + key] (bool, the rows that
   // have it) for each key some row has. A row that a reset gave has what the reset's info holds
-  // (x_position); an env whose episode ended this step was reset, so its row is such a row and
+  // (the positions); an env whose episode ended this step was reset, so its row is such a row and
   // info["final_info"] holds the ended step's terms. The batch's envs are idle (sync: the step
   // is over; async: not sent again yet).
   void add_info_terms(py::dict& info, const envs::Batch& batch, bool all_reset) {
@@ -451,8 +451,8 @@ class VectorEnv {
                           bools(batch.terminated, batch.size), bools(batch.truncated, batch.size), info);
   }
 
-  // Declared before env_, which make_engine fills it beside: a locomotion task's envs, in env
-  // order, and the info terms they report; empty for every other env.
+  // Declared before env_, which make_engine fills it beside: a MuJoCo task's envs, in env order,
+  // and the info terms they report; empty for every other env (and SparseHalfCheetah).
   std::vector<const envs::mujoco::MujocoEnv*> locomotion_envs_;
   std::vector<envs::mujoco::InfoTerm> info_terms_;
   std::vector<uint8_t> reset_pending_;  // async: envs whose reset recv() has not returned yet

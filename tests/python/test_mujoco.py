@@ -187,9 +187,93 @@ def test_ant_humanoid_and_async_envs_carry_their_terms():
 
 def test_other_envs_carry_no_step_terms():
     for env_id, actions in (("CartPole-v1", np.zeros(2, np.int64)),
-                            ("MuJoCo/InvertedPendulum-v5", np.zeros((2, 1), np.float32)),
                             ("MuJoCo/SparseHalfCheetah-v0", np.zeros((2, 6), np.float32))):
         with make(env_id, num_envs=2) as envs:
             _, info = envs.reset(seed=0)
             assert not step_terms(info)
             assert not step_terms(envs.step(actions)[4])
+
+
+POSITIONS = ("x_position", "y_position", "distance_from_origin", "z_distance_from_origin")
+
+
+def run_steps(env_id, num_envs, steps, seed, **options):
+    """Steps `env_id` with random actions; yields (actions, rewards, info, ended) per step, info
+    keeping only the rows that did not end (their terms are this step's)."""
+    with make(env_id, num_envs=num_envs, seed=seed, **options) as envs:
+        obs, info = envs.reset(seed=seed)
+        yield None, None, obs, info, np.zeros(num_envs, bool)
+        rng = np.random.default_rng(seed)
+        shape = (num_envs,) + envs.single_action_space.shape
+        for _ in range(steps):
+            actions = rng.uniform(-1, 1, shape).astype(np.float32)
+            obs, rewards, terminated, truncated, info = envs.step(actions)
+            yield actions, rewards, obs, info, terminated | truncated
+
+
+@pytest.mark.parametrize("env_id, keys, total", [
+    ("MuJoCo/Reacher-v5", {"reward_dist", "reward_ctrl"},
+     lambda i: i["reward_dist"] + i["reward_ctrl"]),
+    ("MuJoCo/InvertedPendulum-v5", {"reward_survive"}, lambda i: i["reward_survive"]),
+    ("MuJoCo/InvertedDoublePendulum-v5", {"reward_survive", "distance_penalty", "velocity_penalty"},
+     lambda i: i["reward_survive"] + i["distance_penalty"] + i["velocity_penalty"]),
+    ("MuJoCo/HumanoidStandup-v5",
+     {"x_position", "y_position", "z_distance_from_origin", "reward_linup", "reward_quadctrl", "reward_impact"},
+     lambda i: i["reward_linup"] + i["reward_quadctrl"] + i["reward_impact"] + 1),
+    ("MuJoCo/Swimmer-v5",
+     {"x_position", "y_position", "distance_from_origin", "x_velocity", "y_velocity", "reward_forward",
+      "reward_ctrl"},
+     lambda i: i["reward_forward"] + i["reward_ctrl"]),
+    ("MuJoCo/Ant-v5",
+     {"x_position", "y_position", "distance_from_origin", "x_velocity", "y_velocity", "reward_forward",
+      "reward_ctrl", "reward_survive", "reward_contact"},
+     lambda i: i["reward_forward"] + i["reward_ctrl"] + i["reward_survive"] + i["reward_contact"]),
+    ("MuJoCo/Walker2d-v5",
+     {"x_position", "z_distance_from_origin", "x_velocity", "reward_forward", "reward_ctrl", "reward_survive"},
+     lambda i: i["reward_forward"] + i["reward_ctrl"] + i["reward_survive"]),
+])
+def test_each_tasks_info_holds_gymnasium_v5s_terms(env_id, keys, total):
+    # The task's own keys, the reward their documented sum; the positions qpos's, which the
+    # observation holds (exclude_current_positions_from_observation=False) at its start: Swimmer,
+    # Ant: x, y; Walker2d: x, z (z_distance_from_origin = z - its qpos0, 0 in walker2d.xml);
+    # HumanoidStandup: x, y, z (its qpos0 z 0.105... read from the first reset).
+    options = {} if "Pendulum" in env_id or "Reacher" in env_id else {
+        "exclude_current_positions_from_observation": False}
+    reset_keys = keys & set(POSITIONS)
+    steps = run_steps(env_id, 3, 40, 5, **options)
+    _, _, obs, info, _ = next(steps)
+    assert {key for key in info if not key.startswith("_")} == reset_keys
+    z_index = 2 if "Standup" in env_id else 1
+    z0 = obs[:, z_index].astype(np.float64) - info["z_distance_from_origin"] if "z_distance_from_origin" in info else 0
+    previous = info
+    for actions, rewards, obs, info, ended in steps:
+        live = ~ended
+        if "Swimmer" in env_id:  # its velocities are qpos[0:2]'s over the step (dt 0.04), as Gymnasium's
+            for axis in "xy":
+                np.testing.assert_allclose(
+                    info[axis + "_velocity"], (info[axis + "_position"] - previous[axis + "_position"]) / 0.04,
+                    rtol=1e-9, atol=1e-12)
+        previous = info
+        if not live.any():
+            continue
+        assert {key for key in info if not key.startswith("_") and key not in ("episode", "final_obs", "final_info")} \
+            == keys
+        for key in keys:
+            assert info[key].dtype == np.float64
+            np.testing.assert_array_equal(info["_" + key], live if key not in reset_keys else np.ones(3, bool))
+        np.testing.assert_allclose(rewards[live], total(info)[live], rtol=1e-6, atol=1e-5)
+        if "x_position" in keys:
+            np.testing.assert_allclose(info["x_position"], obs[:, 0], rtol=1e-6, atol=1e-6)
+        if "y_position" in keys:
+            np.testing.assert_allclose(info["y_position"], obs[:, 1], rtol=1e-6, atol=1e-6)
+        if "distance_from_origin" in keys:
+            np.testing.assert_allclose(info["distance_from_origin"], np.hypot(info["x_position"], info["y_position"]))
+        if "z_distance_from_origin" in keys:
+            np.testing.assert_allclose(info["z_distance_from_origin"], obs[:, z_index] - z0, rtol=1e-5, atol=1e-5)
+        if "reward_ctrl" in keys and "Reacher" in env_id:
+            np.testing.assert_allclose(info["reward_ctrl"][live], -(actions.astype(np.float64) ** 2).sum(1)[live])
+        if "reward_quadctrl" in keys:
+            np.testing.assert_allclose(info["reward_quadctrl"][live],
+                                       -0.1 * (actions.astype(np.float64) ** 2).sum(1)[live])
+        if "reward_survive" in keys and "Pendulum" in env_id:
+            assert (info["reward_survive"][live] == {"MuJoCo/InvertedPendulum-v5": 1.0}.get(env_id, 10.0)).all()

@@ -343,5 +343,107 @@ TEST(MujocoReacherAntHumanoidTest, AModelThatDoesNotFitNamesWhatDiffers) {
   EXPECT_THROW(make_env("MuJoCo/Reacher-v5", other), std::invalid_argument);  // not Reacher's setting
 }
 
+// Each task's info_terms() are Gymnasium v5's `info` keys, and the values are the reward's own
+// terms: over some steps (and the resets between episodes) the reward is their documented sum,
+// and the positions are those of qpos.
+struct InfoRules {
+  const char* id;
+  std::vector<std::string> keys;
+  double constant = 0.0;  // the reward = last_reward().total() + constant (HumanoidStandup's + 1)
+  int height = 1;         // qpos coordinate of z_distance_from_origin
+};
+
+double mass_center(const mjModel* m, const mjData* d, int axis) {
+  double weighted = 0.0, mass = 0.0;
+  for (int b = 0; b < m->nbody; ++b) {
+    weighted += m->body_mass[b] * d->xipos[3 * b + axis];
+    mass += m->body_mass[b];
+  }
+  return weighted / mass;
+}
+
+TEST(MujocoReacherAntHumanoidTest, InfoTermsAreGymnasiumsKeysAndTheRewardsOwnTerms) {
+  const std::vector<std::string> xy = {"x_position", "y_position",     "distance_from_origin", "x_velocity",
+                                       "y_velocity", "reward_forward", "reward_ctrl"};
+  auto with = [](std::vector<std::string> keys, std::vector<std::string> more) {
+    keys.insert(keys.end(), more.begin(), more.end());
+    return keys;
+  };
+  const std::vector<InfoRules> tasks = {
+      {"MuJoCo/Reacher-v5", {"reward_dist", "reward_ctrl"}},
+      {"MuJoCo/InvertedPendulum-v5", {"reward_survive"}},
+      {"MuJoCo/InvertedDoublePendulum-v5", {"reward_survive", "distance_penalty", "velocity_penalty"}},
+      {"MuJoCo/HumanoidStandup-v5",
+       {"x_position", "y_position", "z_distance_from_origin", "reward_linup", "reward_quadctrl", "reward_impact"},
+       1.0,
+       2},
+      {"MuJoCo/Swimmer-v5", xy},
+      {"MuJoCo/Ant-v5", with(xy, {"reward_survive", "reward_contact"})},
+      {"MuJoCo/Humanoid-v5", with(xy, {"reward_survive", "reward_contact"})},
+      {"MuJoCo/Hopper-v5",
+       {"x_position", "z_distance_from_origin", "x_velocity", "reward_forward", "reward_ctrl", "reward_survive"}},
+      {"MuJoCo/Walker2d-v5",
+       {"x_position", "z_distance_from_origin", "x_velocity", "reward_forward", "reward_ctrl", "reward_survive"}},
+      {"MuJoCo/HalfCheetah-v5", {"x_position", "x_velocity", "reward_forward", "reward_ctrl"}},
+  };
+  for (const InfoRules& rules : tasks) {
+    SCOPED_TRACE(rules.id);
+    auto env = make_task(rules.id);
+    std::vector<std::string> keys;
+    for (const InfoTerm& term : env->info_terms()) keys.push_back(term.name);
+    std::vector<std::string> expected_keys = rules.keys;
+    std::sort(keys.begin(), keys.end());
+    std::sort(expected_keys.begin(), expected_keys.end());
+    EXPECT_EQ(keys, expected_keys);
+    const mjModel* m = env->model();
+    const mjData* d = env->data();
+    const int torso = mj_name2id(m, mjOBJ_BODY, "torso");
+    const std::string id = rules.id;
+    auto y_of = [&] {
+      if (id == "MuJoCo/Ant-v5") return d->xpos[3 * torso + 1];
+      if (id == "MuJoCo/Humanoid-v5") return mass_center(m, d, 1);
+      return d->qpos[1];
+    };
+    auto has = [&](const char* key) {
+      return std::find(rules.keys.begin(), rules.keys.end(), key) != rules.keys.end();
+    };
+    auto expect_positions = [&](const LocomotionReward& terms, int t) {
+      if (!has("x_position")) return;
+      EXPECT_EQ(terms.x_position, d->qpos[0]) << "step " << t;
+      EXPECT_EQ(terms.y_position, d->qpos[1]) << "step " << t;
+      EXPECT_DOUBLE_EQ(terms.distance_from_origin, std::hypot(d->qpos[0], d->qpos[1])) << "step " << t;
+      EXPECT_EQ(terms.z_distance_from_origin, d->qpos[rules.height] - m->qpos0[rules.height]) << "step " << t;
+    };
+    std::vector<float> obs(env->spec().observation_space.flat_size());
+    env->reset(7, obs.data());
+    expect_positions(env->last_reward(), -1);
+    core::Rng rng(8);
+    for (int t = 0; t < 60; ++t) {
+      const std::vector<float> action = random_action(rng, env->spec().action_space);
+      Action a;
+      a.values = action.data();
+      const double y_before = y_of();
+      const StepResult result = env->step(a, obs.data());
+      const LocomotionReward& terms = env->last_reward();
+      EXPECT_EQ(static_cast<float>(terms.total() + rules.constant), result.reward) << "step " << t;
+      if (!result.terminated) EXPECT_NE(terms.total(), 0.0) << "step " << t;
+      expect_positions(terms, t);
+      if (has("y_velocity")) {
+        EXPECT_EQ(terms.y_velocity, (y_of() - y_before) / env->dt()) << "step " << t;
+      }
+      if (has("reward_ctrl") || has("reward_quadctrl")) {
+        EXPECT_LT(terms.ctrl, 0.0) << "step " << t;
+      }
+      if (result.terminated || result.truncated) {
+        const double ended = terms.total();
+        env->reset(std::nullopt, obs.data());
+        EXPECT_EQ(env->ended_reward().total(), ended) << "step " << t;
+        EXPECT_EQ(env->last_reward().total(), 0.0) << "step " << t;
+        expect_positions(env->last_reward(), t);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace concord::envs::mujoco

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "concord/envs/mujoco/model_directory.h"
 
@@ -37,7 +39,7 @@ Ant::Ant(const TaskOptions& options, std::shared_ptr<const MujocoModel> model)
           model, options.frame_skip),
       options_(options),
       torso_(model->require(mjOBJ_BODY, "torso", kId)) {
-  report_locomotion_info(/*survive=*/true, /*contact=*/true);
+  report_locomotion_info(/*survive=*/true, /*contact=*/true, Positions::kXY);
 }
 
 bool Ant::is_healthy() const {
@@ -61,13 +63,15 @@ void Ant::reset_state(float* observation) {
 }
 
 StepResult Ant::step_state(const Action& action, float* observation) {
-  const std::optional<double> x_velocity = simulate_x_velocity(action, [this] { return data()->xpos[3 * torso_]; });
+  const std::optional<std::pair<double, double>> velocity = simulate_xy_velocity(
+      action, [this] { return std::make_pair(data()->xpos[3 * torso_], data()->xpos[3 * torso_ + 1]); });
   compute_external_forces();
   write_observation(observation);
-  if (!x_velocity) return diverged_step();
+  if (!velocity) return diverged_step();
   double contact = 0.0;
   for (int i = 0; i < 6 * model()->nbody; ++i) contact += clipped_force(i) * clipped_force(i);
-  return locomotion_step(options_, *x_velocity, action, is_healthy(), options_.contact_cost_weight * contact);
+  return locomotion_step(options_, velocity->first, action, is_healthy(), options_.contact_cost_weight * contact,
+                         velocity->second);
 }
 
 void Ant::write_observation(float* observation) const {

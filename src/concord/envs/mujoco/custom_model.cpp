@@ -51,7 +51,7 @@ CustomModel::CustomModel(const TaskOptions& options, std::shared_ptr<const Mujoc
           model, options.frame_skip),
       options_(options),
       body_(options.forward_body.empty() ? 1 : model->require(mjOBJ_BODY, options.forward_body, kId)) {
-  report_locomotion_info(/*survive=*/false, /*contact=*/false, /*x_position=*/false);
+  report_locomotion_info(/*survive=*/false, /*contact=*/false, Positions::kNone);
 }
 
 void CustomModel::reset_state(float* observation) {

@@ -29,7 +29,7 @@ HalfCheetah::HalfCheetah(const TaskOptions& options, std::shared_ptr<const Mujoc
           }(),
           model, options.frame_skip),
       options_(options) {
-  report_locomotion_info(/*survive=*/false, /*contact=*/false);
+  report_locomotion_info(/*survive=*/false, /*contact=*/false, Positions::kX);
 }
 
 void HalfCheetah::reset_state(float* observation) {

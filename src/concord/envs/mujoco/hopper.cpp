@@ -37,7 +37,7 @@ Hopper::Hopper(const TaskOptions& options, std::shared_ptr<const MujocoModel> mo
           }(),
           model, options.frame_skip),
       options_(options) {
-  report_locomotion_info(/*survive=*/true, /*contact=*/false);
+  report_locomotion_info(/*survive=*/true, /*contact=*/false, Positions::kXZ);
 }
 
 bool Hopper::is_healthy() const {

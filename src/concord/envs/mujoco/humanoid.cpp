@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "concord/envs/mujoco/humanoid_observation.h"
 #include "concord/envs/mujoco/model_directory.h"
@@ -35,7 +37,7 @@ Humanoid::Humanoid(const TaskOptions& options, std::shared_ptr<const MujocoModel
           }(),
           model, options.frame_skip),
       options_(options) {
-  report_locomotion_info(/*survive=*/true, /*contact=*/true);
+  report_locomotion_info(/*survive=*/true, /*contact=*/true, Positions::kXY);
 }
 
 bool Humanoid::is_healthy() const {
@@ -50,16 +52,16 @@ void Humanoid::reset_state(float* observation) {
 }
 
 StepResult Humanoid::step_state(const Action& action, float* observation) {
-  const std::optional<double> x_velocity =
-      simulate_x_velocity(action, [this] { return mass_center_x(model(), data()); });
+  const std::optional<std::pair<double, double>> velocity = simulate_xy_velocity(
+      action, [this] { return std::make_pair(mass_center_x(model(), data()), mass_center_y(model(), data())); });
   compute_external_forces();
   write_humanoid_observation(model(), data(), options_, observation);
-  if (!x_velocity) return diverged_step();
+  if (!velocity) return diverged_step();
   const double contact_cost =
       std::min(std::max(options_.contact_cost_weight * external_force_square_sum(model(), data()),
                         options_.contact_cost_range.first),
                options_.contact_cost_range.second);
-  return locomotion_step(options_, *x_velocity, action, is_healthy(), contact_cost);
+  return locomotion_step(options_, velocity->first, action, is_healthy(), contact_cost, velocity->second);
 }
 
 }  // namespace concord::envs::mujoco

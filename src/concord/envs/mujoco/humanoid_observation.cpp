@@ -31,13 +31,21 @@ double external_force_square_sum(const mjModel* m, const mjData* d) {
   return sum;
 }
 
-double mass_center_x(const mjModel* m, const mjData* d) {
+namespace {
+
+double mass_center(const mjModel* m, const mjData* d, int axis) {
   double weighted = 0.0, mass = 0.0;
   for (int b = 0; b < m->nbody; ++b) {
-    weighted += m->body_mass[b] * d->xipos[3 * b];
+    weighted += m->body_mass[b] * d->xipos[3 * b + axis];
     mass += m->body_mass[b];
   }
   return weighted / mass;
 }
+
+}  // namespace
+
+double mass_center_x(const mjModel* m, const mjData* d) { return mass_center(m, d, 0); }
+
+double mass_center_y(const mjModel* m, const mjData* d) { return mass_center(m, d, 1); }
 
 }  // namespace concord::envs::mujoco

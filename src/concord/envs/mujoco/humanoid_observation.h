@@ -19,5 +19,7 @@ int humanoid_observation_size(const mjModel* m, const TaskOptions& options);
 double external_force_square_sum(const mjModel* m, const mjData* d);
 // The x of the centre of mass (Gymnasium's mass_center: body masses times their xipos).
 double mass_center_x(const mjModel* m, const mjData* d);
+// Its y.
+double mass_center_y(const mjModel* m, const mjData* d);
 
 }  // namespace concord::envs::mujoco

@@ -31,7 +31,15 @@ HumanoidStandup::HumanoidStandup(const TaskOptions& options, std::shared_ptr<con
                            /*reward_threshold=*/std::nullopt};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  set_height_coordinate(2);
+  report_info({{"x_position", &LocomotionReward::x_position, /*at_reset=*/true},
+               {"y_position", &LocomotionReward::y_position, /*at_reset=*/true},
+               {"z_distance_from_origin", &LocomotionReward::z_distance_from_origin, /*at_reset=*/true},
+               {"reward_linup", &LocomotionReward::linup},
+               {"reward_quadctrl", &LocomotionReward::ctrl},
+               {"reward_impact", &LocomotionReward::contact}});
+}
 
 void HumanoidStandup::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
@@ -51,6 +59,10 @@ StepResult HumanoidStandup::step_state(const Action& action, float* observation)
                                                options_.impact_cost_range.first),
                                       options_.impact_cost_range.second);
   result.reward = static_cast<float>(uph - ctrl_cost - impact_cost + 1.0);
+  step_terms().linup = uph;
+  step_terms().ctrl = -ctrl_cost;
+  step_terms().contact = -impact_cost;
+  record_positions();
   return result;
 }
 

@@ -33,7 +33,11 @@ InvertedDoublePendulum::InvertedDoublePendulum(const TaskOptions& options, std::
           }(),
           model, options.frame_skip),
       options_(options),
-      tip_(model->require(mjOBJ_SITE, "tip", kId)) {}
+      tip_(model->require(mjOBJ_SITE, "tip", kId)) {
+  report_info({{"reward_survive", &LocomotionReward::survive},
+               {"distance_penalty", &LocomotionReward::distance_penalty},
+               {"velocity_penalty", &LocomotionReward::velocity_penalty}});
+}
 
 void InvertedDoublePendulum::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/true);
@@ -55,6 +59,9 @@ StepResult InvertedDoublePendulum::step_state(const Action& action, float* obser
   const double vel_penalty = 1e-3 * v1 * v1 + 5e-3 * v2 * v2;
   const double alive_bonus = result.terminated ? 0.0 : options_.healthy_reward;
   result.reward = static_cast<float>(alive_bonus - dist_penalty - vel_penalty);
+  step_terms().survive = alive_bonus;
+  step_terms().distance_penalty = -dist_penalty;
+  step_terms().velocity_penalty = -vel_penalty;
   return result;
 }
 

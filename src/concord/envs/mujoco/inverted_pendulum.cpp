@@ -25,7 +25,9 @@ InvertedPendulum::InvertedPendulum(const TaskOptions& options, std::shared_ptr<c
                            /*reward_threshold=*/950.0};
           }(),
           model, options.frame_skip),
-      options_(options) {}
+      options_(options) {
+  report_info({{"reward_survive", &LocomotionReward::survive}});
+}
 
 void InvertedPendulum::reset_state(float* observation) {
   reset_with_noise(options_.reset_noise_scale, /*normal_velocity=*/false);
@@ -38,6 +40,7 @@ StepResult InvertedPendulum::step_state(const Action& action, float* observation
   StepResult result;
   result.terminated = !stable || !finite || std::abs(data()->qpos[1]) > kMaxAngle;
   result.reward = result.terminated ? 0.0f : 1.0f;
+  step_terms().survive = result.reward;
   return result;
 }
 

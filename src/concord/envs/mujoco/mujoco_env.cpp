@@ -19,10 +19,18 @@ MujocoEnv::MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int
 
 MujocoEnv::~MujocoEnv() { mj_deleteData(data_); }
 
-void MujocoEnv::report_locomotion_info(bool survive, bool contact, bool x_position) {
+void MujocoEnv::report_locomotion_info(bool survive, bool contact, Positions positions) {
   info_terms_.clear();
-  if (x_position) info_terms_.push_back({"x_position", &LocomotionReward::x_position, /*at_reset=*/true});
+  if (positions != Positions::kNone) info_terms_.push_back({"x_position", &LocomotionReward::x_position, true});
+  if (positions == Positions::kXY) {
+    info_terms_.push_back({"y_position", &LocomotionReward::y_position, /*at_reset=*/true});
+    info_terms_.push_back({"distance_from_origin", &LocomotionReward::distance_from_origin, /*at_reset=*/true});
+  }
+  if (positions == Positions::kXZ) {
+    info_terms_.push_back({"z_distance_from_origin", &LocomotionReward::z_distance_from_origin, /*at_reset=*/true});
+  }
   info_terms_.push_back({"x_velocity", &LocomotionReward::x_velocity});
+  if (positions == Positions::kXY) info_terms_.push_back({"y_velocity", &LocomotionReward::y_velocity});
   info_terms_.push_back({"reward_forward", &LocomotionReward::forward});
   info_terms_.push_back({"reward_ctrl", &LocomotionReward::ctrl});
   if (survive) info_terms_.push_back({"reward_survive", &LocomotionReward::survive});
@@ -51,6 +59,8 @@ Space MujocoEnv::observation_space_of(int64_t dim) {
 }
 
 void MujocoEnv::reset_data() {
+  ended_reward_ = last_reward_;
+  last_reward_ = LocomotionReward{};
   // mj_resetData zeroes the whole mjData buffer, about 30 us on MuJoCo 2.2.2's default sizes and
   // more than the physics of a short episode's steps. mj_forward recomputes every derived quantity
   // from the state, so resetting the state mj_resetData sets is enough: the steps that follow are
@@ -88,13 +98,21 @@ void MujocoEnv::reset_data() {
 
 void MujocoEnv::reset_with_noise(double scale, bool normal_velocity) {
   const mjModel* m = model();
-  ended_reward_ = last_reward_;
-  last_reward_ = LocomotionReward{};
   reset_data();
   for (int i = 0; i < m->nq; ++i) data_->qpos[i] = m->qpos0[i] + uniform(-scale, scale);
   for (int i = 0; i < m->nv; ++i) data_->qvel[i] = normal_velocity ? scale * normal() : uniform(-scale, scale);
   mj_forward(m, data_);
-  last_reward_.x_position = m->nq > 0 ? data_->qpos[0] : 0.0;
+  record_positions();
+}
+
+void MujocoEnv::record_positions() {
+  const mjModel* m = model();
+  const double* qpos = data_->qpos;
+  last_reward_.x_position = m->nq > 0 ? qpos[0] : 0.0;
+  last_reward_.y_position = m->nq > 1 ? qpos[1] : 0.0;
+  last_reward_.distance_from_origin =
+      std::sqrt(last_reward_.x_position * last_reward_.x_position + last_reward_.y_position * last_reward_.y_position);
+  last_reward_.z_distance_from_origin = m->nq > height_ ? qpos[height_] - m->qpos0[height_] : 0.0;
 }
 
 double MujocoEnv::normal() {
@@ -136,13 +154,14 @@ bool MujocoEnv::simulate(const Action& action) {
 }
 
 StepResult MujocoEnv::locomotion_step(const TaskOptions& options, double x_velocity, const Action& action, bool healthy,
-                                      double contact_cost) {
+                                      double contact_cost, double y_velocity) {
   last_reward_.x_velocity = x_velocity;
+  last_reward_.y_velocity = y_velocity;
   last_reward_.forward = options.forward_reward_weight * x_velocity;
   last_reward_.survive = healthy ? options.healthy_reward : 0.0;
   last_reward_.ctrl = -options.ctrl_cost_weight * action_square_sum(action);
   last_reward_.contact = -contact_cost;
-  last_reward_.x_position = model()->nq > 0 ? data_->qpos[0] : 0.0;
+  record_positions();
   StepResult result;
   result.reward = static_cast<float>(last_reward_.total());
   result.terminated = !healthy && options.terminate_when_unhealthy;
@@ -151,6 +170,7 @@ StepResult MujocoEnv::locomotion_step(const TaskOptions& options, double x_veloc
 
 StepResult MujocoEnv::diverged_step() {
   last_reward_ = LocomotionReward{};
+  record_positions();  // MuJoCo's reset to qpos0
   StepResult result;
   result.terminated = true;
   return result;

@@ -14,20 +14,34 @@
 
 namespace concord::envs::mujoco {
 
-// The terms of a locomotion task's reward on one step, under the names of Gymnasium v5's `info`:
-// reward = forward + survive + ctrl + contact.
+// The terms of a task's reward on one step, and the state Gymnasium v5's step `info` reports
+// beside them, under the names of that `info`. A locomotion task's reward = forward + survive +
+// ctrl + contact; Reacher's dist + ctrl; InvertedPendulum's survive; InvertedDoublePendulum's
+// survive + distance_penalty + velocity_penalty; HumanoidStandup's linup + ctrl + contact + 1.
+// total() sums the reward terms (every one a task does not have is 0).
 struct LocomotionReward {
-  double x_velocity = 0.0;  // dx/dt of the task's x over the step
-  double forward = 0.0;     // reward_forward: forward_reward_weight x x_velocity
-  double survive = 0.0;     // reward_survive: healthy_reward while healthy, else 0
-  double ctrl = 0.0;        // reward_ctrl: -ctrl_cost_weight x sum(a^2)
-  double contact = 0.0;     // reward_contact: minus the contact cost (Ant, Humanoid), else 0
-  double x_position = 0.0;  // qpos[0] after the step, or after the reset (not a reward term)
-  double total() const { return forward + survive + ctrl + contact; }
+  double x_velocity = 0.0;        // dx/dt of the task's x over the step
+  double y_velocity = 0.0;        // dy/dt of the same point (Swimmer, Ant, Humanoid)
+  double forward = 0.0;           // reward_forward: forward_reward_weight x x_velocity
+  double survive = 0.0;           // reward_survive: healthy_reward while healthy, else 0
+  double ctrl = 0.0;              // reward_ctrl (HumanoidStandup: reward_quadctrl): -ctrl_cost_weight x sum(a^2)
+  double contact = 0.0;           // reward_contact (HumanoidStandup: reward_impact): minus the contact cost
+  double dist = 0.0;              // reward_dist (Reacher): -reward_dist_weight x |fingertip - target|
+  double distance_penalty = 0.0;  // distance_penalty (InvertedDoublePendulum): -(0.01 x^2 + (y - 2)^2) of the tip
+  double velocity_penalty = 0.0;  // velocity_penalty (InvertedDoublePendulum): -(1e-3 v1^2 + 5e-3 v2^2)
+  double linup = 0.0;             // reward_linup (HumanoidStandup): uph_cost_weight x qpos[2] / timestep
+  // The state after the step, or after the reset (not reward terms):
+  double x_position = 0.0;              // qpos[0]
+  double y_position = 0.0;              // qpos[1]
+  double distance_from_origin = 0.0;    // |qpos[0:2]|
+  double z_distance_from_origin = 0.0;  // qpos[z] - qpos0[z], z the height's coordinate (1; HumanoidStandup: 2)
+  double total() const {
+    return forward + survive + ctrl + contact + dist + distance_penalty + velocity_penalty + linup;
+  }
 };
 
 // One LocomotionReward term under its key in Gymnasium v5's step `info`; at_reset: the reset's
-// info holds it too (x_position).
+// info holds it too (the positions).
 struct InfoTerm {
   const char* name;
   double LocomotionReward::*value;
@@ -63,17 +77,15 @@ class MujocoEnv : public FloatEnv {
   // each ended its episode with reward 0. Per env, and over the whole process.
   int64_t unstable_steps() const { return unstable_steps_; }
   static int64_t unstable_steps_in_process() { return process_unstable_steps_.load(std::memory_order_relaxed); }
-  // The reward terms of the last step of a locomotion task (HalfCheetah, Swimmer, Hopper, Walker2d,
-  // Ant, Humanoid, Custom-v0); all zero after a reset (but x_position), a diverged step, or in the
-  // other tasks.
+  // The reward terms and positions of the last step, as far as the task's info_terms() name them:
+  // the reward terms are zero after a reset (which records the positions) and after a diverged
+  // step (which records those of MuJoCo's reset state). SparseHalfCheetah records none of a step's.
   const LocomotionReward& last_reward() const { return last_reward_; }
   // The terms of the last step before the latest reset, which the reset cleared from
   // last_reward(): under the vector engine's same-step auto-reset, the step that ended the episode.
   const LocomotionReward& ended_reward() const { return ended_reward_; }
-  // The terms that Gymnasium v5's step `info` of this task holds, under its keys: x_position
-  // (not Custom-v0's), x_velocity, reward_forward and reward_ctrl, then reward_survive (tasks with
-  // health) and reward_contact (Ant, Humanoid); empty in the tasks without locomotion terms.
-  // Python's step info carries them.
+  // The terms that Gymnasium v5's step `info` of this task holds, under its keys (the reset's
+  // info those with at_reset); empty in SparseHalfCheetah. Python's step info carries them.
   const std::vector<InfoTerm>& info_terms() const { return info_terms_; }
 
   // The Box of the model's actuators' control ranges, float32. Throws std::invalid_argument
@@ -84,9 +96,20 @@ class MujocoEnv : public FloatEnv {
 
  protected:
   MujocoEnv(EnvSpec spec, std::shared_ptr<const MujocoModel> model, int frame_skip);
-  // A locomotion task's constructor names its info_terms(): those every one has, and its
-  // reward_survive and reward_contact when it has them; x_position = false leaves x_position out.
-  void report_locomotion_info(bool survive, bool contact, bool x_position = true);
+  // A locomotion task's constructor names its info_terms(): the positions (kX: x_position; kXZ
+  // adds z_distance_from_origin (Hopper, Walker2d); kXY adds y_position, distance_from_origin and
+  // y_velocity (Swimmer, Ant, Humanoid); kNone: none, Custom-v0), x_velocity, reward_forward and
+  // reward_ctrl, and its reward_survive and reward_contact when it has them.
+  enum class Positions { kNone, kX, kXZ, kXY };
+  void report_locomotion_info(bool survive, bool contact, Positions positions);
+  // A task's constructor names its info_terms() in full.
+  void report_info(std::vector<InfoTerm> terms) { info_terms_ = std::move(terms); }
+  // The terms of the step being taken, for a task that is not a locomotion_step's.
+  LocomotionReward& step_terms() { return last_reward_; }
+  // Records the positions (x_position, ...) of the state now in last_reward();
+  // set_height_coordinate names the qpos coordinate of z_distance_from_origin (1 unless set).
+  void record_positions();
+  void set_height_coordinate(int height) { height_ = height; }
 
   // Gymnasium's reset: mj_resetData (reset_data), then qpos = qpos0 + U(-scale, scale) per coordinate and
   // qvel = U(-scale, scale) (or scale x N(0, 1) with `normal_velocity`), then mj_forward.
@@ -95,6 +118,15 @@ class MujocoEnv : public FloatEnv {
   // when the physics diverged on the way (MuJoCo then reset the state to qpos0): the task ends
   // the episode with reward 0. Throws std::invalid_argument for a missing or non-finite action.
   bool simulate(const Action& action);
+  // simulate() between two readings of the task's (x, y) (xy_of() returns a std::pair), for their
+  // velocities over the step; nullopt when the physics diverged.
+  template <typename XyOf>
+  std::optional<std::pair<double, double>> simulate_xy_velocity(const Action& action, XyOf xy_of) {
+    const std::pair<double, double> before = xy_of();
+    if (!simulate(action)) return std::nullopt;
+    const std::pair<double, double> after = xy_of();
+    return std::make_pair((after.first - before.first) / dt(), (after.second - before.second) / dt());
+  }
   // simulate() between two readings of the task's x (x_of(): the root's qpos[0], a body's xpos,
   // the centre of mass), for dx/dt over the step; nullopt when the physics diverged.
   template <typename XOf>
@@ -108,7 +140,7 @@ class MujocoEnv : public FloatEnv {
   // cost the task weighed; terminated when unhealthy and options.terminate_when_unhealthy. Tasks
   // without health pass healthy = true (their healthy_reward is 0).
   StepResult locomotion_step(const TaskOptions& options, double x_velocity, const Action& action, bool healthy,
-                             double contact_cost = 0.0);
+                             double contact_cost = 0.0, double y_velocity = 0.0);
   // The step on which the physics diverged: reward 0, the episode ends.
   StepResult diverged_step();
   // The external forces on each body (mjData::cfrc_ext), which mj_step leaves stale: Gymnasium
@@ -134,6 +166,7 @@ class MujocoEnv : public FloatEnv {
   LocomotionReward last_reward_;
   LocomotionReward ended_reward_;
   std::vector<InfoTerm> info_terms_;
+  int height_ = 1;
   static std::atomic<int64_t> process_unstable_steps_;
 };
 

@@ -28,7 +28,9 @@ Reacher::Reacher(const TaskOptions& options, std::shared_ptr<const MujocoModel> 
           model, options.frame_skip),
       options_(options),
       fingertip_(model->require(mjOBJ_BODY, "fingertip", kId)),
-      target_(model->require(mjOBJ_BODY, "target", kId)) {}
+      target_(model->require(mjOBJ_BODY, "target", kId)) {
+  report_info({{"reward_dist", &LocomotionReward::dist}, {"reward_ctrl", &LocomotionReward::ctrl}});
+}
 
 void Reacher::reset_state(float* observation) {
   // Gymnasium's draws, in its order: the qpos noise, the goal (by rejection), the qvel noise.
@@ -61,6 +63,8 @@ StepResult Reacher::step_state(const Action& action, float* observation) {
   const double reward_dist = -std::sqrt(dx * dx + dy * dy + dz * dz) * options_.reward_dist_weight;
   const double reward_ctrl = -action_square_sum(action) * options_.reward_control_weight;
   result.reward = static_cast<float>(reward_dist + reward_ctrl);
+  step_terms().dist = reward_dist;
+  step_terms().ctrl = reward_ctrl;
   return result;
 }
 

@@ -1,6 +1,8 @@
 #include "concord/envs/mujoco/swimmer.h"
 
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "concord/envs/mujoco/model_directory.h"
 
@@ -29,7 +31,7 @@ Swimmer::Swimmer(const TaskOptions& options, std::shared_ptr<const MujocoModel> 
           }(),
           model, options.frame_skip),
       options_(options) {
-  report_locomotion_info(/*survive=*/false, /*contact=*/false);
+  report_locomotion_info(/*survive=*/false, /*contact=*/false, Positions::kXY);
 }
 
 void Swimmer::reset_state(float* observation) {
@@ -38,10 +40,11 @@ void Swimmer::reset_state(float* observation) {
 }
 
 StepResult Swimmer::step_state(const Action& action, float* observation) {
-  const std::optional<double> x_velocity = simulate_x_velocity(action, [this] { return data()->qpos[0]; });
+  const std::optional<std::pair<double, double>> velocity =
+      simulate_xy_velocity(action, [this] { return std::make_pair(data()->qpos[0], data()->qpos[1]); });
   write_observation(observation);
-  if (!x_velocity) return diverged_step();
-  return locomotion_step(options_, *x_velocity, action, /*healthy=*/true);
+  if (!velocity) return diverged_step();
+  return locomotion_step(options_, velocity->first, action, /*healthy=*/true, /*contact_cost=*/0.0, velocity->second);
 }
 
 void Swimmer::write_observation(float* observation) const {

@@ -37,7 +37,7 @@ Walker2d::Walker2d(const TaskOptions& options, std::shared_ptr<const MujocoModel
           }(),
           model, options.frame_skip),
       options_(options) {
-  report_locomotion_info(/*survive=*/true, /*contact=*/false);
+  report_locomotion_info(/*survive=*/true, /*contact=*/false, Positions::kXZ);
 }
 
 bool Walker2d::is_healthy() const {
