@@ -31,11 +31,15 @@ void save_training_checkpoint(const std::filesystem::path& run_dir, const algos:
   checkpoint.metadata["config"] = config.to_toml();
   const std::filesystem::path latest = checkpoint_path(run_dir);
   core::save_checkpoint(latest, checkpoint);
-  core::set_run_checkpoint_note("the checkpoint " + latest.string() + " holds step " +
-                                std::to_string(state.global_step) + " (update " + std::to_string(state.updates) + ")");
+  note_run_checkpoint(run_dir, state);
   const int64_t keep =
       config.schema().contains("train.keep_checkpoints") ? config.get_int("train.keep_checkpoints") : 1;
   if (keep > 1) keep_checkpoint(run_dir, latest, state.global_step, keep);
+}
+
+void note_run_checkpoint(const std::filesystem::path& run_dir, const policies::TrainingState& state) {
+  core::set_run_checkpoint_note("the checkpoint " + checkpoint_path(run_dir).string() + " holds step " +
+                                std::to_string(state.global_step) + " (update " + std::to_string(state.updates) + ")");
 }
 
 std::filesystem::path kept_checkpoint_path(const std::filesystem::path& run_dir, int64_t global_step) {

@@ -26,6 +26,10 @@ void save_training_checkpoint(const std::filesystem::path& run_dir, const algos:
                               const policies::TrainingState& state, const core::Config& config,
                               const explore::Bonus* bonus = nullptr);
 
+// Tells core::run_checkpoint_note that checkpoint_path(run_dir) holds `state`: "the checkpoint
+// PATH holds step N (update U)". save_training_checkpoint calls it after each save.
+void note_run_checkpoint(const std::filesystem::path& run_dir, const policies::TrainingState& state);
+
 // Where a checkpoint taken at `global_step` is kept (checkpoint-STEP.ckpt), for `concord eval FILE`.
 std::filesystem::path kept_checkpoint_path(const std::filesystem::path& run_dir, int64_t global_step);
 

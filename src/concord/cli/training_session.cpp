@@ -127,23 +127,23 @@ std::string without_checkpoint(std::string message) {
 // core::run_checkpoint_note for the length of a run: the checkpoint it resumed from, or none yet
 // (save_training_checkpoint updates it); cleared when the run ends.
 struct RunCheckpointNote {
-  RunCheckpointNote(const std::string& resumed_from, const policies::TrainingState& state) {
-    core::set_run_checkpoint_note(resumed_from.empty() ? "no checkpoint yet"
-                                                       : "the checkpoint " + resumed_from + " holds step " +
-                                                             std::to_string(state.global_step) + " (update " +
-                                                             std::to_string(state.updates) + ")");
+  RunCheckpointNote(bool resumed, const std::filesystem::path& run_dir, const policies::TrainingState& state) {
+    if (resumed) {
+      note_run_checkpoint(run_dir, state);
+    } else {
+      core::set_run_checkpoint_note("no checkpoint yet");
+    }
   }
   ~RunCheckpointNote() { core::set_run_checkpoint_note(""); }
   RunCheckpointNote(const RunCheckpointNote&) = delete;
   RunCheckpointNote& operator=(const RunCheckpointNote&) = delete;
 };
 
-// core::set_last_resort_checkpoint for the length of a run's training loop.
+// core::set_last_resort_checkpoint for the length of a run's train() call; gone (a save under way
+// ended) before the run saves for itself.
 struct LastResortCheckpoint {
   explicit LastResortCheckpoint(std::function<void()> save) { core::set_last_resort_checkpoint(std::move(save)); }
-  ~LastResortCheckpoint() { clear(); }
-  // Once the loop has come back: the run saves for itself (after a save under way ended).
-  static void clear() { core::set_last_resort_checkpoint(nullptr); }
+  ~LastResortCheckpoint() { core::set_last_resort_checkpoint(nullptr); }
   LastResortCheckpoint(const LastResortCheckpoint&) = delete;
   LastResortCheckpoint& operator=(const LastResortCheckpoint&) = delete;
 };
@@ -288,7 +288,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   for (const std::string& note : renamed_keys) spdlog::warn("{}", note);
   if (!resume_dir.empty()) spdlog::info("resumed at step {} (update {})", state.global_step, state.updates);
   // What the run holds on disk, for a line written by a thread that ends the process at once.
-  const RunCheckpointNote note(resume_dir.empty() ? "" : checkpoint_path(run.run_dir).string(), state);
+  const RunCheckpointNote note(!resume_dir.empty(), run.run_dir, state);
   // At step 0 for a restart without a checkpoint: the failed group's rows go.
   if (!resume_dir.empty() || !restarted.run_dir.empty()) run.metrics->resume_at(state.global_step);
   // env.num_envs is the run's total, whatever the number of ranks sharing it.
@@ -313,11 +313,6 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     // The last completed update, for a checkpoint after an error (save_checkpoint_after_error).
     policies::TrainingState last_update = state;
     const torch::Tensor parameters_then = learner.flat_parameters().values().detach().clone();
-    // A Python env call that cannot be interrupted ends the process from another thread: it saves
-    // this checkpoint first (the learner is still, for its thread waits for that call).
-    const LastResortCheckpoint last_resort([&] {
-      save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
-    });
     // log.interval_steps: an update is recorded once global_step reaches the next multiple of the
     // interval (every update at 0); the last update is recorded at the end whatever the interval.
     const int64_t log_interval = training.log_interval_steps();
@@ -359,15 +354,18 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     }
     callbacks.should_stop = stop_condition(signals, hooks);
     try {
+      // A Python env call that cannot be interrupted ends the process from another thread: it saves
+      // this checkpoint first (the learner is still, for its thread waits for that call). Unwinding
+      // ends it before a handler below saves.
+      const LastResortCheckpoint last_resort([&] {
+        save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
+      });
       training.train(state, callbacks);
-      LastResortCheckpoint::clear();
     } catch (const policies::NonFiniteMetric& error) {
-      LastResortCheckpoint::clear();
       // The learner's numbers went wrong: the last checkpoint is the one to keep, where there is one.
       if (std::filesystem::exists(checkpoint_path(run.run_dir))) throw;
       throw policies::NonFiniteMetric(without_checkpoint(error.what()));
     } catch (const std::exception& error) {
-      LastResortCheckpoint::clear();
       save_checkpoint_after_error(run.run_dir, learner, last_update, parameters_then, run.config, training.bonus());
       throw;
     }
