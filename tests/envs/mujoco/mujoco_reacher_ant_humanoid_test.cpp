@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "concord/core/rng.h"
+#include "concord/envs/mujoco/humanoid_observation.h"
 #include "concord/envs/mujoco/model_directory.h"
 #include "concord/envs/mujoco/mujoco_env.h"
 #include "concord/envs/registry.h"
@@ -353,15 +354,6 @@ struct InfoRules {
   int height = 1;         // qpos coordinate of z_distance_from_origin
 };
 
-double mass_center(const mjModel* m, const mjData* d, int axis) {
-  double weighted = 0.0, mass = 0.0;
-  for (int b = 0; b < m->nbody; ++b) {
-    weighted += m->body_mass[b] * d->xipos[3 * b + axis];
-    mass += m->body_mass[b];
-  }
-  return weighted / mass;
-}
-
 TEST(MujocoReacherAntHumanoidTest, InfoTermsAreGymnasiumsKeysAndTheRewardsOwnTerms) {
   const std::vector<std::string> xy = {"x_position", "y_position",     "distance_from_origin", "x_velocity",
                                        "y_velocity", "reward_forward", "reward_ctrl"};
@@ -401,7 +393,7 @@ TEST(MujocoReacherAntHumanoidTest, InfoTermsAreGymnasiumsKeysAndTheRewardsOwnTer
     const std::string id = rules.id;
     auto y_of = [&] {
       if (id == "MuJoCo/Ant-v5") return d->xpos[3 * torso + 1];
-      if (id == "MuJoCo/Humanoid-v5") return mass_center(m, d, 1);
+      if (id == "MuJoCo/Humanoid-v5") return mass_center_xy(m, d).second;
       return d->qpos[1];
     };
     auto has = [&](const char* key) {

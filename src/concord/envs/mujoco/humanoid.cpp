@@ -52,8 +52,8 @@ void Humanoid::reset_state(float* observation) {
 }
 
 StepResult Humanoid::step_state(const Action& action, float* observation) {
-  const std::optional<std::pair<double, double>> velocity = simulate_xy_velocity(
-      action, [this] { return std::make_pair(mass_center_x(model(), data()), mass_center_y(model(), data())); });
+  const std::optional<std::pair<double, double>> velocity =
+      simulate_xy_velocity(action, [this] { return mass_center_xy(model(), data()); });
   compute_external_forces();
   write_humanoid_observation(model(), data(), options_, observation);
   if (!velocity) return diverged_step();

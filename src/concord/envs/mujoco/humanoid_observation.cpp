@@ -31,21 +31,16 @@ double external_force_square_sum(const mjModel* m, const mjData* d) {
   return sum;
 }
 
-namespace {
-
-double mass_center(const mjModel* m, const mjData* d, int axis) {
-  double weighted = 0.0, mass = 0.0;
+std::pair<double, double> mass_center_xy(const mjModel* m, const mjData* d) {
+  double x = 0.0, y = 0.0, mass = 0.0;
   for (int b = 0; b < m->nbody; ++b) {
-    weighted += m->body_mass[b] * d->xipos[3 * b + axis];
+    x += m->body_mass[b] * d->xipos[3 * b];
+    y += m->body_mass[b] * d->xipos[3 * b + 1];
     mass += m->body_mass[b];
   }
-  return weighted / mass;
+  return {x / mass, y / mass};
 }
 
-}  // namespace
-
-double mass_center_x(const mjModel* m, const mjData* d) { return mass_center(m, d, 0); }
-
-double mass_center_y(const mjModel* m, const mjData* d) { return mass_center(m, d, 1); }
+double mass_center_x(const mjModel* m, const mjData* d) { return mass_center_xy(m, d).first; }
 
 }  // namespace concord::envs::mujoco

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <utility>
+
 #include <mujoco/mujoco.h>
 
 #include "concord/envs/mujoco/task_options.h"
@@ -17,9 +19,9 @@ int write_humanoid_observation(const mjModel* m, const mjData* d, const TaskOpti
 int humanoid_observation_size(const mjModel* m, const TaskOptions& options);
 // Sum of cfrc_ext^2 over every body (the contact and impact costs' sum).
 double external_force_square_sum(const mjModel* m, const mjData* d);
-// The x of the centre of mass (Gymnasium's mass_center: body masses times their xipos).
+// The x and y of the centre of mass (Gymnasium's mass_center: body masses times their xipos).
+std::pair<double, double> mass_center_xy(const mjModel* m, const mjData* d);
+// Its x alone.
 double mass_center_x(const mjModel* m, const mjData* d);
-// Its y.
-double mass_center_y(const mjModel* m, const mjData* d);
 
 }  // namespace concord::envs::mujoco
