@@ -134,10 +134,13 @@ void wait_for_background_python_at_exit() {
   (void)registered;
 }
 
+// "environment 'ID': METHOD ", the start of every line about a call of an env.
+std::string call_text(const std::string& id, const char* method) { return "environment '" + id + "': " + method + " "; }
+
 // The text of a call stopped for `reason`: "environment 'ID': step() did not return within
 // env.step_timeout_seconds = T s" or "… had not returned when SIGINT arrived".
 std::string stopped_text(const std::string& id, const char* method, double limit_seconds, int reason) {
-  const std::string where = "environment '" + id + "': " + method + " ";
+  const std::string where = call_text(id, method);
   if (reason == kTimedOut) {
     return where + "did not return within env.step_timeout_seconds = " + seconds_text(limit_seconds) + " s";
   }
@@ -418,7 +421,7 @@ struct PythonEnvState {
   std::vector<unsigned char> observation;  // the last call's, copied into the engine's row once it is done
   envs::StepResult step;
 
-  std::string where(const char* method) const { return "environment '" + spec.id + "': " + method + " "; }
+  std::string where(const char* method) const { return call_text(spec.id, method); }
 
   void reset(std::optional<uint64_t> seed, CallWatch* watch, uint64_t seq) {
     py::gil_scoped_acquire gil;

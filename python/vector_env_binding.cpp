@@ -267,13 +267,17 @@ class VectorEnv {
   // info["final_info"] holds the ended step's terms. The batch's envs are idle (sync: the step
   // is over; async: not sent again yet).
   void add_info_terms(py::dict& info, const envs::Batch& batch, bool all_reset) {
+    // Per row: whether a reset gave it, and whether it ended an episode this step (then reset).
     std::vector<uint8_t> reset_row(static_cast<size_t>(batch.size), all_reset ? 1 : 0);
+    std::vector<uint8_t> ended_row(static_cast<size_t>(batch.size), 0);
     bool any_final = false;
     for (int64_t row = 0; row < batch.size; ++row) {
+      const auto r = static_cast<size_t>(row);
       auto& pending = reset_pending_[static_cast<size_t>(env_of(batch, row))];
-      if (pending) reset_row[static_cast<size_t>(row)] = 1;
+      if (pending) reset_row[r] = 1;
       pending = 0;
-      any_final = any_final || (!reset_row[static_cast<size_t>(row)] && batch.has_final[row] != 0);
+      ended_row[r] = !reset_row[r] && batch.has_final[row] != 0;
+      any_final = any_final || ended_row[r];
     }
     py::dict final_info;
     for (const envs::mujoco::InfoTerm& term : info_terms_) {
@@ -286,7 +290,7 @@ class VectorEnv {
       bool any = false;
       for (int64_t row = 0; row < batch.size; ++row) {
         const envs::mujoco::MujocoEnv& env = *locomotion_envs_[static_cast<size_t>(env_of(batch, row))];
-        const bool ended = !reset_row[static_cast<size_t>(row)] && batch.has_final[row] != 0;
+        const bool ended = ended_row[static_cast<size_t>(row)] != 0;
         has[row] = (!ended && !reset_row[static_cast<size_t>(row)]) || term.at_reset;
         value[row] = has[row] ? env.last_reward().*term.value : 0.0;
         any = any || has[row];
