@@ -16,7 +16,6 @@
 #include "concord/policies/async_learner.h"
 #include "concord/policies/async_learner_replay.h"
 #include "concord/policies/central_inference.h"
-#include "concord/policies/central_inference_replay.h"
 #include "concord/policies/hogwild.h"
 #include "concord/policies/multi_learner.h"
 #include "concord/policies/runtime/exploration_bonus.h"
@@ -133,8 +132,7 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("hogwild", policy(Placement::kThreads, Memory::kOnPolicyCarried, "A3C").both(make_hogwild_policy));
   registry.add("central_inference",
                policy(Placement::kThreads, Memory::kOnPolicyCarried, "GA3C; SEED RL on threads for off-policy learners")
-                   .on_policy(make_central_inference_policy)
-                   .off_policy(make_central_inference_replay_policy));
+                   .both(make_central_inference_policy));
   registry.add("async_learner", policy(Placement::kThreads, Memory::kCarried, "collect while learning")
                                     .on_policy(make_async_learner_policy)
                                     .off_policy(make_async_learner_replay_policy));

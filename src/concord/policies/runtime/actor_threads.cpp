@@ -18,8 +18,10 @@ struct Actors {
   std::atomic<int64_t> claimed;
 };
 
-void act(int a, algos::ActingContext context, const std::string& name, ActingSeat& seat, envs::VectorEnv& env,
-         torch::Device device, std::atomic<int64_t>& claimed, ReplayInlet& inlet) {
+}  // namespace
+
+void feed_steps(int stream, algos::ActingContext context, const std::string& name, ActingSeat& seat,
+                envs::VectorEnv& env, torch::Device device, std::atomic<int64_t>& claimed, ReplayInlet& inlet) {
   TransitionCollector collector(env, device);
   const int64_t steps = collector.num_envs();
   FinishedEpisodes finished;
@@ -39,12 +41,10 @@ void act(int a, algos::ActingContext context, const std::string& name, ActingSea
     algos::TensorMap& step = stored.front();
     step = collector.step(actor, context, on_episode);
     for (auto& [field, input] : seat.priority_inputs(step)) step[field] = std::move(input);
-    inlet.store(stored, a, finished);
+    inlet.store(stored, stream, finished);
     finished.clear();
   }
 }
-
-}  // namespace
 
 void start_actor_threads(const std::string& noun, const std::vector<double>& actor_epsilons,
                          std::vector<std::unique_ptr<ActingSeat>> seats,
@@ -62,7 +62,7 @@ void start_actor_threads(const std::string& noun, const std::vector<double>& act
     envs::VectorEnv& env = *envs[static_cast<size_t>(a)];
     workers.start(name, core::thread_seed(seed, static_cast<uint64_t>(a)),
                   [a, explorer, name, &seat, &env, device, &actors, &inlet] {
-                    act(a, explorer, name, seat, env, device, actors.claimed, inlet);
+                    feed_steps(a, explorer, name, seat, env, device, actors.claimed, inlet);
                   });
   }
 }

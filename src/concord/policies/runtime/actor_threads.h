@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,5 +44,12 @@ void start_actor_threads(const std::string& noun, const std::vector<double>& act
                          std::vector<std::unique_ptr<ActingSeat>> seats,
                          std::vector<std::unique_ptr<envs::VectorEnv>>& envs, torch::Device device, uint64_t seed,
                          runtime::Workers& workers, ReplayInlet& inlet);
+
+// What each of those threads runs: actor `stream` steps `env` from `seat`, exploring as
+// `explorer` says, and stores its transitions into `inlet` as stream `stream`, until the run stops
+// or the feeders' claims, counted in `claimed` (from inlet.stored()), reach total_steps. `name`
+// names it where it waits for the learner.
+void feed_steps(int stream, algos::ActingContext explorer, const std::string& name, ActingSeat& seat,
+                envs::VectorEnv& env, torch::Device device, std::atomic<int64_t>& claimed, ReplayInlet& inlet);
 
 }  // namespace concord::policies::runtime

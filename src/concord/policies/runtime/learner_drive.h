@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include "concord/algos/learner.h"
+#include "concord/algos/learner_family.h"
 #include "concord/envs/vector_env.h"
 #include "concord/explore/bonus.h"
 #include "concord/policies/policy.h"
@@ -27,9 +28,9 @@ namespace concord::policies::runtime {
 //               (TransitionCollector); updates fall at every multiple of train_frequency() past
 //               learning_starts() (off_policy_updates_due), learner.update(global_step, progress).
 //
-// The one place besides the registry that tells the families apart: `single`, `sync_vector`,
-// `multi_learner` and each `hogwild` worker run the loop above on it. The collector resets the
-// envs when the drive is made. Not thread-safe; one drive per thread.
+// With for_family below, the one place besides the registry that tells the families apart:
+// `single`, `sync_vector`, `multi_learner` and each `hogwild` worker run the loop above on it. The
+// collector resets the envs when the drive is made. Not thread-safe; one drive per thread.
 class LearnerDrive {
  public:
   using EpisodeCallback = Collector::EpisodeCallback;
@@ -69,6 +70,15 @@ enum class Pacing {
 // an off-policy learner, or an asynchronous env.
 std::unique_ptr<LearnerDrive> make_learner_drive(algos::Learner& learner, envs::BatchedEnvs& env, torch::Device device,
                                                  explore::Bonus* bonus = nullptr, Pacing pacing = Pacing::kRunSteps);
+
+// Calls on_policy(OnPolicyLearner&) or off_policy(OffPolicyLearner&), whichever is `learner`'s
+// family, and returns what it returns: for a policy whose one family-specific part is built from
+// the learner (central_inference: where its agents' experience goes), so that it never asks.
+template <typename OnPolicy, typename OffPolicy>
+auto for_family(algos::Learner& learner, OnPolicy&& on_policy, OffPolicy&& off_policy) {
+  if (auto* on_policy_learner = algos::on_policy(learner)) return on_policy(*on_policy_learner);
+  return off_policy(*algos::off_policy(learner));
+}
 
 // A learner of `learner`'s family whose parameters and optimiser statistics are `learner`'s (shared
 // storage) and whose gradients are its own, for threads that each act and learn lock-free

@@ -14,10 +14,9 @@
 namespace concord::policies::runtime {
 
 // The queue and reply plumbing of acting as a service (GA3C's predictors, SEED RL's central
-// inference: BatchedInference for actor-critics, BatchedActing for off-policy replicas). Clients
-// each have one request in flight and wait for its reply; server threads take as many requests as
-// fit in `max_rows` rows (requests are batched whole) and answer each one. What a request holds,
-// and how a batch is answered, is the service's own.
+// inference: BatchedInference). Clients each have one request in flight and wait for its reply;
+// server threads take as many requests as fit in `max_rows` rows (requests are batched whole) and
+// answer each one. What a request holds, and how a batch is answered, is the service's own.
 //
 //   client c:  ask(c, request)  -> the prediction queue -> client c's reply slot -> reply
 //   server:    take(batch) ... answer(c, reply) for every request of the batch
