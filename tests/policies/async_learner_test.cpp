@@ -1,7 +1,6 @@
 // The `async_learner` policy against a tiny env that counts its steps and a learner that stamps
 // its update count into its critic, so that every rollout names the parameter version that acted.
 #include "concord/policies/async_learner.h"
-#include "concord/policies/async_learner_replay.h"
 
 #include <algorithm>
 #include <atomic>
@@ -281,13 +280,13 @@ struct OffPolicyRun {
     AsyncLearnerConfig config;
     config.max_policy_lag = max_policy_lag;
     config.wait_timeout_seconds = 30.0;
-    policy = std::make_unique<AsyncLearnerReplayPolicy>(
+    policy = std::make_unique<AsyncLearnerPolicy>(
         config, std::make_unique<envs::VectorEnv>(testing::counting_config(1), registry), learner, torch::kCPU, 5);
   }
   envs::Registry registry;
   testing::ApexRecordingLearner learner;
   float initial = 0.0f;
-  std::unique_ptr<AsyncLearnerReplayPolicy> policy;
+  std::unique_ptr<AsyncLearnerPolicy> policy;
 };
 
 TEST(AsyncLearnerOffPolicy, UpdatesAsSingleAndEveryStepActsWithExactlyTheVersionItsLagNames) {
@@ -361,7 +360,7 @@ TEST(AsyncLearnerOffPolicy, ALaggedDqnRunTrainsTheSameEveryRun) {
     AsyncLearnerConfig config;
     config.max_policy_lag = 1;
     TrainingState state;
-    AsyncLearnerReplayPolicy(config, std::make_unique<envs::VectorEnv>(envs), learner, torch::kCPU, /*seed=*/3)
+    AsyncLearnerPolicy(config, std::make_unique<envs::VectorEnv>(envs), learner, torch::kCPU, /*seed=*/3)
         .train(state, /*total_steps=*/2000, 1'000'000, {});
     EXPECT_EQ(state.updates, (2000 - 200) / 4);
     return learner.flat_parameters().values().detach().clone();

@@ -27,7 +27,7 @@ namespace concord::policies {
 //                      and act, experience by c10d send/recv, parameters sent back
 //   async_learner      a collector thread acts with parameters exactly
 //                      policy.async_learner.max_policy_lag updates old while the calling
-//                      thread learns from its rollouts (on-policy learners)
+//                      thread learns from what it collected (either family)
 //   apex               Ape-X (off-policy learners): policy.apex.actors actor threads fill the
 //                      learner's replay while the calling thread updates from it; under a
 //                      launcher, rank 0 learns and ranks 1..A act (apex_processes.h)
