@@ -14,7 +14,6 @@
 #include "concord/policies/actor_processes.h"
 #include "concord/policies/apex.h"
 #include "concord/policies/async_learner.h"
-#include "concord/policies/async_learner_replay.h"
 #include "concord/policies/central_inference.h"
 #include "concord/policies/hogwild.h"
 #include "concord/policies/multi_learner.h"
@@ -56,7 +55,7 @@ using Factory = std::function<std::unique_ptr<Policy>(const PolicyContext& conte
 // A policy as the registry sees it: its keys under policy.<name>. and one factory per algorithm
 // family it drives (algos::Family), which reads the policy's config struct from them. The
 // registry calls the factory of the learner's family, so that a policy never asks which family
-// its learner is: one class for both (single), or one per family (async_learner).
+// its learner is: one class for both (single), or one per family.
 struct PolicyEntry {
   Placement placement;
   Memory memory;
@@ -133,9 +132,8 @@ core::Registry<PolicyEntry> make_registry() {
   registry.add("central_inference",
                policy(Placement::kThreads, Memory::kOnPolicyCarried, "GA3C; SEED RL on threads for off-policy learners")
                    .both(make_central_inference_policy));
-  registry.add("async_learner", policy(Placement::kThreads, Memory::kCarried, "collect while learning")
-                                    .on_policy(make_async_learner_policy)
-                                    .off_policy(make_async_learner_replay_policy));
+  registry.add("async_learner",
+               policy(Placement::kThreads, Memory::kCarried, "collect while learning").both(make_async_learner_policy));
   registry.add("multi_learner", policy(Placement::kProcesses, Memory::kCarried, "one learner per process")
                                     .on_policy(make_multi_learner_on_policy)
                                     .off_policy(make_multi_learner_policy));
