@@ -6,10 +6,10 @@
 #include <c10/core/GradMode.h>
 
 #include "concord/algos/actor_critic_actor.h"
-#include "concord/algos/learner_family.h"
 #include "concord/policies/runtime/actor_copy.h"
 #include "concord/policies/runtime/collected_rollout.h"
 #include "concord/policies/runtime/exploration_bonus.h"
+#include "concord/policies/runtime/learner_drive.h"
 #include "concord/policies/runtime/on_policy_update.h"
 #include "concord/policies/runtime/rollout_collector.h"
 #include "concord/policies/runtime/transition_collector.h"
@@ -163,13 +163,17 @@ class OffPolicySplit final : public SplitDrive {
 std::unique_ptr<SplitDrive> make_split_drive(algos::Learner& learner, envs::BatchedEnvs& env, torch::Device device,
                                              explore::Bonus* bonus, const std::string& policy, int64_t max_policy_lag) {
   refuse_bonus_off_policy(bonus, learner);
-  if (auto* on_policy = algos::on_policy(learner)) {
-    require_lag_correction(policy, max_policy_lag, *on_policy, "acts with parameters");
-    return std::make_unique<OnPolicySplit>(*on_policy, env, device, bonus);
-  }
-  // An off-policy learner learns from replayed experience of older parameters by design: no lag
-  // correction to require.
-  return std::make_unique<OffPolicySplit>(*algos::off_policy(learner), env, device, policy);
+  return for_family(
+      learner,
+      [&](algos::OnPolicyLearner& on_policy) -> std::unique_ptr<SplitDrive> {
+        require_lag_correction(policy, max_policy_lag, on_policy, "acts with parameters");
+        return std::make_unique<OnPolicySplit>(on_policy, env, device, bonus);
+      },
+      // An off-policy learner learns from replayed experience of older parameters by design: no
+      // lag correction to require.
+      [&](algos::OffPolicyLearner& off_policy) -> std::unique_ptr<SplitDrive> {
+        return std::make_unique<OffPolicySplit>(off_policy, env, device, policy);
+      });
 }
 
 }  // namespace concord::policies::runtime

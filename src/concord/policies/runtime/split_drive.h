@@ -62,7 +62,7 @@ class ActingHalf {
 //               (TransitionCollector), observed into the replay; updates fall as `single`'s do
 //               (off_policy_updates_due).
 //
-// With learner_drive.cpp, the one place besides the registry that tells the families apart.
+// make_split_drive tells the families apart once, through for_family (learner_drive.h).
 class SplitDrive {
  public:
   virtual ~SplitDrive() = default;
