@@ -21,14 +21,6 @@ constexpr std::string_view kModelPrefix = "model/";
 
 ExportReport export_for_pytorch(const TrainedCheckpoint& trained, const std::filesystem::path& file) {
   const core::Config& config = trained.config;
-  // concord.export.torch_module rebuilds feed-forward networks only: a network with memory would
-  // load with its recurrent weights unknown to the module (a strict load that fails in Python).
-  if (!config.get_string("algo.recurrent").empty()) {
-    throw std::runtime_error("run '" + trained.file.parent_path().string() +
-                             "' has a network with memory (algo.recurrent = \"" + config.get_string("algo.recurrent") +
-                             "\"), which concord export does not write yet; act with it from Python instead: "
-                             "concord.load(RUN).act_with_state(obs, state, episode_start)");
-  }
   const envs::EnvSpec spec = envs::make_env(config.get_string("env.id"))->spec();
   c10::Dict<std::string, at::Tensor> state_dict;
   ExportReport report{file, 0, 0};

@@ -20,7 +20,9 @@ namespace concord::cli {
 //   observation_shape, observation_dtype ("float32" or "uint8")
 //   action_kind      "discrete" (action_n actions) or "box" (action_shape, action_low, action_high)
 //   state_dict       the acting network's parameters and buffers by module path, as
-//                    torch.nn.Module.state_dict() names them ("actor_torso.layers.0.weight")
+//                    torch.nn.Module.state_dict() names them ("actor_torso.layers.0.weight"; a
+//                    network with memory adds its cores' torch.nn.LSTM or GRU parameters,
+//                    "actor_core.lstm.weight_ih_l0")
 //
 // python/concord/export.py rebuilds a torch.nn.Module from it (concord.export.torch_module).
 inline constexpr const char* kExportFormat = "concord.export/1";
