@@ -21,8 +21,8 @@ namespace concord::policies::runtime {
 
 // Inference as a service (GA3C's predictors, SEED RL's central inference), for either algorithm
 // family: clients send their observations, predictor threads take as many requests as fit in
-// `max_rows` rows and answer them with one forward pass of the predictors' network, then answer
-// each client.
+// `max_rows` rows, run one forward pass of the predictors' network over them and answer each
+// client.
 //
 //   client c:     client(c).act(observations, context) -> request queue -> client c's reply slot
 //   predictor p:  while (serve_batch(p)) {}               one batched forward pass per call
@@ -51,6 +51,7 @@ struct InferenceRequest {
   torch::Tensor observations;  // [rows, *obs_shape]
   algos::TensorMap state;      // with memory: the state before these observations (empty: initial)
   torch::Tensor starts;        // with memory: [rows], 1 where an episode starts (undefined: none)
+  // The client's (an off-policy batch acts under its first request's).
   algos::ActingContext context;
   const at::Generator* generator = nullptr;  // the client's own (its thread's)
   bool values_only = false;                  // a bootstrap value, no action
