@@ -3,15 +3,16 @@
 //   build/bench/video_speed [--steps 500] [--repeats 3] [--png DIR]
 //
 // For CartPole-v1 (a 500-step episode: a balancing rule, push toward the pole's lean, keeps it up
-// until the time limit) and MinAtar/Breakout-v1 (500 steps of random actions, a new game after
-// each ends) it times, best of --repeats:
+// until the time limit), MinAtar/Breakout-v1 (500 steps of random actions, a new game after
+// each ends) and MuJoCo/HalfCheetah-v5 (500 steps of zero torque; 480 x 480 frames drawn by MuJoCo's
+// renderer off-screen through EGL) it times, best of --repeats:
 //   env     the env's steps alone (the baseline: what a video adds goes on top of it);
 //   draw    the steps and the renderer's frames (envs/rendering.h);
 //   mp4     the steps, the frames and the MP4 file (cli/video_writer.h);
 //   gif     the same into a GIF.
 // The trained network's acting is not in it (one small forward pass a step). With --png DIR it
-// writes frames as PNG pictures (Cairo's writer) to look at: each classic-control env's first
-// frame, CartPole's frame 100 and a Breakout frame.
+// writes frames as PNG pictures (Cairo's writer) to look at: each classic-control and MuJoCo
+// env's first frame, CartPole's frame 100, a Breakout frame and HalfCheetah's frame 100.
 
 #include <cairo.h>
 
@@ -60,7 +61,7 @@ double film(const std::string& env_id, int steps, Stage stage, const std::filesy
   concord::core::Stopwatch clock;
   auto env = concord::envs::make_env(env_id);
   const auto spec = env->spec();
-  auto renderer = concord::envs::make_observation_renderer(spec);
+  auto renderer = concord::envs::make_env_renderer(*env);
   std::unique_ptr<concord::cli::VideoWriter> writer;
   if (stage == Stage::kMp4 || stage == Stage::kGif) {
     writer = std::make_unique<concord::cli::VideoWriter>(work / (stage == Stage::kMp4 ? "clip.mp4" : "clip.gif"),
@@ -74,10 +75,12 @@ double film(const std::string& env_id, int steps, Stage stage, const std::filesy
   std::vector<float> zero_action(static_cast<size_t>(spec.action_space.flat_size()), 0.0f);  // Box envs: no push
   concord::core::Rng rng(7);
   RgbFrame frame;
+  std::vector<uint8_t> snapshot;
   env->reset(1, observation);
   for (int step = 0; step <= steps; ++step) {
     if (stage != Stage::kEnv) {
-      renderer->render(observation, frame);
+      renderer->capture(*env, observation, snapshot);
+      renderer->render(snapshot.data(), frame);
       if (writer) writer->add(frame);
       if (step == png_frame && !png.empty()) write_png(frame, png);
     }
@@ -114,17 +117,24 @@ int main(int argc, char** argv) {
   if (!png_dir.empty()) {
     std::filesystem::create_directories(png_dir);
     for (const std::string id :
-         {"CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1"}) {
-      film(id, 1, Stage::kDraw, work, std::filesystem::path(png_dir) / (id + ".png"), 0);
+         {"CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1",
+          "MuJoCo/InvertedPendulum-v5", "MuJoCo/InvertedDoublePendulum-v5", "MuJoCo/Reacher-v5", "MuJoCo/Swimmer-v5",
+          "MuJoCo/HalfCheetah-v5", "MuJoCo/Hopper-v5", "MuJoCo/Walker2d-v5", "MuJoCo/Ant-v5", "MuJoCo/Humanoid-v5",
+          "MuJoCo/HumanoidStandup-v5"}) {
+      std::string name = id;
+      std::replace(name.begin(), name.end(), '/', '_');
+      film(id, 1, Stage::kDraw, work, std::filesystem::path(png_dir) / (name + ".png"), 0);
     }
+    film("MuJoCo/HalfCheetah-v5", 100, Stage::kDraw, work, std::filesystem::path(png_dir) / "HalfCheetah-v5_100.png",
+         100);
     film("CartPole-v1", 100, Stage::kDraw, work, std::filesystem::path(png_dir) / "CartPole-v1_100.png", 100);
     film("MinAtar/Breakout-v1", 40, Stage::kDraw, work, std::filesystem::path(png_dir) / "Breakout-v1_40.png", 40);
   }
 
   std::printf("video_speed: %d steps (%d frames), best of %d, load %s\n", steps, steps + 1, repeats,
               concord::bench::load_average().c_str());
-  std::printf("%-20s %10s %10s %10s %10s\n", "env", "env (s)", "draw (s)", "mp4 (s)", "gif (s)");
-  for (const std::string id : {"CartPole-v1", "MinAtar/Breakout-v1"}) {
+  std::printf("%-22s %10s %10s %10s %10s\n", "env", "env (s)", "draw (s)", "mp4 (s)", "gif (s)");
+  for (const std::string id : {"CartPole-v1", "MinAtar/Breakout-v1", "MuJoCo/HalfCheetah-v5"}) {
     double best[4] = {1e9, 1e9, 1e9, 1e9};
     for (int r = 0; r < repeats; ++r) {
       for (Stage stage : {Stage::kEnv, Stage::kDraw, Stage::kMp4, Stage::kGif}) {
@@ -132,7 +142,7 @@ int main(int argc, char** argv) {
         best[i] = std::min(best[i], film(id, steps, stage, work));
       }
     }
-    std::printf("%-20s %10.6f %10.3f %10.3f %10.3f\n", id.c_str(), best[0], best[1], best[2], best[3]);
+    std::printf("%-22s %10.6f %10.3f %10.3f %10.3f\n", id.c_str(), best[0], best[1], best[2], best[3]);
   }
   std::filesystem::remove_all(work);
   return 0;

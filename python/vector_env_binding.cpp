@@ -53,11 +53,15 @@ bool is_integer_kind(const py::array& array) { return array.dtype().kind() == 'i
 class VectorEnv {
  public:
   VectorEnv(envs::VectorEnvConfig config, const py::object& render_mode)
-      : env_(make_engine(std::move(config), locomotion_envs_)),
+      : env_(make_engine(std::move(config), made_envs_)),
         config_(env_->config()),
         spec_(env_->spec()),
         async_(env_->is_async()),
         batch_size_(env_->batch_size()) {
+    for (const envs::Env* made : made_envs_) {
+      if (const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(made)) locomotion_envs_.push_back(mujoco_env);
+    }
+    if (locomotion_envs_.size() != made_envs_.size()) locomotion_envs_.clear();
     if (!locomotion_envs_.empty()) info_terms_ = locomotion_envs_.front()->info_terms();
     if (info_terms_.empty()) locomotion_envs_.clear();
     if (!locomotion_envs_.empty()) reset_pending_.assign(locomotion_envs_.size(), 0);
@@ -66,12 +70,15 @@ class VectorEnv {
       throw py::value_error("make(): render_mode must be None or 'rgb_array', got " +
                             std::string(py::repr(render_mode)));
     }
-    renderer_ = envs::make_observation_renderer(spec_);
+    if (made_envs_.size() != static_cast<size_t>(config_.num_envs)) {
+      throw std::logic_error("make(): the binding lost track of the envs it made");
+    }
+    renderer_ = envs::make_env_renderer(*made_envs_.front());
     if (!renderer_) {
       throw py::value_error("make(): " + spec_.id + " cannot be rendered (render_mode='rgb_array' draws " +
                             envs::renderable_envs() + ")");
     }
-    shown_.assign(static_cast<size_t>(spec_.observation_space.byte_size() * config_.num_envs), 0);
+    shown_.assign(static_cast<size_t>(config_.num_envs), {});
   }
 
   py::tuple reset(const py::object& seed, const py::object& options) {
@@ -170,7 +177,8 @@ class VectorEnv {
   }
 
   // One frame per env (Gymnasium's SyncVectorEnv.render() with render_mode "rgb_array"): each
-  // env drawn from its latest observation, a uint8 array [height, width, 3].
+  // env drawn as its latest reset or step left it, a uint8 array [height, width, 3]; in async
+  // mode as of the latest result recv() returned for it (black before its first).
   py::tuple render() const {
     if (!env_) throw std::runtime_error("render(): this VectorEnv is closed");
     if (!renderer_) {
@@ -178,11 +186,16 @@ class VectorEnv {
     }
     if (!rendered_once_) throw std::runtime_error("render(): call reset() first");
     py::tuple frames(config_.num_envs);
-    const auto row_bytes = static_cast<size_t>(spec_.observation_space.byte_size());
     envs::RgbFrame frame;
     for (int64_t i = 0; i < config_.num_envs; ++i) {
-      renderer_->render(shown_.data() + static_cast<size_t>(i) * row_bytes, frame);
-      py::array_t<uint8_t> picture({frame.height, frame.width, 3});
+      const std::vector<uint8_t>& shown = shown_[static_cast<size_t>(i)];
+      py::array_t<uint8_t> picture({renderer_->height(), renderer_->width(), 3});
+      if (shown.empty()) {
+        std::memset(picture.mutable_data(), 0, static_cast<size_t>(picture.size()));
+        frames[static_cast<size_t>(i)] = std::move(picture);
+        continue;
+      }
+      renderer_->render(shown.data(), frame);
       std::memcpy(picture.mutable_data(), frame.pixels.data(), frame.pixels.size());
       frames[static_cast<size_t>(i)] = std::move(picture);
     }
@@ -196,6 +209,7 @@ class VectorEnv {
     if (busy_) throw std::runtime_error("close(): this VectorEnv is in use by another thread");
     std::unique_ptr<envs::VectorEnv> env = std::move(env_);
     locomotion_envs_.clear();
+    made_envs_.clear();
     py::gil_scoped_release release;  // joins the pool's threads
     env.reset();
   }
@@ -242,21 +256,21 @@ class VectorEnv {
 
  private:
   // The engine hands out no env, so that stepping one stays the engine's own business: the envs
-  // are made through a registry of this binding's that keeps each MuJoCo env's address (env i at
-  // [i]), from which the step info of a MuJoCo task is read between calls.
+  // are made through a registry of this binding's that keeps each env's address (env i at [i]),
+  // from which a MuJoCo task's step info and a renderer's picture are read between calls, while
+  // no thread steps that env.
   static std::unique_ptr<envs::VectorEnv> make_engine(envs::VectorEnvConfig config,
-                                                      std::vector<const envs::mujoco::MujocoEnv*>& mujoco_envs) {
+                                                      std::vector<const envs::Env*>& made) {
     envs::Registry remembering;
-    remembering.add_configurable(config.env_id, [&mujoco_envs, id = config.env_id](const envs::EnvOptions& options) {
+    remembering.add_configurable(config.env_id, [&made, id = config.env_id](const envs::EnvOptions& options) {
       std::unique_ptr<envs::Env> env = envs::Registry::global().make(id, options);
-      const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(env.get());
-      if (mujoco_env != nullptr) mujoco_envs.push_back(mujoco_env);
+      made.push_back(env.get());
       return env;
     });
     // Making a thousand envs and starting the pool's threads needs no Python.
     py::gil_scoped_release release;
     auto engine = std::make_unique<envs::VectorEnv>(std::move(config), remembering);
-    if (mujoco_envs.size() != static_cast<size_t>(engine->num_envs())) mujoco_envs.clear();
+    if (made.size() != static_cast<size_t>(engine->num_envs())) made.clear();
     return engine;
   }
 
@@ -422,15 +436,15 @@ class VectorEnv {
     return out;
   }
 
-  // Keeps each env's latest observation for render(), when it renders.
+  // Keeps what each env of the batch shows now for render(), when it renders: the batch's envs
+  // are idle until the next step is sent.
   void remember(const envs::Batch& batch) {
     if (!renderer_) return;
     const auto row_bytes = static_cast<size_t>(spec_.observation_space.byte_size());
     const auto* source = static_cast<const uint8_t*>(batch.observations);
     for (int64_t row = 0; row < batch.size; ++row) {
-      const int64_t env = async_ ? batch.env_ids[row] : row;
-      std::memcpy(shown_.data() + static_cast<size_t>(env) * row_bytes, source + static_cast<size_t>(row) * row_bytes,
-                  row_bytes);
+      const auto env = static_cast<size_t>(async_ ? batch.env_ids[row] : row);
+      renderer_->capture(*made_envs_[env], source + static_cast<size_t>(row) * row_bytes, shown_[env]);
     }
     rendered_once_ = true;
   }
@@ -455,8 +469,10 @@ class VectorEnv {
                           bools(batch.terminated, batch.size), bools(batch.truncated, batch.size), info);
   }
 
-  // Declared before env_, which make_engine fills it beside: a MuJoCo task's envs, in env order,
-  // and the info terms they report; empty for every other env (and SparseHalfCheetah).
+  // Declared before env_, which make_engine fills it beside: every env, in env order (empty if
+  // the engine made them otherwise); then a MuJoCo task's envs and the info terms they report,
+  // empty for every other env (and SparseHalfCheetah).
+  std::vector<const envs::Env*> made_envs_;
   std::vector<const envs::mujoco::MujocoEnv*> locomotion_envs_;
   std::vector<envs::mujoco::InfoTerm> info_terms_;
   std::vector<uint8_t> reset_pending_;  // async: envs whose reset recv() has not returned yet
@@ -466,9 +482,9 @@ class VectorEnv {
   bool async_ = false;
   int64_t batch_size_ = 0;
   bool busy_ = false;
-  // render_mode 'rgb_array': the renderer and every env's latest observation.
-  std::unique_ptr<envs::ObservationRenderer> renderer_;
-  std::vector<uint8_t> shown_;
+  // render_mode 'rgb_array': the renderer and what each env showed after its latest reset or step.
+  std::unique_ptr<envs::EnvRenderer> renderer_;
+  std::vector<std::vector<uint8_t>> shown_;
   bool rendered_once_ = false;
   py::object observation_space_, action_space_, single_observation_space_, single_action_space_;
 };

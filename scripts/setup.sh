@@ -24,6 +24,9 @@ packages=(
   # MuJoCo 2.2.2 for the MuJoCo/* continuous-control tasks (src/concord/envs/mujoco); the samples
   # package has mujoco-testspeed, bench/mujoco_speed's baseline, and MuJoCo's own models.
   libmujoco-dev libmujoco-samples
+  # MuJoCo's pictures (concord eval --video, render_mode='rgb_array'): an OpenGL context without a
+  # display through EGL, drawn by Mesa's llvmpipe on the CPU.
+  libegl-dev libegl-mesa0 libgl1-mesa-dri
   # `concord plot` draws with Cairo; `concord board` serves its page with cpp-httplib, and its
   # browser test (tests/view/board_browser_test.mjs) drives Debian's Chromium headless.
   libcairo2-dev libcpp-httplib-dev chromium

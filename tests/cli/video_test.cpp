@@ -15,6 +15,7 @@ extern "C" {
 }
 
 #include "concord/cli/video_writer.h"
+#include "concord/envs/mujoco/mujoco_env.h"
 #include "concord/envs/registry.h"
 #include "concord/envs/rendering.h"
 
@@ -45,9 +46,9 @@ int count(const RgbFrame& frame, Pixel colour) {
   return n;
 }
 
+// The observation-drawn families render an observation as its own snapshot.
 RgbFrame draw(const std::string& env_id, const std::vector<float>& observation) {
-  const auto spec = concord::envs::make_env(env_id)->spec();
-  auto renderer = concord::envs::make_observation_renderer(spec);
+  auto renderer = concord::envs::make_env_renderer(*concord::envs::make_env(env_id));
   EXPECT_NE(renderer, nullptr) << env_id;
   RgbFrame frame;
   if (renderer) renderer->render(observation.data(), frame);
@@ -138,15 +139,12 @@ TEST(Rendering, EveryClassicControlFamilyDraws) {
   const RgbFrame acrobot = draw("Acrobot-v1", {1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f});  // hanging down
   EXPECT_EQ(at(acrobot, 250, 300), (Pixel{0, 204, 204}));
   EXPECT_EQ(at(acrobot, 250, 200), (Pixel{255, 255, 255}));
-  EXPECT_NE(concord::envs::make_observation_renderer(concord::envs::make_env("MountainCarContinuous-v0")->spec()),
-            nullptr);
-  EXPECT_EQ(concord::envs::make_observation_renderer(concord::envs::make_env("DeepSea5-v0")->spec()), nullptr);
-  EXPECT_EQ(concord::envs::make_observation_renderer(concord::envs::make_env("MuJoCo/Hopper-v5")->spec()), nullptr);
+  EXPECT_NE(concord::envs::make_env_renderer(*concord::envs::make_env("MountainCarContinuous-v0")), nullptr);
+  EXPECT_EQ(concord::envs::make_env_renderer(*concord::envs::make_env("DeepSea5-v0")), nullptr);
 }
 
 TEST(Rendering, MinAtarCellsInTheirChannelsColours) {
-  const auto spec = concord::envs::make_env("MinAtar/Breakout-v1")->spec();
-  auto renderer = concord::envs::make_observation_renderer(spec);
+  auto renderer = concord::envs::make_env_renderer(*concord::envs::make_env("MinAtar/Breakout-v1"));
   ASSERT_NE(renderer, nullptr);
   std::vector<uint8_t> grid(10 * 10 * 4, 0);
   grid[(0 * 10 + 0) * 4 + 0] = 1;  // channel 0 at row 0, column 0
@@ -163,6 +161,40 @@ TEST(Rendering, MinAtarCellsInTheirChannelsColours) {
   EXPECT_LT(first.r + first.g + first.b, last.r + last.g + last.b);  // the map runs dark to light
   EXPECT_FALSE(at(frame, 5 * 32 + 5, 5 * 32 + 5) == first);
   EXPECT_FALSE(at(frame, 5 * 32 + 5, 5 * 32 + 5) == last);
+}
+
+// MuJoCo's own renderer, off-screen through EGL: a frame is the physics state capture() took, so
+// the same positions draw the same picture, and moving the pole moves its pixels.
+TEST(Rendering, MujocoDrawsThePositionsItCaptured) {
+  auto env = concord::envs::make_env("MuJoCo/InvertedPendulum-v5");
+  auto& physics = dynamic_cast<concord::envs::mujoco::MujocoEnv&>(*env);
+  auto renderer = concord::envs::make_env_renderer(*env);
+  ASSERT_NE(renderer, nullptr);
+  EXPECT_EQ(renderer->width(), 480);
+  EXPECT_EQ(renderer->frames_per_second(), 25);  // Gymnasium's render_fps: 1 / dt, dt = 0.02 x 2
+  std::vector<float> observation(4);
+  env->reset(3, observation.data());
+  std::vector<uint8_t> upright, leaning;
+  renderer->capture(*env, observation.data(), upright);
+  ASSERT_EQ(upright.size(), 2 * sizeof(double));  // qpos: the cart's slide and the pole's hinge
+  physics.data()->qpos[1] = 0.8;
+  renderer->capture(*env, observation.data(), leaning);
+  RgbFrame first, again, moved;
+  renderer->render(upright.data(), first);
+  renderer->render(leaning.data(), again);
+  renderer->render(upright.data(), again);
+  renderer->render(leaning.data(), moved);
+  ASSERT_EQ(first.width, 480);
+  ASSERT_EQ(first.height, 480);
+  EXPECT_EQ(first.pixels, again.pixels);
+  int changed = 0;
+  for (size_t i = 0; i < first.pixels.size(); ++i) changed += first.pixels[i] != moved.pixels[i] ? 1 : 0;
+  EXPECT_GT(changed, 1000);  // the pole's pixels, not noise
+  // A second renderer (its own OpenGL context) draws the same picture.
+  auto other = concord::envs::make_env_renderer(*env);
+  RgbFrame twin;
+  other->render(upright.data(), twin);
+  EXPECT_EQ(twin.pixels, first.pixels);
 }
 
 TEST(VideoWriter, Mp4AndGifHoldEveryFrame) {
@@ -186,6 +218,24 @@ TEST(VideoWriter, Mp4AndGifHoldEveryFrame) {
   gif.read(magic.data(), 6);
   EXPECT_EQ(magic, "GIF89a");
   EXPECT_THROW(concord::cli::VideoWriter(dir / "clip.avi", 64, 48, 25), std::runtime_error);
+}
+
+// Hopper's 125 frames a second: a GIF keeps every 3rd (its delays are in hundredths of a second, and
+// browsers slow those under 2 to 10); an MP4 keeps them all.
+TEST(VideoWriter, GifPlaysAtMostFiftyFramesASecond) {
+  const auto dir = fresh_dir("fast");
+  RgbFrame frame{32, 32, std::vector<uint8_t>(32 * 32 * 3, 0)};
+  for (const std::string name : {"fast.gif", "fast.mp4"}) {
+    concord::cli::VideoWriter writer(dir / name, 32, 32, 125);
+    for (int i = 0; i < 30; ++i) {
+      std::fill(frame.pixels.begin(), frame.pixels.end(), static_cast<uint8_t>(i * 8));
+      writer.add(frame);
+    }
+    writer.finish();
+    EXPECT_EQ(writer.frames(), name == "fast.gif" ? 10 : 30);
+    int width = 0, height = 0;
+    EXPECT_EQ(decoded_frames(dir / name, &width, &height), writer.frames()) << name;
+  }
 }
 
 TEST(VideoWriter, GifKeepsThePicturesOwnColours) {
@@ -223,6 +273,24 @@ TEST(EvalVideo, FilmsOneEpisodeOfATrainedAgent) {
       concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.avi").string());
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_THAT(wrong.output, HasSubstr("must end in .mp4 or .gif"));
+}
+
+TEST(EvalVideo, FilmsAMujocoTask) {
+  const auto root = fresh_dir("eval_mujoco");
+  const concord::test::CommandResult train = concord::test::run_concord(
+      "train --env MuJoCo/InvertedPendulum-v5 --total-timesteps 256 --num-envs 2 --progress off --run-root " +
+      root.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::filesystem::path run_dir = concord::test::run_directories(root).at(0);
+  const concord::test::CommandResult eval =
+      concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "pendulum.gif").string());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  int width = 0, height = 0;
+  const int frames = decoded_frames(root / "pendulum.gif", &width, &height);
+  EXPECT_THAT(eval.output, HasSubstr(std::to_string(frames) + " frames of one episode"));
+  EXPECT_GE(frames, 2);  // the reset's frame and one a step
+  EXPECT_EQ(width, 480);
+  EXPECT_EQ(height, 480);
 }
 
 }  // namespace

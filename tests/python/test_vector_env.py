@@ -498,5 +498,28 @@ def test_render_refusals():
     assert make("CartPole-v1").metadata["render_modes"] == []
     with pytest.raises(ValueError, match=r"render_mode must be None or 'rgb_array', got 'human'"):
         make("CartPole-v1", render_mode="human")
-    with pytest.raises(ValueError, match=r"MuJoCo/Hopper-v5 cannot be rendered"):
-        make("MuJoCo/Hopper-v5", render_mode="rgb_array")
+    with pytest.raises(ValueError, match=r"DeepSea5-v0 cannot be rendered"):
+        make("DeepSea5-v0", render_mode="rgb_array")
+
+
+def test_render_mujoco_draws_each_env_from_its_physics():
+    envs = make("MuJoCo/Hopper-v5", num_envs=2, seed=3, render_mode="rgb_array")
+    assert envs.metadata["render_fps"] == 125  # Gymnasium's: 1 / dt, dt = 0.002 x 4
+    envs.reset(seed=1)
+    first = envs.render()
+    assert len(first) == 2 and first[0].shape == (480, 480, 3) and first[0].dtype == np.uint8
+    assert np.array_equal(envs.render()[0], first[0])  # drawn from the state kept at the reset
+    for _ in range(10):
+        envs.step(np.array([[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0]], dtype=np.float32))
+    later = envs.render()
+    assert not np.array_equal(later[0], first[0])
+    assert not np.array_equal(later[0], later[1])  # each env its own picture
+
+
+def test_render_mujoco_async_before_a_first_result():
+    envs = make("MuJoCo/InvertedPendulum-v5", num_envs=2, batch_size=1, seed=0, render_mode="rgb_array")
+    _, info = envs.reset()
+    frames = envs.render()
+    shown = int(info["env_id"][0])
+    assert frames[shown].any()
+    assert not frames[1 - shown].any()  # no recv() has returned that env yet: black

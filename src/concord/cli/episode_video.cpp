@@ -21,7 +21,7 @@ EpisodeVideo record_episode_video(const TrainedCheckpoint& trained, const std::f
   const envs::VectorEnvConfig env_config = vector_env_config(trained.config);
   std::unique_ptr<envs::Env> env = envs::make_env(env_config.env_id, env_config.options);
   const envs::EnvSpec spec = env->spec();
-  std::unique_ptr<envs::ObservationRenderer> renderer = envs::make_observation_renderer(spec);
+  std::unique_ptr<envs::EnvRenderer> renderer = envs::make_env_renderer(*env);
   if (!renderer) {
     throw std::invalid_argument("--video: no renderer draws " + spec.id + " (videos are made of " +
                                 envs::renderable_envs() + ")");
@@ -42,6 +42,12 @@ EpisodeVideo record_episode_video(const TrainedCheckpoint& trained, const std::f
 
   VideoWriter writer(file, renderer->width(), renderer->height(), renderer->frames_per_second());
   envs::RgbFrame frame;
+  std::vector<uint8_t> snapshot;
+  const auto film = [&] {
+    renderer->capture(*env, observation.data_ptr(), snapshot);
+    renderer->render(snapshot.data(), frame);
+    writer.add(frame);
+  };
   EpisodeVideo video{file, 0, 0.0, false, 0.0};
   env->reset(seed, observation.data_ptr());
   const int limit = spec.max_episode_steps > 0 ? 0 : step_limit;
@@ -50,8 +56,7 @@ EpisodeVideo record_episode_video(const TrainedCheckpoint& trained, const std::f
   decltype(algos::ActorOutput::state) state;
   context.deterministic = !stochastic;
   for (int step = 0;; ++step) {
-    renderer->render(observation.data_ptr(), frame);
-    writer.add(frame);
+    film();
     if (limit > 0 && step >= limit) {
       video.cut_at_limit = true;
       break;
@@ -74,8 +79,7 @@ EpisodeVideo record_episode_video(const TrainedCheckpoint& trained, const std::f
     const envs::StepResult result = env->step(action, observation.data_ptr());
     video.episode_return += result.reward;
     if (result.terminated || result.truncated) {
-      renderer->render(observation.data_ptr(), frame);
-      writer.add(frame);
+      film();
       break;
     }
   }

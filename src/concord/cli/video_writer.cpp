@@ -101,7 +101,9 @@ struct VideoWriter::State {
   std::filesystem::path temporary;
   int width = 0;
   int height = 0;
-  int frames = 0;
+  int frames = 0;   // written
+  int offered = 0;  // given to add()
+  int keep_every = 1;
   bool finished = false;
   AVFormatContext* format = nullptr;
   AVCodecContext* codec = nullptr;
@@ -179,8 +181,12 @@ VideoWriter::VideoWriter(const std::filesystem::path& file, int width, int heigh
   s.codec = avcodec_alloc_context3(encoder);
   s.codec->width = width;
   s.codec->height = height;
-  s.codec->time_base = AVRational{1, frames_per_second};
-  s.codec->framerate = AVRational{frames_per_second, 1};
+  // A GIF's delays are in hundredths of a second, and browsers play one under 2 as 10: a GIF keeps
+  // every k-th frame of a faster env (Hopper's 125 a second: every 3rd, at 41.7), at its own pace.
+  constexpr int kGifFastest = 50;
+  s.keep_every = gif ? (frames_per_second + kGifFastest - 1) / kGifFastest : 1;
+  s.codec->time_base = AVRational{s.keep_every, frames_per_second};
+  s.codec->framerate = AVRational{frames_per_second, s.keep_every};
   s.codec->pix_fmt = gif ? AV_PIX_FMT_PAL8 : AV_PIX_FMT_YUV420P;
   s.codec->gop_size = 2 * frames_per_second;
   if (encoder->id == AV_CODEC_ID_H264) {
@@ -212,6 +218,7 @@ VideoWriter::~VideoWriter() = default;
 void VideoWriter::add(const envs::RgbFrame& frame) {
   State& s = *state_;
   if (frame.width != s.width || frame.height != s.height) s.fail("a frame of another size", 0);
+  if (s.offered++ % s.keep_every != 0) return;
   s.check(av_frame_make_writable(s.picture), "a frame buffer");
   const uint8_t* source[1] = {frame.pixels.data()};
   const int source_stride[1] = {3 * frame.width};

@@ -8,7 +8,8 @@
 namespace concord::cli {
 
 // Writes RGB frames as a video through FFmpeg's libraries: H.264 (libx264, preset ultrafast) in
-// MP4 for a .mp4 file, GIF (256 colours chosen from the first frame) for a .gif one. The file
+// MP4 for a .mp4 file, GIF (256 colours chosen from the first frame) for a .gif one; a GIF plays
+// at most 50 frames a second and keeps every k-th frame of a faster env (frames() counts those kept). The file
 // appears once finish() has written it whole (a temporary beside it is renamed); missing folders
 // on its path are made. Throws
 // std::runtime_error naming the file and FFmpeg's reason.
@@ -23,6 +24,7 @@ class VideoWriter {
   void add(const envs::RgbFrame& frame);
   // Flushes the encoder, writes the container's trailer and moves the file into place.
   void finish();
+  // Frames written to the file.
   int frames() const;
 
   // Whether `file`'s extension is one VideoWriter writes (.mp4 or .gif).

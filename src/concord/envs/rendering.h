@@ -16,23 +16,31 @@ struct RgbFrame {
   std::vector<uint8_t> pixels;  // width * height * 3
 };
 
-// Draws an environment from its observation, which for the built-in families holds everything
+// Draws an environment. Most families draw from the observation, which for them holds everything
 // the picture shows: classic control as Gymnasium's rgb_array renderers draw it (sizes, colours
 // and geometry of CartPole, Pendulum, MountainCar and Acrobot), MinAtar's grids with each
 // occupied cell in its channel's colour (MinAtar's cubehelix palette; the highest channel wins).
-// Not thread-safe; one renderer per thread.
-class ObservationRenderer {
+// MuJoCo's observations leave out positions the picture needs, so its renderer takes the physics
+// state from the env instead (mujoco/rendering.cpp). A frame is therefore made in two parts:
+// capture() takes what it shows right after the env's reset or step, and render() draws it later
+// (Python's render() draws every env's latest state on demand). Not thread-safe; one renderer per
+// thread.
+class EnvRenderer {
  public:
-  virtual ~ObservationRenderer() = default;
+  virtual ~EnvRenderer() = default;
   int width() const { return width_; }
   int height() const { return height_; }
   // Gymnasium's render_fps for the env: what a video of it plays at.
   int frames_per_second() const { return fps_; }
-  // `observation` is one element of the env's observation space (its dtype). Resizes `frame`.
-  virtual void render(const void* observation, RgbFrame& frame) = 0;
+  // Keeps in `snapshot` what `env` shows now, right after a reset or step that wrote
+  // `observation` and while no other thread steps it. The default keeps the observation's bytes.
+  virtual void capture(const Env& env, const void* observation, std::vector<uint8_t>& snapshot);
+  // Draws a snapshot capture() kept (for the observation-drawn families: one element of the env's
+  // observation space, in its dtype). Resizes `frame`.
+  virtual void render(const void* snapshot, RgbFrame& frame) = 0;
 
  protected:
-  ObservationRenderer(int width, int height, int fps) : width_(width), height_(height), fps_(fps) {}
+  EnvRenderer(int width, int height, int fps) : width_(width), height_(height), fps_(fps) {}
 
  private:
   int width_;
@@ -40,14 +48,18 @@ class ObservationRenderer {
   int fps_;
 };
 
-// The renderer for `spec`'s env, or nullptr when none of the families knows it.
-std::unique_ptr<ObservationRenderer> make_observation_renderer(const EnvSpec& spec);
+// The renderer for `env`'s family (made for that env's spec and, for MuJoCo, its model), or
+// nullptr when no family draws it. Throws std::runtime_error when the family renders but cannot
+// here (MuJoCo without an off-screen OpenGL context), naming why.
+std::unique_ptr<EnvRenderer> make_env_renderer(const Env& env);
 
 // The env families that render, for an error naming them.
 std::string renderable_envs();
 
-// The families' own factories (classic_control/rendering.cpp, minatar/rendering.cpp).
-std::unique_ptr<ObservationRenderer> make_classic_control_renderer(const EnvSpec& spec);
-std::unique_ptr<ObservationRenderer> make_minatar_renderer(const EnvSpec& spec);
+// The families' own factories (classic_control/rendering.cpp, minatar/rendering.cpp,
+// mujoco/rendering.cpp); nullptr for an env not of the family.
+std::unique_ptr<EnvRenderer> make_classic_control_renderer(const EnvSpec& spec);
+std::unique_ptr<EnvRenderer> make_minatar_renderer(const EnvSpec& spec);
+std::unique_ptr<EnvRenderer> make_mujoco_renderer(const Env& env);
 
 }  // namespace concord::envs

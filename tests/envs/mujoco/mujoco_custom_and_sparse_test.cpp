@@ -89,6 +89,17 @@ TEST(MujocoCustomAndSparseTest, CustomSaysWhatIsMissing) {
   EXPECT_NE(error_of("MuJoCo/Hopper-v5", body_elsewhere).find("env.forward_body"), std::string::npos);
 }
 
+// A fatal MuJoCo error (out of memory, a broken OpenGL) is one line and exit status 1, not MuJoCo's
+// own "Press Enter to exit ..." wait on stdin.
+TEST(MujocoCustomAndSparseTest, MujocoFatalErrorIsOneLineAndAnExit) {
+  EXPECT_EXIT(
+      {
+        concord::envs::make_env("MuJoCo/InvertedPendulum-v5");  // installs the handlers
+        mju_error("the test's fatal error");
+      },
+      ::testing::ExitedWithCode(1), "concord: MuJoCo: the test's fatal error");
+}
+
 TEST(MujocoCustomAndSparseTest, CustomObservesTheModelsSensorsWhenAsked) {
   // A cart on a rail under a motor, read by three sensors: the rail position, its velocity and the
   // cart's frame position (3 numbers), 5 in all.

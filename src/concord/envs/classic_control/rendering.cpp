@@ -107,10 +107,9 @@ class Canvas {
   cairo_t* cairo_;
 };
 
-class ClassicControlRenderer : public ObservationRenderer {
+class ClassicControlRenderer : public EnvRenderer {
  public:
-  ClassicControlRenderer(int width, int height, int fps)
-      : ObservationRenderer(width, height, fps), canvas_(width, height) {}
+  ClassicControlRenderer(int width, int height, int fps) : EnvRenderer(width, height, fps), canvas_(width, height) {}
   void render(const void* observation, RgbFrame& frame) final {
     canvas_.clear();
     draw(static_cast<const float*>(observation), canvas_);
@@ -244,7 +243,7 @@ bool starts_with(const std::string& text, const std::string& prefix) { return te
 
 }  // namespace
 
-std::unique_ptr<ObservationRenderer> make_classic_control_renderer(const EnvSpec& spec) {
+std::unique_ptr<EnvRenderer> make_classic_control_renderer(const EnvSpec& spec) {
   const std::string& id = spec.id;
   if (id == "CartPole-v1" || id == "CartPoleNoVel-v1") return std::make_unique<CartPoleRenderer>();
   if (id == "Pendulum-v1" || id == "PendulumNoVel-v1") return std::make_unique<PendulumRenderer>();

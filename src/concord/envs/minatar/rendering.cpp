@@ -29,10 +29,10 @@ std::array<uint8_t, 3> cubehelix(double x) {
   return colour;
 }
 
-class MinAtarRenderer final : public ObservationRenderer {
+class MinAtarRenderer final : public EnvRenderer {
  public:
   MinAtarRenderer(int rows, int columns, int channels)
-      : ObservationRenderer(columns * kCellPixels, rows * kCellPixels, 10),
+      : EnvRenderer(columns * kCellPixels, rows * kCellPixels, 10),
         rows_(rows),
         columns_(columns),
         channels_(channels) {
@@ -71,7 +71,7 @@ class MinAtarRenderer final : public ObservationRenderer {
 
 }  // namespace
 
-std::unique_ptr<ObservationRenderer> make_minatar_renderer(const EnvSpec& spec) {
+std::unique_ptr<EnvRenderer> make_minatar_renderer(const EnvSpec& spec) {
   const std::vector<int64_t>& shape = spec.observation_space.shape();
   if (spec.id.rfind("MinAtar/", 0) != 0 || shape.size() != 3 || spec.observation_space.dtype() != Dtype::kUInt8) {
     return nullptr;

@@ -1,5 +1,7 @@
 #include "concord/envs/mujoco/mujoco_model.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -13,6 +15,14 @@ namespace {
 // whichever thread steps the env; the envs detect those states from mjData's warning counters
 // instead (MujocoEnv::simulate), so the process-wide handler is silenced once.
 void quiet_warning(const char*) {}
+
+// MuJoCo's own handler of a fatal error prints "Press Enter to exit ..." and waits on stdin, which
+// hangs a run with a terminal. The handler must not return: one line, then the exit.
+[[noreturn]] void fatal_error(const char* message) {
+  std::fprintf(stderr, "concord: MuJoCo: %s\n", message);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
 
 std::string one_line(std::string text) {
   for (char& c : text) {
@@ -47,7 +57,10 @@ std::shared_ptr<const MujocoModel> MujocoModel::load(const std::string& path) {
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<const MujocoModel>> loaded;
   static std::once_flag quiet;
-  std::call_once(quiet, [] { mju_user_warning = quiet_warning; });
+  std::call_once(quiet, [] {
+    mju_user_warning = quiet_warning;
+    mju_user_error = fatal_error;
+  });
 
   std::error_code error;
   std::string key = std::filesystem::weakly_canonical(path, error).string();
