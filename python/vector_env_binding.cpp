@@ -62,8 +62,11 @@ class VectorEnv {
       if (const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(made)) locomotion_envs_.push_back(mujoco_env);
     }
     if (locomotion_envs_.size() != made_envs_.size()) locomotion_envs_.clear();
-    if (!locomotion_envs_.empty()) info_terms_ = locomotion_envs_.front()->info_terms();
-    if (info_terms_.empty()) locomotion_envs_.clear();
+    if (!locomotion_envs_.empty()) {
+      info_terms_ = locomotion_envs_.front()->info_terms();
+      array_info_terms_ = locomotion_envs_.front()->array_info_terms();
+    }
+    if (info_terms_.empty() && array_info_terms_.empty()) locomotion_envs_.clear();
     if (!locomotion_envs_.empty()) reset_pending_.assign(locomotion_envs_.size(), 0);
     if (render_mode.is_none()) return;
     if (!py::isinstance<py::str>(render_mode) || render_mode.cast<std::string>() != "rgb_array") {
@@ -275,11 +278,12 @@ class VectorEnv {
   }
 
   // A MuJoCo task's terms under Gymnasium v5's info keys, laid out as its SyncVectorEnv lays
-  // them out in SAME_STEP mode: info[key] (float64) and info["_" + key] (bool, the rows that
-  // have it) for each key some row has. A row that a reset gave has what the reset's info holds
-  // (the positions); an env whose episode ended this step was reset, so its row is such a row and
-  // info["final_info"] holds the ended step's terms. The batch's envs are idle (sync: the step
-  // is over; async: not sent again yet).
+  // them out in SAME_STEP mode: info[key] (float64 [rows], or [rows, n] for an array term: the
+  // tendons) and info["_" + key] (bool, the rows that have it) for each key some row has. A row
+  // that a reset gave has what the reset's info holds (the positions, the tendons); an env whose
+  // episode ended this step was reset, so its row is such a row and info["final_info"] holds the
+  // ended step's terms. The batch's envs are idle (sync: the step is over; async: not sent again
+  // yet).
   void add_info_terms(py::dict& info, const envs::Batch& batch, bool all_reset) {
     // Per row: whether a reset gave it, and whether it ended an episode this step (then reset).
     std::vector<uint8_t> reset_row(static_cast<size_t>(batch.size), all_reset ? 1 : 0);
@@ -294,34 +298,79 @@ class VectorEnv {
       any_final = any_final || ended_row[r];
     }
     py::dict final_info;
+    const TermRows rows{batch, reset_row, ended_row, any_final};
     for (const envs::mujoco::InfoTerm& term : info_terms_) {
-      py::array_t<double> values(batch.size), final_values(batch.size);
-      py::array_t<bool> given(batch.size), final_given(batch.size);
-      double* value = values.mutable_data();
-      double* final_value = final_values.mutable_data();
-      bool* has = given.mutable_data();
-      bool* final_has = final_given.mutable_data();
-      bool any = false;
-      for (int64_t row = 0; row < batch.size; ++row) {
-        const envs::mujoco::MujocoEnv& env = *locomotion_envs_[static_cast<size_t>(env_of(batch, row))];
-        const bool ended = ended_row[static_cast<size_t>(row)] != 0;
-        has[row] = (!ended && !reset_row[static_cast<size_t>(row)]) || term.at_reset;
-        value[row] = has[row] ? env.last_reward().*term.value : 0.0;
-        any = any || has[row];
-        final_has[row] = ended;
-        final_value[row] = ended ? env.ended_reward().*term.value : 0.0;
-      }
-      const std::string mask = "_" + std::string(term.name);
-      if (any) {
-        info[term.name] = values;
-        info[mask.c_str()] = given;
-      }
-      if (any_final) {
-        final_info[term.name] = final_values;
-        final_info[mask.c_str()] = final_given;
-      }
+      add_info_term(info, final_info, rows, term.name, term.at_reset, {},
+                    [&term](const envs::mujoco::MujocoEnv& env, bool ended, double* out) {
+                      *out = (ended ? env.ended_reward() : env.last_reward()).*term.value;
+                    });
+    }
+    for (size_t k = 0; k < array_info_terms_.size(); ++k) {
+      const envs::mujoco::ArrayInfoTerm& term = array_info_terms_[k];
+      add_info_term(info, final_info, rows, term.name, term.at_reset, {term.size},
+                    [k, &term](const envs::mujoco::MujocoEnv& env, bool ended, double* out) {
+                      const double* values = ended ? env.ended_array_values(k) : env.array_values(k);
+                      std::copy(values, values + term.size, out);
+                    });
     }
     if (any_final) info["final_info"] = final_info;
+  }
+
+  // add_info_terms's rows: whether a reset gave each, and whether it ended an episode this step.
+  struct TermRows {
+    const envs::Batch& batch;
+    const std::vector<uint8_t>& reset;
+    const std::vector<uint8_t>& ended;
+    bool any_final;
+  };
+
+  // One term as SyncVectorEnv's _add_info lays out a value of `shape` (empty: a number): info[name]
+  // float64 [rows, *shape], zeros in the rows without it, with its mask; the same in final_info
+  // when some row ended. read(env, ended, out) writes a row's values, the ended step's if `ended`.
+  template <typename Read>
+  void add_info_term(py::dict& info, py::dict& final_info, const TermRows& rows, const char* name, bool at_reset,
+                     const std::vector<py::ssize_t>& shape, Read read) {
+    const int64_t count = rows.batch.size;
+    std::vector<py::ssize_t> full{count};
+    full.insert(full.end(), shape.begin(), shape.end());
+    int64_t width = 1;
+    for (py::ssize_t extent : shape) width *= extent;
+    py::array_t<double> values(full), final_values(full);
+    py::array_t<bool> given(count), final_given(count);
+    double* value = values.mutable_data();
+    double* final_value = final_values.mutable_data();
+    bool* has = given.mutable_data();
+    bool* final_has = final_given.mutable_data();
+    bool any = false;
+    for (int64_t row = 0; row < count; ++row) {
+      const auto r = static_cast<size_t>(row);
+      const envs::mujoco::MujocoEnv& env = *locomotion_envs_[static_cast<size_t>(env_of(rows.batch, row))];
+      const bool ended = rows.ended[r] != 0;
+      has[row] = (!ended && !rows.reset[r]) || at_reset;
+      any = any || has[row];
+      final_has[row] = ended;
+      double* out = value + row * width;
+      double* final_out = final_value + row * width;
+      if (has[row]) {
+        read(env, false, out);
+      } else {
+        std::fill(out, out + width, 0.0);
+      }
+      if (ended) {
+        read(env, true, final_out);
+      } else {
+        std::fill(final_out, final_out + width, 0.0);
+      }
+    }
+    const std::string mask = "_" + std::string(name);
+    if (any) {
+      info[name] = values;
+      info[mask.c_str()] = given;
+    }
+    if (rows.any_final) {
+      final_info[name] = final_values;
+      final_info[mask.c_str()] = final_given;
+    }
   }
 
   int64_t env_of(const envs::Batch& batch, int64_t row) const { return async_ ? batch.env_ids[row] : row; }
@@ -475,6 +524,7 @@ class VectorEnv {
   std::vector<const envs::Env*> made_envs_;
   std::vector<const envs::mujoco::MujocoEnv*> locomotion_envs_;
   std::vector<envs::mujoco::InfoTerm> info_terms_;
+  std::vector<envs::mujoco::ArrayInfoTerm> array_info_terms_;
   std::vector<uint8_t> reset_pending_;  // async: envs whose reset recv() has not returned yet
   std::unique_ptr<envs::VectorEnv> env_;
   envs::VectorEnvConfig config_;

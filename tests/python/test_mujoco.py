@@ -195,6 +195,7 @@ def test_other_envs_carry_no_step_terms():
 
 
 POSITIONS = ("x_position", "y_position", "distance_from_origin", "z_distance_from_origin")
+TENDONS = ("tendon_length", "tendon_velocity")  # Humanoid's and HumanoidStandup's arrays
 
 
 def run_steps(env_id, num_envs, steps, seed, **options):
@@ -218,7 +219,8 @@ def run_steps(env_id, num_envs, steps, seed, **options):
     ("MuJoCo/InvertedDoublePendulum-v5", {"reward_survive", "distance_penalty", "velocity_penalty"},
      lambda i: i["reward_survive"] + i["distance_penalty"] + i["velocity_penalty"]),
     ("MuJoCo/HumanoidStandup-v5",
-     {"x_position", "y_position", "z_distance_from_origin", "reward_linup", "reward_quadctrl", "reward_impact"},
+     {"x_position", "y_position", "z_distance_from_origin", "reward_linup", "reward_quadctrl", "reward_impact",
+      *TENDONS},
      lambda i: i["reward_linup"] + i["reward_quadctrl"] + i["reward_impact"] + 1),
     ("MuJoCo/Swimmer-v5",
      {"x_position", "y_position", "distance_from_origin", "x_velocity", "y_velocity", "reward_forward",
@@ -239,7 +241,7 @@ def test_each_tasks_info_holds_gymnasium_v5s_terms(env_id, keys, total):
     # HumanoidStandup: x, y, z (its qpos0 z 0.105... read from the first reset).
     options = {} if "Pendulum" in env_id or "Reacher" in env_id else {
         "exclude_current_positions_from_observation": False}
-    reset_keys = keys & set(POSITIONS)
+    reset_keys = keys & set(POSITIONS + TENDONS)
     steps = run_steps(env_id, 3, 40, 5, **options)
     _, _, obs, info, _ = next(steps)
     assert {key for key in info if not key.startswith("_")} == reset_keys
@@ -277,3 +279,78 @@ def test_each_tasks_info_holds_gymnasium_v5s_terms(env_id, keys, total):
                                        -0.1 * (actions.astype(np.float64) ** 2).sum(1)[live])
         if "reward_survive" in keys and "Pendulum" in env_id:
             assert (info["reward_survive"][live] == {"MuJoCo/InvertedPendulum-v5": 1.0}.get(env_id, 10.0)).all()
+
+
+# humanoid.xml's fixed tendons, each its knee minus its hip_y: (qpos, qvel) indices of
+# (left_knee, left_hip_y) and (right_knee, right_hip_y); the observation with the positions kept
+# holds qpos (24) then qvel (23).
+TENDON_JOINTS = (((17, 16), (16, 15)), ((13, 12), (12, 11)))
+
+
+def tendons_of(obs):
+    qpos, qvel = obs[:, :24].astype(np.float64), obs[:, 24:47].astype(np.float64)
+    length = np.stack([qpos[:, a] - qpos[:, b] for (a, b), _ in TENDON_JOINTS], axis=1)
+    velocity = np.stack([qvel[:, a] - qvel[:, b] for _, (a, b) in TENDON_JOINTS], axis=1)
+    return length, velocity
+
+
+def expect_tendons(info, num_envs, mask):
+    for key in TENDONS:
+        assert info[key].shape == (num_envs, 2) and info[key].dtype == np.float64
+        assert info["_" + key].dtype == np.bool_
+        np.testing.assert_array_equal(info["_" + key], mask)
+
+
+@pytest.mark.parametrize("env_id, steps", [("MuJoCo/Humanoid-v5", 60), ("MuJoCo/HumanoidStandup-v5", 1000)])
+def test_humanoids_info_holds_their_tendons(env_id, steps):
+    # Gymnasium v5's tendon_length and tendon_velocity (float64 [ntendon] each, in every step's
+    # info and the reset's), as SyncVectorEnv lays out arrays: [num_envs, 2] with a mask, zeros
+    # where the mask is False. A reset leaves them of its own state, exactly the observation's
+    # knee minus hip_y; a step leaves them as of the last evaluation inside mj_step (RK4's last
+    # stage), which the step's end state matches only to within a step's motion, so the lengths
+    # are checked to 0.02 there and the velocities not at all.
+    endings = 0
+    for actions, _, obs, info, ended in run_steps(env_id, 3, steps, 9, exclude_current_positions_from_observation=False):
+        expect_tendons(info, 3, np.ones(3, bool))
+        length, velocity = tendons_of(obs)
+        if actions is None:  # the reset
+            np.testing.assert_allclose(info["tendon_length"], length, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(info["tendon_velocity"], velocity, rtol=1e-6, atol=1e-6)
+            continue
+        np.testing.assert_allclose(info["tendon_length"][~ended], length[~ended], atol=0.02)
+        np.testing.assert_allclose(info["tendon_length"][ended], length[ended], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(info["tendon_velocity"][ended], velocity[ended], rtol=1e-6, atol=1e-6)
+        if not ended.any():
+            assert "final_info" not in info
+            continue
+        endings += int(ended.sum())
+        final = info["final_info"]
+        expect_tendons(final, 3, ended)
+        final_length, _ = tendons_of(info["final_obs"])
+        np.testing.assert_allclose(final["tendon_length"][ended], final_length[ended], atol=0.02)
+        assert not np.isclose(final["tendon_length"][ended], info["tendon_length"][ended]).all()  # not the reset's
+        for key in TENDONS:
+            assert (final[key][~ended] == 0).all()
+    # HumanoidStandup ends only by its time limit, on the last step; a flailing Humanoid falls.
+    assert endings == 3 if "Standup" in env_id else endings >= 3
+
+
+def test_tendons_in_async_batches_and_models_without_tendons(tmp_path):
+    with make("MuJoCo/Humanoid-v5", num_envs=4, batch_size=2, seed=1) as envs:
+        envs.async_reset(seed=2)
+        for _ in range(4):
+            info = envs.recv()[4]
+            expect_tendons(info, 2, np.ones(2, bool))
+            envs.send(np.zeros((2, 17), np.float32), info["env_id"])
+    # A model file's own tendon count: a humanoid.xml without tendons gives arrays of length 0.
+    with open(concord_model("humanoid.xml")) as shipped:
+        text = shipped.read()
+    start, end = text.index("<tendon>"), text.index("</tendon>") + len("</tendon>")
+    model = tmp_path / "humanoid_no_tendons.xml"
+    model.write_text(text[:start] + text[end:])
+    with make("MuJoCo/HumanoidStandup-v5", num_envs=2, model_file=str(model)) as envs:
+        _, info = envs.reset(seed=0)
+        for key in TENDONS:
+            assert info[key].shape == (2, 0) and info[key].dtype == np.float64 and info["_" + key].all()
+        info = envs.step(np.zeros((2, 17), np.float32))[4]
+        assert info["tendon_velocity"].shape == (2, 0)

@@ -62,8 +62,10 @@ def test_shapes_and_dtypes(env_id):
 
         obs, info = envs.reset()
         assert obs.shape == (3,) + single_obs.shape and obs.dtype == single_obs.dtype
-        # A MuJoCo task's reset info holds its positions, as Gymnasium v5's (test_mujoco.py).
-        positions = {"x_position", "y_position", "distance_from_origin", "z_distance_from_origin"}
+        # A MuJoCo task's reset info holds its positions (Humanoid's: and tendons), as Gymnasium
+        # v5's (test_mujoco.py).
+        positions = {"x_position", "y_position", "distance_from_origin", "z_distance_from_origin", "tendon_length",
+                     "tendon_velocity"}
         assert set(info) <= positions | {"_" + key for key in positions}
         assert envs.observation_space.contains(obs)
         for _ in range(5):

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -434,6 +437,89 @@ TEST(MujocoReacherAntHumanoidTest, InfoTermsAreGymnasiumsKeysAndTheRewardsOwnTer
         expect_positions(env->last_reward(), t);
       }
     }
+  }
+}
+
+// Humanoid-v5's and HumanoidStandup-v5's info also holds tendon_length and tendon_velocity:
+// mjData's arrays over the model's tendons as each step or reset leaves them (those Gymnasium
+// reads), and a reset keeps the ended step's apart, as ended_reward(). No other task has arrays.
+TEST(MujocoReacherAntHumanoidTest, HumanoidsReportTheirTendonsAsArrayInfoTerms) {
+  for (const char* id : {"MuJoCo/Humanoid-v5", "MuJoCo/HumanoidStandup-v5"}) {
+    SCOPED_TRACE(id);
+    auto env = make_task(id);
+    const mjModel* m = env->model();
+    const mjData* d = env->data();
+    ASSERT_EQ(m->ntendon, 2);
+    const std::vector<ArrayInfoTerm>& terms = env->array_info_terms();
+    ASSERT_EQ(terms.size(), 2u);
+    EXPECT_STREQ(terms[0].name, "tendon_length");
+    EXPECT_STREQ(terms[1].name, "tendon_velocity");
+    for (const ArrayInfoTerm& term : terms) {
+      EXPECT_EQ(term.size, 2);
+      EXPECT_TRUE(term.at_reset);
+    }
+    auto row = [&](const double* values) { return std::vector<double>(values, values + m->ntendon); };
+    auto expect_data = [&](int t) {
+      EXPECT_EQ(row(env->array_values(0)), row(d->ten_length)) << "step " << t;
+      EXPECT_EQ(row(env->array_values(1)), row(d->ten_velocity)) << "step " << t;
+    };
+    // Each fixed tendon is its knee minus its hip_y (humanoid.xml), in the state a reset leaves.
+    auto joint = [&](const char* name) { return mj_name2id(m, mjOBJ_JOINT, name); };
+    const int knees[] = {joint("left_knee"), joint("right_knee")};
+    const int hips[] = {joint("left_hip_y"), joint("right_hip_y")};
+    std::vector<float> obs(env->spec().observation_space.flat_size());
+    env->reset(3, obs.data());
+    expect_data(-1);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_DOUBLE_EQ(env->array_values(0)[k], d->qpos[m->jnt_qposadr[knees[k]]] - d->qpos[m->jnt_qposadr[hips[k]]]);
+      EXPECT_DOUBLE_EQ(env->array_values(1)[k], d->qvel[m->jnt_dofadr[knees[k]]] - d->qvel[m->jnt_dofadr[hips[k]]]);
+    }
+    core::Rng rng(4);
+    int resets = 0;
+    for (int t = 0; t < 40; ++t) {
+      const std::vector<float> action = random_action(rng, env->spec().action_space);
+      Action a;
+      a.values = action.data();
+      const StepResult result = env->step(a, obs.data());
+      expect_data(t);
+      EXPECT_NE(row(env->array_values(1)), std::vector<double>(2, 0.0)) << "step " << t;
+      if (result.terminated || result.truncated || t % 15 == 14) {
+        const std::vector<double> length = row(d->ten_length), velocity = row(d->ten_velocity);
+        env->reset(std::nullopt, obs.data());
+        ++resets;
+        EXPECT_EQ(row(env->ended_array_values(0)), length) << "step " << t;
+        EXPECT_EQ(row(env->ended_array_values(1)), velocity) << "step " << t;
+        expect_data(t);
+        EXPECT_NE(row(env->array_values(0)), length) << "step " << t;  // the reset's own state
+      }
+    }
+    EXPECT_GE(resets, 2);
+  }
+  // A model file's own tendon count: none gives arrays of length 0.
+  std::ifstream shipped(shipped_model("humanoid.xml"));
+  std::string text((std::istreambuf_iterator<char>(shipped)), std::istreambuf_iterator<char>());
+  const size_t begin = text.find("<tendon>"), end = text.find("</tendon>");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  text.erase(begin, end + std::string("</tendon>").size() - begin);
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "concord_humanoid_no_tendons.xml";
+  std::ofstream(file) << text;
+  EnvOptions options;
+  options.model_file = file.string();
+  for (const char* id : {"MuJoCo/Humanoid-v5", "MuJoCo/HumanoidStandup-v5"}) {
+    auto env = make_task(id, options);
+    ASSERT_EQ(env->array_info_terms().size(), 2u) << id;
+    EXPECT_EQ(env->array_info_terms()[0].size, 0) << id;
+    std::vector<float> obs(env->spec().observation_space.flat_size());
+    env->reset(1, obs.data());
+    const std::vector<float> zeros(env->spec().action_space.flat_size(), 0.0f);
+    Action a;
+    a.values = zeros.data();
+    env->step(a, obs.data());
+    env->reset(std::nullopt, obs.data());
+  }
+  for (const char* id : {"MuJoCo/Reacher-v5", "MuJoCo/Ant-v5", "MuJoCo/HalfCheetah-v5", "MuJoCo/InvertedPendulum-v5"}) {
+    EXPECT_TRUE(make_task(id)->array_info_terms().empty()) << id;
   }
 }
 

@@ -37,6 +37,14 @@ void MujocoEnv::report_locomotion_info(bool survive, bool contact, Positions pos
   if (contact) info_terms_.push_back({"reward_contact", &LocomotionReward::contact});
 }
 
+void MujocoEnv::report_array_info(std::vector<ArrayInfoTerm> terms) {
+  array_info_terms_ = std::move(terms);
+  ended_arrays_.assign(array_info_terms_.size(), {});
+  for (size_t k = 0; k < array_info_terms_.size(); ++k) {
+    ended_arrays_[k].assign(static_cast<size_t>(array_info_terms_[k].size), 0.0);
+  }
+}
+
 Space MujocoEnv::action_space_of(const MujocoModel& model, const std::string& task) {
   const mjModel* m = model.get();
   std::vector<float> low(m->nu), high(m->nu);
@@ -61,6 +69,11 @@ Space MujocoEnv::observation_space_of(int64_t dim) {
 void MujocoEnv::reset_data() {
   ended_reward_ = last_reward_;
   last_reward_ = LocomotionReward{};
+  // The ended step's arrays live in mjData, which the reset overwrites: a few doubles per reset.
+  for (size_t k = 0; k < array_info_terms_.size(); ++k) {
+    const double* values = array_values(k);
+    std::copy(values, values + array_info_terms_[k].size, ended_arrays_[k].begin());
+  }
   // mj_resetData zeroes the whole mjData buffer, about 30 us on MuJoCo 2.2.2's default sizes and
   // more than the physics of a short episode's steps. mj_forward recomputes every derived quantity
   // from the state, so resetting the state mj_resetData sets is enough: the steps that follow are

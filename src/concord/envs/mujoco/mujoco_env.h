@@ -48,6 +48,16 @@ struct InfoTerm {
   bool at_reset = false;
 };
 
+// An array of mjData under its key in Gymnasium v5's step `info` (Humanoid's tendon_length:
+// mjData::ten_length), `size` float64 values long: the model's count of what it measures (ntendon),
+// which a user's model file sets. at_reset: the reset's info holds it too.
+struct ArrayInfoTerm {
+  const char* name;
+  mjtNum* mjData::*values;
+  int size = 0;
+  bool at_reset = false;
+};
+
 // Whether `value` lies in the open interval (range.first, range.second): Gymnasium's health ranges.
 inline bool inside_open(double value, const std::pair<double, double>& range) {
   return range.first < value && value < range.second;
@@ -87,6 +97,14 @@ class MujocoEnv : public FloatEnv {
   // The terms that Gymnasium v5's step `info` of this task holds, under its keys (the reset's
   // info those with at_reset); empty in SparseHalfCheetah. Python's step info carries them.
   const std::vector<InfoTerm>& info_terms() const { return info_terms_; }
+  // The terms of that `info` that are arrays (Humanoid's and HumanoidStandup's tendons); empty in
+  // the other tasks.
+  const std::vector<ArrayInfoTerm>& array_info_terms() const { return array_info_terms_; }
+  // The values of array_info_terms()[k] after the last step or reset, as last_reward(): mjData's
+  // own array, which holds them until the next step or reset, so that a step copies nothing.
+  const double* array_values(size_t k) const { return data_->*array_info_terms_[k].values; }
+  // Those of the last step before the latest reset, as ended_reward(): the reset copies them.
+  const double* ended_array_values(size_t k) const { return ended_arrays_[k].data(); }
 
   // The Box of the model's actuators' control ranges, float32. Throws std::invalid_argument
   // naming the task, the file and the actuator when one has no control range.
@@ -104,6 +122,8 @@ class MujocoEnv : public FloatEnv {
   void report_locomotion_info(bool survive, bool contact, Positions positions);
   // A task's constructor names its info_terms() in full.
   void report_info(std::vector<InfoTerm> terms) { info_terms_ = std::move(terms); }
+  // A task's constructor names its array_info_terms(), each no longer than its mjData array.
+  void report_array_info(std::vector<ArrayInfoTerm> terms);
   // The terms of the step being taken, for a task that is not a locomotion_step's.
   LocomotionReward& step_terms() { return last_reward_; }
   // Records the positions (x_position, ...) of the state now in last_reward();
@@ -166,6 +186,8 @@ class MujocoEnv : public FloatEnv {
   LocomotionReward last_reward_;
   LocomotionReward ended_reward_;
   std::vector<InfoTerm> info_terms_;
+  std::vector<ArrayInfoTerm> array_info_terms_;
+  std::vector<std::vector<double>> ended_arrays_;  // per array term, sized once
   int height_ = 1;
   static std::atomic<int64_t> process_unstable_steps_;
 };
