@@ -329,10 +329,11 @@ TEST(Train, BadCheckpointsAndNamesGetOneLine) {
   const auto run_dir = only_run_dir(root);
   // A resumed run keeps its own config: flags that would change it are refused, not ignored.
   for (const char* flag : {"--seed 3", "--num-envs 4", "--threads 2", "--set run.seed=3", "--env Acrobot-v1"}) {
-    expect_error("train --resume " + run_dir.string() + " " + flag, "only --total-timesteps and --progress may change");
+    expect_error("train --resume " + run_dir.string() + " " + flag,
+                 "only --total-timesteps, --progress and --capture-video may change");
   }
   expect_error("train --resume " + run_dir.string() + " --run-root " + (root / "elsewhere").string(),
-               "only --total-timesteps and --progress may change");
+               "only --total-timesteps, --progress and --capture-video may change");
   // A bad progress mode given as a key is refused before a run directory exists.
   const auto no_run = root / "no_run";
   expect_error("train --set run.progress=\"loud\" --run-root " + no_run.string(),

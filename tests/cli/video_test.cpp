@@ -1,8 +1,10 @@
 // Videos of agents: each env family's renderer draws what Gymnasium (or MinAtar) draws, and
 // `concord eval --video` writes a file FFmpeg reads back frame by frame.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -273,6 +275,60 @@ TEST(EvalVideo, FilmsOneEpisodeOfATrainedAgent) {
       concord::test::run_concord("eval " + run_dir.string() + " --video " + (root / "episode.avi").string());
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_THAT(wrong.output, HasSubstr("must end in .mp4 or .gif"));
+}
+
+// The column `name` of a run's metrics.csv, as written.
+std::vector<std::string> metric_column(const std::filesystem::path& run_dir, const std::string& name) {
+  std::ifstream csv(run_dir / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::string> header;
+  for (std::stringstream cells(line); std::getline(cells, line, ',');) header.push_back(line);
+  const auto column = std::find(header.begin(), header.end(), name) - header.begin();
+  std::vector<std::string> values;
+  while (std::getline(csv, line)) {
+    std::stringstream cells(line);
+    std::string cell;
+    for (std::ptrdiff_t i = 0; i <= column && std::getline(cells, cell, ','); ++i) {
+    }
+    values.push_back(cell);
+  }
+  return values;
+}
+
+// CleanRL's --capture-video: a video at each checkpoint and at the end (the last update's
+// checkpoint is the end's, filmed once), and the run's numbers are those of the same run without.
+TEST(TrainVideo, FilmsEachCheckpointAndTrainsAsWithout) {
+  const auto root = fresh_dir("capture");
+  const std::string common =
+      "train --total-timesteps 2048 --num-envs 4 --seed 3 --progress off "
+      "--set train.checkpoint_interval_steps=1024 --run-root ";
+  const concord::test::CommandResult filmed =
+      concord::test::run_concord(common + (root / "filmed").string() + " --capture-video");
+  ASSERT_EQ(filmed.exit_code, 0) << filmed.output;
+  const concord::test::CommandResult plain = concord::test::run_concord(common + (root / "plain").string());
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::filesystem::path run = concord::test::run_directories(root / "filmed").at(0);
+  int videos = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run / "videos")) {
+    (void)entry;
+    ++videos;
+  }
+  EXPECT_EQ(videos, 2);
+  for (const std::string step : {"1024", "2048"}) {
+    int width = 0, height = 0;
+    EXPECT_GE(decoded_frames(run / "videos" / ("step_" + step + ".mp4"), &width, &height), 9) << step;
+    EXPECT_EQ(width, 600);
+  }
+  const std::vector<std::string> losses = metric_column(run, "losses/value_loss");
+  EXPECT_EQ(losses.size(), 4U);
+  EXPECT_EQ(losses, metric_column(concord::test::run_directories(root / "plain").at(0), "losses/value_loss"));
+
+  const concord::test::CommandResult refused = concord::test::run_concord(
+      "train --env DeepSea5-v0 --capture-video --progress off --run-root " + (root / "refused").string());
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.output, HasSubstr("train.capture_video: no renderer draws DeepSea5-v0"));
+  EXPECT_FALSE(std::filesystem::exists(root / "refused"));
 }
 
 TEST(EvalVideo, FilmsAMujocoTask) {

@@ -129,6 +129,9 @@ core::ConfigSchema concord_schema() {
   schema.declare("train.checkpoint_interval_steps", int64_t{100000}, "Steps between checkpoints (one more at the end)");
   schema.declare("train.checkpoint_interval_seconds", 0.0,
                  "Also checkpoint when this many seconds of wall time passed since the last one (0: off)");
+  schema.declare("train.capture_video", false,
+                 "Film one episode of the agent into RUN/videos/step_STEP.mp4 at each checkpoint and at the end "
+                 "(--capture-video)");
   schema.declare("train.keep_checkpoints", int64_t{1},
                  "Checkpoints kept: 1 keeps only checkpoint.ckpt; K > 1 also keeps each as checkpoint-STEP.ckpt, "
                  "the K newest of them");

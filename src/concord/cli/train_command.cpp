@@ -75,6 +75,9 @@ void add_train_command(CLI::App& app) {
       ->add_option("--total-timesteps", flags->total_timesteps,
                    "Environment steps to train for (train.total_timesteps)")
       ->transform(count_between(1, int64_t{1} << 50));
+  command->add_flag("--capture-video", flags->capture_video,
+                    "Film one episode of the agent into RUN/videos/ at each checkpoint and at the end "
+                    "(train.capture_video)");
   command->add_option("--resume", flags->resume, "Continue the run in this directory from its last checkpoint");
   command->callback([flags] { run_train(*flags); });
 }

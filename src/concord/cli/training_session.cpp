@@ -19,6 +19,7 @@
 #include "concord/cli/signal_stop.h"
 #include "concord/cli/training_checkpoint.h"
 #include "concord/cli/training_run.h"
+#include "concord/cli/training_video.h"
 #include "concord/cli/unstable_physics.h"
 #include "concord/comm/launch_environment.h"
 #include "concord/core/checkpoint.h"
@@ -34,6 +35,7 @@ core::Config training_config(const TrainFlags& flags) {
     if (!flags.algo.empty()) config.set("train.algo", flags.algo, "--algo");
     if (!flags.policy.empty()) config.set("train.policy", flags.policy, "--policy");
     if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
+    if (flags.capture_video) config.set("train.capture_video", true, "--capture-video");
     return config;
   }
   // A resumed run keeps its own config; only the length of training may change.
@@ -41,11 +43,13 @@ core::Config training_config(const TrainFlags& flags) {
       !flags.run.env_id.empty() || flags.run.seed >= 0 || flags.run.num_envs > 0 || flags.run.num_threads > 0 ||
       !flags.run.run_root.empty()) {
     throw core::ConfigError(
-        "--resume continues a run with its own config.toml; only --total-timesteps and --progress may change");
+        "--resume continues a run with its own config.toml; only --total-timesteps, --progress and --capture-video "
+        "may change");
   }
   core::Config config = resumed_run_config(flags.resume);
   if (flags.total_timesteps > 0) config.set("train.total_timesteps", flags.total_timesteps, "--total-timesteps");
   if (!flags.run.progress.empty()) config.set("run.progress", flags.run.progress, "--progress");
+  if (flags.capture_video) config.set("train.capture_video", true, "--capture-video");
   check_config_bounds(config, /*machine_limits=*/false);
   return config;
 }
@@ -267,7 +271,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     checkpoint = core::load_checkpoint(resume_file);
     const core::Config trained_with = checkpoint_config(*checkpoint, resume_file);
     state = checked_training_state(*checkpoint, trained_with, resume_file);
-    check_resumable(trained_with, config, resume_file, {"train.total_timesteps", "run.progress"});
+    check_resumable(trained_with, config, resume_file,
+                    {"train.total_timesteps", "run.progress", "train.capture_video"});
   }
   std::optional<TrainingRun> restored;
   try {
@@ -277,6 +282,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
   }
   TrainingRun& training = *restored;
   if (training.rank() != 0) return train_secondary_rank(training, state, hooks);
+  TrainingVideos videos(config);
   algos::Learner& learner = training.learner();
   const std::string& algo = training.algo();
   const std::string& env_id = training.env_spec().id;
@@ -344,6 +350,7 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     core::Stopwatch since_checkpoint;
     callbacks.on_checkpoint = [&](const policies::TrainingState& now) {
       save_training_checkpoint(run.run_dir, learner, now, run.config, training.bonus());
+      videos.film(run.run_dir, now.global_step);
       since_checkpoint.restart();
       spdlog::debug("checkpoint at step {}", now.global_step);
     };
@@ -375,6 +382,8 @@ TrainingOutcome run_training_session(const TrainFlags& flags, const TrainingHook
     }
     unstable.warn_if_any(state.global_step - start_state.global_step);
     save_training_checkpoint(run.run_dir, learner, state, run.config, training.bonus());
+    // A run stopped by a signal ends without filming: it was asked to end now.
+    if (signals.signal() == 0) videos.film(run.run_dir, state.global_step);
     if (progress) progress->finish();
     outcome.stop_signal = signals.signal();
   }

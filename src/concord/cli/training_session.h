@@ -21,6 +21,7 @@ struct TrainFlags {
   std::string algo;
   std::string policy;
   int64_t total_timesteps = 0;
+  bool capture_video = false;
   std::string resume;
 };
 
