@@ -20,8 +20,9 @@ Autoreset: Gymnasium's SAME_STEP mode (metadata["autoreset_mode"]). On the step 
 episode the env is reset at once: the returned observation is the new episode's first, and the
 ended episode's last observation is info["final_obs"][i] where info["_final_obs"][i]. Unlike
 Gymnasium's object array of per-env observations, info["final_obs"] is one dense array shaped
-like the observations (zeros where the mask is False). info["final_info"] is {} (Concord's envs
-report no per-step info) with its mask info["_final_info"]. The same step puts the ended
+like the observations (zeros where the mask is False). info["final_info"] holds the ended steps'
+own info (a MuJoCo task's reward terms and positions; {} for the other envs, which report none)
+with its mask info["_final_info"]. The same step puts the ended
 episodes' totals in info["episode"] = {"r": float32 returns, "l": int32 lengths} with the mask
 info["_episode"], as RecordEpisodeStatistics does (without its "t"). These keys appear only on
 steps where some episode ended.

@@ -59,7 +59,8 @@ class VectorEnv {
         async_(env_->is_async()),
         batch_size_(env_->batch_size()) {
     for (const envs::Env* made : made_envs_) {
-      if (const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(made)) locomotion_envs_.push_back(mujoco_env);
+      if (const auto* mujoco_env = dynamic_cast<const envs::mujoco::MujocoEnv*>(made))
+        locomotion_envs_.push_back(mujoco_env);
     }
     if (locomotion_envs_.size() != made_envs_.size()) locomotion_envs_.clear();
     if (!locomotion_envs_.empty()) {
