@@ -10,9 +10,9 @@
 namespace concord::envs::mujoco {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void fail(const std::string& what, EGLint error = eglGetError()) {
   char code[16];
-  std::snprintf(code, sizeof code, "0x%04x", static_cast<unsigned>(eglGetError()));
+  std::snprintf(code, sizeof code, "0x%04x", static_cast<unsigned>(error));
   throw std::runtime_error("MuJoCo rendering needs an off-screen OpenGL context through EGL, and " + what +
                            " failed (EGL error " + code +
                            "); Debian's Mesa provides one without a display or GPU: apt-get install libegl1 "
@@ -87,7 +87,11 @@ OffscreenContext::OffscreenContext() {
   if (!eglBindAPI(EGL_OPENGL_API)) fail("eglBindAPI(EGL_OPENGL_API)");
   context_ = eglCreateContext(display, config, EGL_NO_CONTEXT, nullptr);
   if (context_ == EGL_NO_CONTEXT) fail("eglCreateContext");
-  make_current();
+  if (!eglMakeCurrent(display, EGL_NO_SURFACE, EGL_NO_SURFACE, static_cast<EGLContext>(context_))) {
+    const EGLint error = eglGetError();
+    eglDestroyContext(display, static_cast<EGLContext>(context_));
+    fail("eglMakeCurrent (a context without a surface)", error);
+  }
   using GetString = const unsigned char* (*)(unsigned);
   const auto get_string = reinterpret_cast<GetString>(eglGetProcAddress("glGetString"));
   const unsigned char* name = get_string != nullptr ? get_string(0x1F01 /* GL_RENDERER */) : nullptr;

@@ -83,19 +83,13 @@ class MujocoRenderer final : public EnvRenderer {
     const bool offscreen = context_.currentBuffer == mjFB_OFFSCREEN;
     gl_.release();
     if (!offscreen) {
+      free();
       throw std::runtime_error("MuJoCo rendering: OpenGL (" + gl_.renderer() +
                                ") gave MuJoCo no off-screen framebuffer");
     }
   }
 
-  ~MujocoRenderer() override {
-    gl_.make_current();
-    mjr_freeContext(&context_);
-    gl_.release();
-    mjv_freeScene(&scene_);
-    mj_deleteData(data_);
-    mj_deleteModel(model_);
-  }
+  ~MujocoRenderer() override { free(); }
   MujocoRenderer(const MujocoRenderer&) = delete;
   MujocoRenderer& operator=(const MujocoRenderer&) = delete;
 
@@ -136,6 +130,19 @@ class MujocoRenderer final : public EnvRenderer {
   }
 
  private:
+  void free() noexcept {
+    try {
+      gl_.make_current();
+      mjr_freeContext(&context_);
+      gl_.release();
+    } catch (const std::exception&) {
+      // The context cannot be made current: its objects go with it when it is destroyed.
+    }
+    mjv_freeScene(&scene_);
+    mj_deleteData(data_);
+    mj_deleteModel(model_);
+  }
+
   OffscreenContext gl_;
   mjModel* model_;
   mjData* data_;
