@@ -15,6 +15,7 @@
 
 #include "concord/algos/algorithm_registry.h"
 #include "concord/core/config.h"
+#include "concord/core/rng.h"
 #include "concord/envs/registry.h"
 #include "concord/policies/policy_registry.h"
 #include "concord/policies/runtime/evaluation.h"
@@ -74,6 +75,30 @@ inline const std::vector<std::string> kFastSac = {
     "algo.hidden_sizes=[64, 64]", "algo.activation=relu", "algo.sac.learning_starts=500", "algo.sac.batch_size=64",
     "algo.sac.policy_lr=1e-3",    "algo.sac.q_lr=1e-3",   "algo.sac.policy_frequency=1"};
 inline constexpr int64_t kFastSacSteps = 6'000;
+
+// Mean return of `episodes` episodes of actions uniform over the action space of `id`.
+inline double random_box_return(const std::string& id, int episodes, uint64_t seed) {
+  const auto env = envs::make_env(id);
+  const envs::Space& space = env->spec().action_space;
+  std::vector<float> observation(env->spec().observation_space.flat_size());
+  std::vector<float> action(space.flat_size());
+  core::Rng rng(seed);
+  double total = 0.0;
+  for (int episode = 0; episode < episodes; ++episode) {
+    env->reset(core::derive_seed(seed, static_cast<uint64_t>(episode)), observation.data());
+    for (bool done = false; !done;) {
+      for (size_t i = 0; i < action.size(); ++i) {
+        action[i] = static_cast<float>(core::uniform(rng, space.low()[i], space.high()[i]));
+      }
+      envs::Action a;
+      a.values = action.data();
+      const envs::StepResult result = env->step(a, observation.data());
+      total += result.reward;
+      done = result.terminated || result.truncated;
+    }
+  }
+  return total / episodes;
+}
 
 inline std::unique_ptr<algos::Learner> learner_for(const std::string& algo, const core::Config& config,
                                                    const envs::VectorEnvConfig& env) {

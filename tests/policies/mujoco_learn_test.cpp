@@ -15,7 +15,6 @@
 #include "learning_outcome.h"
 #include "policies/learning_runs.h"
 
-#include "concord/core/rng.h"
 #include "concord/envs/registry.h"
 
 namespace concord::policies {
@@ -23,28 +22,8 @@ namespace {
 
 constexpr const char* kEnv = "MuJoCo/InvertedPendulum-v5";
 
-// Mean return of `episodes` episodes of actions uniform over the action space.
-double random_policy_return(int episodes, uint64_t seed) {
-  const auto env = envs::make_env(kEnv);
-  std::vector<float> observation(4);
-  core::Rng rng(seed);
-  double total = 0.0;
-  for (int episode = 0; episode < episodes; ++episode) {
-    env->reset(core::derive_seed(seed, static_cast<uint64_t>(episode)), observation.data());
-    for (bool done = false; !done;) {
-      float force = static_cast<float>(core::uniform(rng, -3.0, 3.0));
-      envs::Action action;
-      action.values = &force;
-      const envs::StepResult result = env->step(action, observation.data());
-      total += result.reward;
-      done = result.terminated || result.truncated;
-    }
-  }
-  return total / episodes;
-}
-
 TEST(MujocoLearning, PpoKeepsTheInvertedPendulumUp) {
-  const double random_return = random_policy_return(100, 3);
+  const double random_return = testing::random_box_return(kEnv, 100, 3);
   const double bar = std::max(10.0 * random_return, 150.0);
   std::printf("[learning] %s random policy return %.2f over 100 episodes; bar %.2f\n", kEnv, random_return, bar);
   const core::Config config =
@@ -59,33 +38,9 @@ TEST(MujocoLearning, PpoKeepsTheInvertedPendulumUp) {
       test::LearningBar{bar}));
 }
 
-// Mean return of `episodes` episodes of actions uniform over the action space of `id`.
-double random_box_return(const std::string& id, int episodes, uint64_t seed) {
-  const auto env = envs::make_env(id);
-  const envs::Space& space = env->spec().action_space;
-  std::vector<float> observation(env->spec().observation_space.flat_size());
-  std::vector<float> action(space.flat_size());
-  core::Rng rng(seed);
-  double total = 0.0;
-  for (int episode = 0; episode < episodes; ++episode) {
-    env->reset(core::derive_seed(seed, static_cast<uint64_t>(episode)), observation.data());
-    for (bool done = false; !done;) {
-      for (size_t i = 0; i < action.size(); ++i) {
-        action[i] = static_cast<float>(core::uniform(rng, space.low()[i], space.high()[i]));
-      }
-      envs::Action a;
-      a.values = action.data();
-      const envs::StepResult result = env->step(a, observation.data());
-      total += result.reward;
-      done = result.terminated || result.truncated;
-    }
-  }
-  return total / episodes;
-}
-
 TEST(MujocoLearning, PpoReachesTheReachersTarget) {
   const char* id = "MuJoCo/Reacher-v5";
-  const double random_return = random_box_return(id, 100, 3);
+  const double random_return = testing::random_box_return(id, 100, 3);
   const double bar = 0.5 * random_return;  // returns are negative: half the random policy's cost
   std::printf("[learning] %s random policy return %.2f over 100 episodes; bar %.2f\n", id, random_return, bar);
   const core::Config config =

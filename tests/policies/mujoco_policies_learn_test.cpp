@@ -28,7 +28,6 @@
 #include "policies/learning_runs.h"
 
 #include "concord/comm/thread_group.h"
-#include "concord/core/rng.h"
 #include "concord/core/torch_thread.h"
 #include "concord/envs/registry.h"
 #include "concord/policies/policy_registry.h"
@@ -38,29 +37,9 @@ namespace {
 
 constexpr const char* kEnv = "MuJoCo/InvertedPendulum-v5";
 
-// Mean return of `episodes` episodes of forces uniform over [-3, 3] (the action space).
-double random_policy_return(int episodes, uint64_t seed) {
-  const auto env = envs::make_env(kEnv);
-  std::vector<float> observation(4);
-  core::Rng rng(seed);
-  double total = 0.0;
-  for (int episode = 0; episode < episodes; ++episode) {
-    env->reset(core::derive_seed(seed, static_cast<uint64_t>(episode)), observation.data());
-    for (bool done = false; !done;) {
-      float force = static_cast<float>(core::uniform(rng, -3.0, 3.0));
-      envs::Action action;
-      action.values = &force;
-      const envs::StepResult result = env->step(action, observation.data());
-      total += result.reward;
-      done = result.terminated || result.truncated;
-    }
-  }
-  return total / episodes;
-}
-
 // max(10 x random, `floor`), printed with the random return it came from.
 double bar_above_random(double floor) {
-  const double random_return = random_policy_return(100, 3);
+  const double random_return = testing::random_box_return(kEnv, 100, 3);
   const double bar = std::max(10.0 * random_return, floor);
   std::printf("[learning] %s random policy return %.2f over 100 episodes; bar %.2f\n", kEnv, random_return, bar);
   return bar;
