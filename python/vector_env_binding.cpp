@@ -196,11 +196,10 @@ class VectorEnv {
       py::array_t<uint8_t> picture({renderer_->height(), renderer_->width(), 3});
       if (shown.empty()) {
         std::memset(picture.mutable_data(), 0, static_cast<size_t>(picture.size()));
-        frames[static_cast<size_t>(i)] = std::move(picture);
-        continue;
+      } else {
+        renderer_->render(shown.data(), frame);
+        std::memcpy(picture.mutable_data(), frame.pixels.data(), frame.pixels.size());
       }
-      renderer_->render(shown.data(), frame);
-      std::memcpy(picture.mutable_data(), frame.pixels.data(), frame.pixels.size());
       frames[static_cast<size_t>(i)] = std::move(picture);
     }
     return frames;

@@ -25,9 +25,7 @@ struct EvalFlags {
 
 void run_video(const EvalFlags& flags) {
   const TrainedCheckpoint trained = read_trained_checkpoint(flags.path);
-  const uint64_t seed =
-      flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
-                      : static_cast<uint64_t>(trained.config.get_int("run.seed") + policies::runtime::kEvalSeedOffset);
+  const uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed) : evaluation_seed(trained.config);
   const EpisodeVideo video = record_episode_video(trained, flags.video, seed, flags.stochastic, flags.step_limit);
   std::printf("video %s: %lld frames of one episode (return %.2f%s), written in %.2f s\n", video.file.string().c_str(),
               static_cast<long long>(video.frames), video.episode_return,

@@ -43,7 +43,7 @@ EvaluationReport evaluate_trained_checkpoint(const std::filesystem::path& run_di
   report.env_id = config.get_string("env.id");
   report.global_step = trained.global_step;
   report.episodes = episodes.value_or(config.get_int("eval.episodes"));
-  report.seed = seed.value_or(static_cast<uint64_t>(config.get_int("run.seed") + policies::runtime::kEvalSeedOffset));
+  report.seed = seed.value_or(evaluation_seed(config));
   report.stochastic = stochastic;
   torch::manual_seed(report.seed);
   set_torch_threads(config);

@@ -49,6 +49,12 @@ struct EvaluationReport {
   int step_limit = 0;        // the limit evaluation imposed; 0 where the env has its own
 };
 
+// The seed `concord eval` gives its environments unless told one: run.seed + kEvalSeedOffset of
+// the run's `config`, so that evaluation never replays a training env's stream.
+inline uint64_t evaluation_seed(const core::Config& config) {
+  return static_cast<uint64_t>(config.get_int("run.seed") + policies::runtime::kEvalSeedOffset);
+}
+
 // `concord eval`: the agent's mode (or samples, when `stochastic`) for `episodes` episodes
 // (default eval.episodes) in environments seeded `seed` (default run.seed + kEvalSeedOffset),
 // which also seeds LibTorch before the network is built. An env without a time limit is truncated

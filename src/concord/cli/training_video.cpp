@@ -40,9 +40,8 @@ void TrainingVideos::film(const std::filesystem::path& run_dir, int64_t global_s
   }
   try {
     const TrainedCheckpoint trained = read_trained_checkpoint(checkpoint_path(run_dir));
-    const auto seed = static_cast<uint64_t>(trained.config.get_int("run.seed") + policies::runtime::kEvalSeedOffset);
-    const EpisodeVideo video =
-        record_episode_video(trained, file, seed, /*stochastic=*/false, policies::runtime::kEvaluationStepLimit);
+    const EpisodeVideo video = record_episode_video(trained, file, evaluation_seed(trained.config),
+                                                    /*stochastic=*/false, policies::runtime::kEvaluationStepLimit);
     spdlog::info("video {}: {} frames of one episode (return {:.2f}) in {:.2f} s", file.string(), video.frames,
                  video.episode_return, video.seconds);
   } catch (const std::exception& error) {

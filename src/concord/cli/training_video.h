@@ -18,7 +18,6 @@ class TrainingVideos {
   // EGL), before a run begins.
   explicit TrainingVideos(const core::Config& config);
 
-  bool enabled() const { return enabled_; }
   // Films the checkpoint just written to `run_dir` for `global_step`. The filming seeds LibTorch's
   // generator, whose state is put back after, so the run trains as it would without videos. A
   // video that fails is a warning in the log: the run goes on. A step already filmed (the last

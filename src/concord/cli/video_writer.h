@@ -9,10 +9,10 @@ namespace concord::cli {
 
 // Writes RGB frames as a video through FFmpeg's libraries: H.264 (libx264, preset ultrafast) in
 // MP4 for a .mp4 file, GIF (256 colours chosen from the first frame) for a .gif one; a GIF plays
-// at most 50 frames a second and keeps every k-th frame of a faster env (frames() counts those kept). The file
-// appears once finish() has written it whole (a temporary beside it is renamed); missing folders
-// on its path are made. Throws
-// std::runtime_error naming the file and FFmpeg's reason.
+// at most 50 frames a second and keeps every k-th frame of a faster env (frames() counts those
+// kept). The file appears once finish() has written it whole (a temporary beside it is renamed);
+// missing folders on its path are made. Throws std::runtime_error naming the file and FFmpeg's
+// reason.
 class VideoWriter {
  public:
   VideoWriter(const std::filesystem::path& file, int width, int height, int frames_per_second);

@@ -38,8 +38,7 @@ Humanoid::Humanoid(const TaskOptions& options, std::shared_ptr<const MujocoModel
           model, options.frame_skip),
       options_(options) {
   report_locomotion_info(/*survive=*/true, /*contact=*/true, Positions::kXY);
-  report_array_info({{"tendon_length", &mjData::ten_length, model->get()->ntendon, /*at_reset=*/true},
-                     {"tendon_velocity", &mjData::ten_velocity, model->get()->ntendon, /*at_reset=*/true}});
+  report_tendon_info();
 }
 
 bool Humanoid::is_healthy() const {

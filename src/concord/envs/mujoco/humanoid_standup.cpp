@@ -39,8 +39,7 @@ HumanoidStandup::HumanoidStandup(const TaskOptions& options, std::shared_ptr<con
                {"reward_linup", &LocomotionReward::linup},
                {"reward_quadctrl", &LocomotionReward::ctrl},
                {"reward_impact", &LocomotionReward::contact}});
-  report_array_info({{"tendon_length", &mjData::ten_length, model->get()->ntendon, /*at_reset=*/true},
-                     {"tendon_velocity", &mjData::ten_velocity, model->get()->ntendon, /*at_reset=*/true}});
+  report_tendon_info();
 }
 
 void HumanoidStandup::reset_state(float* observation) {

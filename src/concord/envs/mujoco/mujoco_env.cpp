@@ -45,6 +45,12 @@ void MujocoEnv::report_array_info(std::vector<ArrayInfoTerm> terms) {
   }
 }
 
+void MujocoEnv::report_tendon_info() {
+  const int tendons = model()->ntendon;
+  report_array_info({{"tendon_length", &mjData::ten_length, tendons, /*at_reset=*/true},
+                     {"tendon_velocity", &mjData::ten_velocity, tendons, /*at_reset=*/true}});
+}
+
 Space MujocoEnv::action_space_of(const MujocoModel& model, const std::string& task) {
   const mjModel* m = model.get();
   std::vector<float> low(m->nu), high(m->nu);

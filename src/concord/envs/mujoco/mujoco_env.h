@@ -124,6 +124,9 @@ class MujocoEnv : public FloatEnv {
   void report_info(std::vector<InfoTerm> terms) { info_terms_ = std::move(terms); }
   // A task's constructor names its array_info_terms(), each no longer than its mjData array.
   void report_array_info(std::vector<ArrayInfoTerm> terms);
+  // The humanoids' array terms: tendon_length and tendon_velocity, one value per tendon of the
+  // model, in the step's and the reset's info.
+  void report_tendon_info();
   // The terms of the step being taken, for a task that is not a locomotion_step's.
   LocomotionReward& step_terms() { return last_reward_; }
   // Records the positions (x_position, ...) of the state now in last_reward();
